@@ -1,0 +1,376 @@
+//! The group-commit stage: one thread that moves records from the ring to
+//! the active segment, writes them, and syncs when asked.
+//!
+//! It writes the first record after an idle spell at once, then gathers for
+//! up to the flush interval (or until the ring is half full, or a durable
+//! waiter asks), so a burst costs one write and at most one fsync. A write
+//! error keeps the unwritten bytes and retries with backoff; an fsync error
+//! poisons the log, because the kernel may already have dropped the pages.
+
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use crossbeam_utils::Backoff;
+
+use crate::active::{ActiveSegment, IoFail};
+use crate::log::{FailKind, Inner, SegEntry, now_ns};
+use crate::retention;
+
+/// Largest batch gathered before it is written, bounding committer memory.
+const MAX_BATCH: usize = 8 << 20;
+/// How often retention runs when nothing else wakes the committer.
+const MAINTENANCE: Duration = Duration::from_millis(500);
+const RETRY_MIN: Duration = Duration::from_millis(20);
+const RETRY_MAX: Duration = Duration::from_secs(1);
+
+pub(crate) fn spawn(inner: Arc<Inner>, active: Option<ActiveSegment>) -> io::Result<JoinHandle<()>> {
+    let h = thread::Builder::new()
+        .name("weir-log-commit".into())
+        .spawn({
+            let inner = inner.clone();
+            move || Committer::new(inner, active).run()
+        })?;
+    let _ = inner.committer.set(h.thread().clone());
+    Ok(h)
+}
+
+/// Whether every reserved record has been committed durably.
+pub(crate) fn finished(inner: &Inner) -> bool {
+    inner.durable.load(Ordering::Acquire) + 1 >= inner.ring.next()
+}
+
+struct Committer {
+    inner: Arc<Inner>,
+    active: Option<ActiveSegment>,
+    last_sync: Instant,
+    last_maintenance: Instant,
+    retry: Option<(Instant, Duration)>,
+    marks: retention::PendingMarks,
+}
+
+enum Outcome {
+    /// Something was written (or nothing was pending).
+    Progress,
+    /// The commit failed and will be retried.
+    Failed,
+    /// The log is poisoned; stop.
+    Poisoned,
+}
+
+impl Committer {
+    fn new(inner: Arc<Inner>, active: Option<ActiveSegment>) -> Self {
+        Committer {
+            inner,
+            active,
+            last_sync: Instant::now(),
+            last_maintenance: Instant::now(),
+            retry: None,
+            marks: retention::PendingMarks::default(),
+        }
+    }
+
+    fn run(mut self) {
+        loop {
+            let closing = self.inner.closing.load(Ordering::Acquire);
+            if !closing {
+                self.wait_for_work();
+            }
+            if let Some((at, _)) = self.retry {
+                let now = Instant::now();
+                if now < at && !closing {
+                    thread::park_timeout(at - now);
+                    continue;
+                }
+            }
+            match self.cycle(closing) {
+                Outcome::Poisoned => break,
+                Outcome::Failed => {
+                    if closing && self.retry.is_some_and(|(_, d)| d >= RETRY_MAX) {
+                        // Give up on close after backing off to the maximum;
+                        // `close` reports the error.
+                        break;
+                    }
+                    if closing {
+                        thread::sleep(self.retry.map_or(RETRY_MIN, |(_, d)| d));
+                    }
+                }
+                Outcome::Progress => {}
+            }
+            if self.last_maintenance.elapsed() >= MAINTENANCE || closing {
+                self.maintain();
+            }
+            if closing && finished(&self.inner) && self.marks.is_empty() {
+                break;
+            }
+        }
+        self.wake_all();
+    }
+
+    fn pending(&self) -> u64 {
+        self.inner.ring.next() - self.inner.ring.taken()
+    }
+
+    fn urgent(&self) -> bool {
+        self.inner.durable_wanted.load(Ordering::Acquire) > self.inner.durable.load(Ordering::Acquire)
+            || self.pending() >= self.inner.ring.capacity() / 2
+            || self.inner.closing.load(Ordering::Acquire)
+    }
+
+    fn unsynced(&self) -> bool {
+        self.inner.committed.load(Ordering::Acquire) > self.inner.durable.load(Ordering::Acquire)
+    }
+
+    /// Parks until there is work: a batch window after a record arrives, at
+    /// once for urgent work, and idle otherwise.
+    fn wait_for_work(&mut self) {
+        if self.urgent() {
+            return;
+        }
+        let opts = &self.inner.opts;
+        let sync_due = opts
+            .sync_interval
+            .filter(|_| self.unsynced())
+            .map(|d| d.saturating_sub(self.last_sync.elapsed()));
+        let maint = MAINTENANCE.saturating_sub(self.last_maintenance.elapsed());
+        let retry = self.retry.map(|(at, _)| at.saturating_duration_since(Instant::now()));
+        if self.pending() > 0 {
+            // Gather a batch for at most one flush interval.
+            let d = [Some(opts.flush_interval), sync_due, retry]
+                .into_iter()
+                .flatten()
+                .min()
+                .unwrap_or(opts.flush_interval);
+            thread::park_timeout(d);
+            return;
+        }
+        self.inner.committer_idle.store(true, Ordering::SeqCst);
+        if self.pending() > 0 || self.urgent() {
+            self.inner.committer_idle.store(false, Ordering::SeqCst);
+            return;
+        }
+        let d = [Some(maint), sync_due, retry].into_iter().flatten().min().unwrap_or(maint);
+        thread::park_timeout(d);
+        // The first record after idleness is written at once.
+        self.inner.committer_idle.store(false, Ordering::SeqCst);
+    }
+
+    fn cycle(&mut self, closing: bool) -> Outcome {
+        let inner = self.inner.clone();
+        let wanted = inner.durable_wanted.load(Ordering::Acquire);
+        let must_reach = if closing {
+            inner.ring.next() - 1
+        } else {
+            wanted
+        };
+        if let Err(f) = self.gather(must_reach) {
+            return self.failed(f);
+        }
+        let Some(active) = self.active.as_mut() else {
+            return Outcome::Progress;
+        };
+        let placed_to = active.next_index() - 1;
+        let sync_due = inner
+            .opts
+            .sync_interval
+            .is_some_and(|d| self.last_sync.elapsed() >= d);
+        let durable_now = inner.durable.load(Ordering::Acquire);
+        let need_sync = placed_to > durable_now
+            && (wanted > durable_now || closing || sync_due);
+        if need_sync {
+            active.pad();
+        }
+        if active.has_unwritten() {
+            if let Err(e) = active.write() {
+                return self.failed(IoFail::Write(e));
+            }
+            inner.counters.commits.fetch_add(1, Ordering::Relaxed);
+        }
+        self.retry = None;
+        if inner.failing.swap(false, Ordering::AcqRel) {
+            tracing::info!(dir = %inner.dir.display(), "log writes recovered");
+        }
+        self.publish_committed(placed_to);
+        if need_sync {
+            let active = self.active.as_ref().expect("checked above");
+            if let Err(e) = active.sync() {
+                return self.failed(IoFail::Sync(e));
+            }
+            inner.counters.syncs.fetch_add(1, Ordering::Relaxed);
+            self.publish_durable(placed_to);
+        }
+        Outcome::Progress
+    }
+
+    /// Moves published records from the ring into the active segment,
+    /// rolling segments as they fill. Waits for records up to `must_reach`.
+    fn gather(&mut self, must_reach: u64) -> Result<(), IoFail> {
+        let inner = self.inner.clone();
+        let ring = &inner.ring;
+        let mut idx = ring.taken();
+        let end = ring.next();
+        let backoff = Backoff::new();
+        let mut gathered = 0usize;
+        while idx < end && gathered < MAX_BATCH {
+            if self.active.is_none() {
+                self.open_segment(idx)?;
+            }
+            let active = self.active.as_mut().expect("opened above");
+            let took = ring.take(idx, |frame| {
+                if active.fits(frame.len()) {
+                    let time = u64::from_le_bytes(frame[16..24].try_into().expect("header"));
+                    active.push(frame, idx, time);
+                    Some(frame.len())
+                } else {
+                    None
+                }
+            });
+            match took {
+                Some(Some(n)) => {
+                    idx += 1;
+                    gathered += n;
+                    backoff.reset();
+                    if idx % 1024 == 0 {
+                        self.release(idx);
+                    }
+                }
+                Some(None) => {
+                    self.release(idx);
+                    self.roll()?;
+                }
+                // A writer holds the index but has not published yet; wait
+                // for it only if a durable waiter or close needs it.
+                None if idx <= must_reach => backoff.snooze(),
+                None => break,
+            }
+        }
+        self.release(idx);
+        Ok(())
+    }
+
+    fn release(&self, upto: u64) {
+        self.inner.ring.release(upto);
+        if self.inner.space_waiters.load(Ordering::SeqCst) > 0 {
+            let _g = self.inner.lock_wait();
+            self.inner.space_cv.notify_all();
+        }
+    }
+
+    fn open_segment(&mut self, base: u64) -> Result<(), IoFail> {
+        let inner = &self.inner;
+        let opts = &inner.opts;
+        let a = ActiveSegment::create(
+            &*opts.fs,
+            &inner.dir,
+            base,
+            opts.segment_size,
+            opts.max_data_end(),
+            now_ns(),
+        )
+        .map_err(IoFail::Write)?;
+        inner.counters.segments_created.fetch_add(1, Ordering::Relaxed);
+        let mut segs = inner.segments.write().unwrap_or_else(|p| p.into_inner());
+        segs.push(SegEntry {
+            base,
+            path: a.path.clone(),
+            last: None,
+            bytes: opts.segment_size,
+            last_time_ns: 0,
+        });
+        drop(segs);
+        self.active = Some(a);
+        Ok(())
+    }
+
+    fn roll(&mut self) -> Result<(), IoFail> {
+        let inner = self.inner.clone();
+        let Some(active) = self.active.as_mut() else {
+            return Ok(());
+        };
+        let last = active.next_index() - 1;
+        let bytes = active.seal(&*inner.opts.fs, &inner.dir)?;
+        let (base, time) = (active.base, active.last_time_ns());
+        self.active = None;
+        {
+            let mut segs = inner.segments.write().unwrap_or_else(|p| p.into_inner());
+            if let Some(s) = segs.iter_mut().find(|s| s.base == base) {
+                s.last = Some(last);
+                s.bytes = bytes;
+                s.last_time_ns = time;
+            }
+        }
+        self.publish_committed(last);
+        self.publish_durable(last);
+        self.last_maintenance = Instant::now() - MAINTENANCE;
+        Ok(())
+    }
+
+    fn publish_committed(&self, upto: u64) {
+        let inner = &self.inner;
+        if inner.committed.fetch_max(upto, Ordering::AcqRel) < upto {
+            let _g = inner.lock_wait();
+            inner.commit_cv.notify_all();
+        }
+    }
+
+    fn publish_durable(&mut self, upto: u64) {
+        let inner = &self.inner;
+        self.last_sync = Instant::now();
+        inner.durable.fetch_max(upto, Ordering::AcqRel);
+        let _g = inner.lock_wait();
+        inner.durable_cv.notify_all();
+    }
+
+    fn failed(&mut self, f: IoFail) -> Outcome {
+        let inner = &self.inner;
+        let (err, poison) = match &f {
+            IoFail::Write(e) => (e, false),
+            IoFail::Sync(e) => (e, true),
+        };
+        let kind = if err.raw_os_error() == Some(rustix::io::Errno::NOSPC.raw_os_error()) {
+            FailKind::NoSpace
+        } else {
+            FailKind::Io(err.kind(), err.raw_os_error())
+        };
+        {
+            let mut s = inner.fail.lock().unwrap_or_else(|p| p.into_inner());
+            s.epoch += 1;
+            s.last = Some(kind);
+        }
+        if poison {
+            tracing::error!(dir = %inner.dir.display(), error = %err, "fsync failed; the log is poisoned until reopened");
+            inner.poisoned.store(true, Ordering::Release);
+            self.wake_all();
+            return Outcome::Poisoned;
+        }
+        inner.counters.write_errors.fetch_add(1, Ordering::Relaxed);
+        inner.failing.store(true, Ordering::Release);
+        let delay = self
+            .retry
+            .map_or(RETRY_MIN, |(_, d)| (d * 2).min(RETRY_MAX));
+        if self.retry.is_none() {
+            tracing::warn!(dir = %inner.dir.display(), error = %err, "log write failed; records stay queued and are retried");
+        }
+        self.retry = Some((Instant::now() + delay, delay));
+        self.wake_all();
+        Outcome::Failed
+    }
+
+    fn wake_all(&self) {
+        let inner = &self.inner;
+        let _g = inner.lock_wait();
+        inner.durable_cv.notify_all();
+        inner.space_cv.notify_all();
+        inner.commit_cv.notify_all();
+    }
+
+    fn maintain(&mut self) {
+        self.last_maintenance = Instant::now();
+        if self.inner.poisoned.load(Ordering::Acquire) {
+            return;
+        }
+        retention::run(&self.inner, &mut self.marks);
+    }
+}

@@ -1,0 +1,190 @@
+//! The filesystem seam.
+//!
+//! Every byte the log reads or writes goes through [`FileSystem`] and
+//! [`File`], so tests can put [`crate::fault::FaultyFs`] in between and inject
+//! write errors, fsync errors, ENOSPC, short writes and power cuts.
+
+use std::fmt::Debug;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+/// An open file.
+pub trait File: Send + Sync + Debug {
+    /// Writes at `off`, returning how many bytes were written (possibly fewer).
+    fn write_at(&self, buf: &[u8], off: u64) -> io::Result<usize>;
+    /// Reads at `off`, returning how many bytes were read (0 at end of file).
+    fn read_at(&self, buf: &mut [u8], off: u64) -> io::Result<usize>;
+    /// `fdatasync`.
+    fn sync_data(&self) -> io::Result<()>;
+    /// `fsync`.
+    fn sync_all(&self) -> io::Result<()>;
+    /// Reserves `len` bytes from offset 0 (`fallocate`), without changing data.
+    fn allocate(&self, len: u64) -> io::Result<()>;
+    /// Truncates or extends the file.
+    fn set_len(&self, len: u64) -> io::Result<()>;
+    /// The file's length.
+    fn len(&self) -> io::Result<u64>;
+    /// Bytes allocated on disk (`st_blocks * 512`).
+    fn allocated(&self) -> io::Result<u64>;
+}
+
+/// A directory of files.
+pub trait FileSystem: Send + Sync + Debug {
+    /// Creates a new file for reading and writing; fails if it exists.
+    fn create(&self, path: &Path) -> io::Result<Box<dyn File>>;
+    /// Opens an existing file for reading and writing.
+    fn open_rw(&self, path: &Path) -> io::Result<Box<dyn File>>;
+    /// Opens an existing file for reading.
+    fn open_read(&self, path: &Path) -> io::Result<Box<dyn File>>;
+    /// Removes a file.
+    fn remove(&self, path: &Path) -> io::Result<()>;
+    /// Renames a file, replacing the target.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Makes directory entries durable (`fsync` on the directory).
+    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    /// Creates a directory and its parents.
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
+    /// The names of the entries of a directory.
+    fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>>;
+}
+
+/// The real filesystem.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct StdFs;
+
+#[derive(Debug)]
+struct StdFile(std::fs::File);
+
+impl File for StdFile {
+    fn write_at(&self, buf: &[u8], off: u64) -> io::Result<usize> {
+        self.0.write_at(buf, off)
+    }
+    fn read_at(&self, buf: &mut [u8], off: u64) -> io::Result<usize> {
+        self.0.read_at(buf, off)
+    }
+    fn sync_data(&self) -> io::Result<()> {
+        self.0.sync_data()
+    }
+    fn sync_all(&self) -> io::Result<()> {
+        self.0.sync_all()
+    }
+    fn allocate(&self, len: u64) -> io::Result<()> {
+        match rustix::fs::fallocate(&self.0, rustix::fs::FallocateFlags::empty(), 0, len) {
+            Ok(()) => Ok(()),
+            // Filesystems without fallocate still get a file of the full size.
+            Err(rustix::io::Errno::OPNOTSUPP) => self.0.set_len(len),
+            Err(e) => Err(e.into()),
+        }
+    }
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.0.set_len(len)
+    }
+    fn len(&self) -> io::Result<u64> {
+        Ok(self.0.metadata()?.len())
+    }
+    fn allocated(&self) -> io::Result<u64> {
+        use std::os::unix::fs::MetadataExt;
+        Ok(self.0.metadata()?.blocks() * 512)
+    }
+}
+
+impl FileSystem for StdFs {
+    fn create(&self, path: &Path) -> io::Result<Box<dyn File>> {
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(path)?;
+        Ok(Box::new(StdFile(f)))
+    }
+    fn open_rw(&self, path: &Path) -> io::Result<Box<dyn File>> {
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)?;
+        Ok(Box::new(StdFile(f)))
+    }
+    fn open_read(&self, path: &Path) -> io::Result<Box<dyn File>> {
+        Ok(Box::new(StdFile(std::fs::File::open(path)?)))
+    }
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        std::fs::remove_file(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        std::fs::rename(from, to)
+    }
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        std::fs::File::open(dir)?.sync_all()
+    }
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        std::fs::create_dir_all(dir)
+    }
+    fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+        std::fs::read_dir(dir)?
+            .map(|e| e.map(|e| e.path()))
+            .collect()
+    }
+}
+
+/// Writes all of `buf` at `off`, retrying short writes.
+pub(crate) fn write_all_at(f: &dyn File, mut buf: &[u8], mut off: u64) -> io::Result<()> {
+    while !buf.is_empty() {
+        match f.write_at(buf, off) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => {
+                buf = &buf[n..];
+                off += n as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Reads until `buf` is full or the file ends; returns the bytes read.
+pub(crate) fn read_full_at(f: &dyn File, buf: &mut [u8], off: u64) -> io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match f.read_at(&mut buf[got..], off + got as u64) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
+/// Replaces `path` with `bytes` atomically: write a temporary file, fsync it,
+/// rename it over `path`, fsync the directory.
+pub(crate) fn replace_file(fs: &dyn FileSystem, path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let tmp = path.with_extension("tmp");
+    match fs.remove(&tmp) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    let f = fs.create(&tmp)?;
+    write_all_at(&*f, bytes, 0)?;
+    f.sync_all()?;
+    drop(f);
+    fs.rename(&tmp, path)?;
+    fs.sync_dir(dir)
+}
+
+/// Reads a whole small file, or `None` if it does not exist.
+pub(crate) fn read_file(fs: &dyn FileSystem, path: &Path) -> io::Result<Option<Vec<u8>>> {
+    let f = match fs.open_read(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let len = f.len()?;
+    let mut buf = vec![0; usize::try_from(len).map_err(|_| io::ErrorKind::InvalidData)?];
+    let n = read_full_at(&*f, &mut buf, 0)?;
+    buf.truncate(n);
+    Ok(Some(buf))
+}

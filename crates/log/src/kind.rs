@@ -1,0 +1,304 @@
+//! Record types and type masks.
+//!
+//! A record type is an open `u16` space. Codes 0–63 keep Lustre's changelog
+//! numbering for the namespace types, 64–127 are weir's system types, and
+//! 128 and up belong to applications. A [`TypeMask`] selects any subset of
+//! the whole space, so a consumer can follow application types as easily as
+//! built-in ones.
+
+use crate::error::{Error, Result};
+
+/// The type of a record: a code in an open set.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RecordType(pub u16);
+
+macro_rules! types {
+    ($($(#[$doc:meta])* $name:ident = $code:expr;)*) => {
+        impl RecordType {
+            $($(#[$doc])* pub const $name: RecordType = RecordType($code);)*
+        }
+        const NAMED: &[(&str, u16)] = &[$((stringify!($name), $code)),*];
+    };
+}
+
+types! {
+    /// A marker written by the log itself or an application (Lustre MARK).
+    MARK = 0;
+    /// A regular file was created.
+    CREAT = 1;
+    /// A directory was created.
+    MKDIR = 2;
+    /// A hard link was made.
+    HLINK = 3;
+    /// A symbolic link was made.
+    SLINK = 4;
+    /// A device or FIFO node was made.
+    MKNOD = 5;
+    /// A name was unlinked.
+    UNLNK = 6;
+    /// A directory was removed.
+    RMDIR = 7;
+    /// The source half of a rename.
+    RENME = 8;
+    /// The target half of a rename.
+    RNMTO = 9;
+    /// A file was opened.
+    OPEN = 10;
+    /// A file was closed.
+    CLOSE = 11;
+    /// A file was truncated.
+    TRUNC = 13;
+    /// Attributes were set.
+    SATTR = 14;
+    /// An extended attribute changed.
+    XATTR = 15;
+    /// The modification time changed.
+    MTIME = 17;
+    /// The change time changed.
+    CTIME = 18;
+    /// The access time changed.
+    ATIME = 19;
+    /// A block device appeared.
+    DEVICE_ADD = 64;
+    /// A block device went away.
+    DEVICE_REMOVE = 65;
+    /// A block device changed (size, media, read-only state).
+    DEVICE_CHANGE = 66;
+    /// An LVM2 physical volume label was found.
+    PV_FOUND = 67;
+    /// An LVM2 physical volume disappeared.
+    PV_LOST = 68;
+    /// Every physical volume of a volume group is present.
+    VG_COMPLETE = 69;
+    /// A volume group lost a physical volume.
+    VG_INCOMPLETE = 70;
+    /// A mount was attached.
+    MOUNT_ATTACH = 71;
+    /// A mount was detached.
+    MOUNT_DETACH = 72;
+    /// A mount was moved.
+    MOUNT_MOVE = 73;
+    /// A mount's options or propagation changed.
+    MOUNT_CHANGE = 74;
+}
+
+impl RecordType {
+    /// The first code reserved for applications.
+    pub const FIRST_APPLICATION: u16 = 128;
+
+    /// The type's name, if it is a built-in type.
+    pub fn name(self) -> Option<&'static str> {
+        NAMED.iter().find(|(_, c)| *c == self.0).map(|(n, _)| *n)
+    }
+
+    /// Looks a type up by its name (case-insensitive) or number.
+    pub fn parse(s: &str) -> Result<RecordType> {
+        if let Some((_, c)) = NAMED.iter().find(|(n, _)| n.eq_ignore_ascii_case(s)) {
+            return Ok(RecordType(*c));
+        }
+        s.parse::<u16>()
+            .map(RecordType)
+            .map_err(|_| Error::BadType(s.to_owned()))
+    }
+
+    /// All built-in types with their names.
+    pub fn builtin() -> impl Iterator<Item = (&'static str, RecordType)> {
+        NAMED.iter().map(|(n, c)| (*n, RecordType(*c)))
+    }
+}
+
+impl std::fmt::Display for RecordType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.name() {
+            Some(n) => f.write_str(n),
+            None => write!(f, "{}", self.0),
+        }
+    }
+}
+
+impl std::fmt::Debug for RecordType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RecordType({self})")
+    }
+}
+
+const WORDS: usize = 65536 / 64;
+
+/// A set of record types, over the whole `u16` space.
+///
+/// Membership is one bit test, so filtering costs the same for any mask.
+#[derive(Clone, PartialEq, Eq)]
+pub struct TypeMask {
+    bits: Box<[u64; WORDS]>,
+}
+
+impl TypeMask {
+    /// The mask that selects every type.
+    pub fn all() -> TypeMask {
+        TypeMask {
+            bits: Box::new([u64::MAX; WORDS]),
+        }
+    }
+
+    /// The mask that selects nothing.
+    pub fn none() -> TypeMask {
+        TypeMask {
+            bits: Box::new([0; WORDS]),
+        }
+    }
+
+    /// Adds a type.
+    pub fn insert(&mut self, t: RecordType) {
+        self.bits[usize::from(t.0) / 64] |= 1 << (t.0 % 64);
+    }
+
+    /// Removes a type.
+    pub fn remove(&mut self, t: RecordType) {
+        self.bits[usize::from(t.0) / 64] &= !(1 << (t.0 % 64));
+    }
+
+    /// Whether the mask selects `t`.
+    #[inline]
+    pub fn contains(&self, t: RecordType) -> bool {
+        self.bits[usize::from(t.0) / 64] & (1 << (t.0 % 64)) != 0
+    }
+
+    /// Whether the mask selects every type.
+    pub fn is_all(&self) -> bool {
+        self.bits.iter().all(|w| *w == u64::MAX)
+    }
+
+    /// Parses a comma-separated list of type names, numbers and ranges
+    /// (`A-B`), `all`, and exclusions prefixed with `-` or `^`
+    /// (`all,-MARK`). An empty string selects everything.
+    pub fn parse(s: &str) -> Result<TypeMask> {
+        let s = s.trim();
+        if s.is_empty() {
+            return Ok(TypeMask::all());
+        }
+        let mut mask = TypeMask::none();
+        let mut first = true;
+        for item in s.split(',').map(str::trim) {
+            let (neg, body) = match item.strip_prefix(['-', '^']) {
+                Some(rest) => (true, rest),
+                None => (false, item),
+            };
+            if body.is_empty() {
+                return Err(Error::BadType(item.to_owned()));
+            }
+            if neg && first {
+                // A list that starts with an exclusion means "all but ...".
+                mask = TypeMask::all();
+            }
+            first = false;
+            for t in expand(body)? {
+                if neg {
+                    mask.remove(t);
+                } else {
+                    mask.insert(t);
+                }
+            }
+        }
+        Ok(mask)
+    }
+
+    /// The mask as ranges of codes, compact and stable for persistence.
+    pub fn ranges(&self) -> Vec<(u16, u16)> {
+        let mut out = Vec::new();
+        let mut start: Option<u16> = None;
+        for code in 0..=u16::MAX {
+            let on = self.contains(RecordType(code));
+            match (on, start) {
+                (true, None) => start = Some(code),
+                (false, Some(s)) => {
+                    out.push((s, code - 1));
+                    start = None;
+                }
+                _ => {}
+            }
+        }
+        if let Some(s) = start {
+            out.push((s, u16::MAX));
+        }
+        out
+    }
+
+    /// Builds a mask from ranges as returned by [`TypeMask::ranges`].
+    pub fn from_ranges(ranges: &[(u16, u16)]) -> TypeMask {
+        let mut m = TypeMask::none();
+        for &(a, b) in ranges {
+            for code in a..=b.max(a) {
+                m.insert(RecordType(code));
+            }
+        }
+        m
+    }
+}
+
+fn expand(body: &str) -> Result<Vec<RecordType>> {
+    if body.eq_ignore_ascii_case("all") {
+        return Ok((0..=u16::MAX).map(RecordType).collect());
+    }
+    if let Some((a, b)) = body.split_once('-') {
+        let (a, b) = (RecordType::parse(a)?, RecordType::parse(b)?);
+        if a > b {
+            return Err(Error::BadType(body.to_owned()));
+        }
+        return Ok((a.0..=b.0).map(RecordType).collect());
+    }
+    Ok(vec![RecordType::parse(body)?])
+}
+
+impl std::fmt::Display for TypeMask {
+    /// Formats the mask so that [`TypeMask::parse`] reads it back.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.is_all() {
+            return f.write_str("all");
+        }
+        let mut parts = Vec::new();
+        for (a, b) in self.ranges() {
+            if a == b {
+                parts.push(RecordType(a).to_string());
+            } else {
+                parts.push(format!("{a}-{b}"));
+            }
+        }
+        f.write_str(&parts.join(","))
+    }
+}
+
+impl std::fmt::Debug for TypeMask {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "TypeMask({self})")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for (name, t) in RecordType::builtin() {
+            assert_eq!(RecordType::parse(name).unwrap(), t);
+            assert_eq!(t.to_string(), name);
+        }
+        assert_eq!(RecordType::parse("creat").unwrap(), RecordType::CREAT);
+        assert_eq!(RecordType::parse("4000").unwrap(), RecordType(4000));
+        assert!(RecordType::parse("NOPE").is_err());
+    }
+
+    #[test]
+    fn mask_parse_and_display() {
+        let m = TypeMask::parse("CREAT,UNLNK,200-210").unwrap();
+        assert!(m.contains(RecordType::CREAT) && m.contains(RecordType(205)));
+        assert!(!m.contains(RecordType::MKDIR));
+        assert_eq!(TypeMask::parse(&m.to_string()).unwrap(), m);
+        let m = TypeMask::parse("-MARK").unwrap();
+        assert!(!m.contains(RecordType::MARK) && m.contains(RecordType(60000)));
+        assert_eq!(TypeMask::from_ranges(&m.ranges()), m);
+        assert!(TypeMask::parse("").unwrap().is_all());
+        assert!(TypeMask::parse("9-3").is_err());
+        assert!(TypeMask::parse("CREAT,").is_err());
+    }
+}

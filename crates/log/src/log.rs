@@ -1,0 +1,581 @@
+//! The writer's handle, [`Log`], and the state it shares with the committer
+//! and readers.
+//!
+//! The append path touches only the ring: one CAS to reserve an index and
+//! the record's own slot lock. Locks in this module are taken by durable
+//! waiters, consumers, readers moving between segments, and the committer,
+//! never by a plain `append`.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, RwLock};
+use std::thread::{JoinHandle, Thread};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::consumers::{ConsumerInfo, Consumers};
+use crate::error::{Error, Result, StallCause};
+use crate::kind::TypeMask;
+use crate::options::Options;
+use crate::reader::Reader;
+use crate::record::Record;
+use crate::recovery::{self, RecoveryReport};
+use crate::ring::Ring;
+use crate::{codec, commit};
+
+/// Wall-clock time in ns since the Unix epoch.
+pub(crate) fn now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// The lock file that marks the single writer of a log directory.
+pub const LOCK_FILE: &str = "LOCK";
+
+/// A segment as the log tracks it.
+#[derive(Debug, Clone)]
+pub(crate) struct SegEntry {
+    pub(crate) base: u64,
+    pub(crate) path: PathBuf,
+    /// The last index, once sealed.
+    pub(crate) last: Option<u64>,
+    /// File length.
+    pub(crate) bytes: u64,
+    /// Time of the newest record.
+    pub(crate) last_time_ns: u64,
+}
+
+/// Why a commit failed, kept so that waiters can be told.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum FailKind {
+    NoSpace,
+    Io(std::io::ErrorKind, Option<i32>),
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct FailState {
+    pub(crate) epoch: u64,
+    pub(crate) last: Option<FailKind>,
+}
+
+/// Counters for `stats`.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) commits: AtomicU64,
+    pub(crate) syncs: AtomicU64,
+    pub(crate) bytes_written: AtomicU64,
+    pub(crate) write_errors: AtomicU64,
+    pub(crate) segments_created: AtomicU64,
+    pub(crate) segments_removed: AtomicU64,
+    pub(crate) evictions: AtomicU64,
+}
+
+/// State shared by writer handles, the committer and readers.
+pub(crate) struct Inner {
+    pub(crate) dir: PathBuf,
+    pub(crate) opts: Options,
+    pub(crate) ring: Ring,
+    pub(crate) max_record: usize,
+    /// The last index written to the OS: readers see up to here.
+    pub(crate) committed: AtomicU64,
+    /// The last index made durable.
+    pub(crate) durable: AtomicU64,
+    /// The highest index some waiter wants durable.
+    pub(crate) durable_wanted: AtomicU64,
+    /// The oldest index still in the log.
+    pub(crate) first_index: AtomicU64,
+    pub(crate) poisoned: AtomicBool,
+    pub(crate) closing: AtomicBool,
+    pub(crate) failing: AtomicBool,
+    pub(crate) committer_idle: AtomicBool,
+    pub(crate) space_waiters: AtomicUsize,
+    pub(crate) fail: Mutex<FailState>,
+    pub(crate) wait: Mutex<()>,
+    pub(crate) durable_cv: Condvar,
+    pub(crate) space_cv: Condvar,
+    pub(crate) commit_cv: Condvar,
+    pub(crate) committer: OnceLock<Thread>,
+    pub(crate) segments: RwLock<Vec<SegEntry>>,
+    pub(crate) consumers: Mutex<Consumers>,
+    pub(crate) counters: Counters,
+    _lock: std::fs::File,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Log")
+            .field("dir", &self.dir)
+            .field("committed", &self.committed)
+            .field("durable", &self.durable)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Inner {
+    pub(crate) fn lock_wait(&self) -> MutexGuard<'_, ()> {
+        self.wait.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn kick(&self) {
+        if let Some(t) = self.committer.get() {
+            t.unpark();
+        }
+    }
+
+    pub(crate) fn fail_error(&self, kind: FailKind) -> Error {
+        match kind {
+            FailKind::NoSpace => Error::NoSpace,
+            FailKind::Io(k, raw) => Error::Io {
+                op: "commit",
+                path: self.dir.clone(),
+                source: raw.map_or_else(|| k.into(), std::io::Error::from_raw_os_error),
+            },
+        }
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.poisoned.load(Ordering::Acquire) {
+            return Err(Error::Poisoned);
+        }
+        if self.closing.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+
+    /// Reserves an index, waiting a bounded time while the ring is full.
+    fn reserve(&self) -> Result<u64> {
+        self.check_open()?;
+        if let Some(i) = self.ring.try_reserve() {
+            return Ok(i);
+        }
+        let start = Instant::now();
+        let backoff = crossbeam_utils::Backoff::new();
+        loop {
+            self.kick();
+            if let Some(i) = self.ring.try_reserve() {
+                return Ok(i);
+            }
+            self.check_open()?;
+            if self.failing.load(Ordering::Acquire) {
+                let last = self.fail.lock().unwrap_or_else(|p| p.into_inner()).last;
+                return Err(last.map_or(
+                    Error::Stalled {
+                        waited_ms: start.elapsed().as_millis() as u64,
+                        cause: StallCause::WriteFailing,
+                    },
+                    |k| self.fail_error(k),
+                ));
+            }
+            let waited = start.elapsed();
+            if waited >= self.opts.append_timeout {
+                return Err(Error::Stalled {
+                    waited_ms: waited.as_millis() as u64,
+                    cause: StallCause::Slow,
+                });
+            }
+            if !backoff.is_completed() {
+                backoff.snooze();
+                continue;
+            }
+            self.space_waiters.fetch_add(1, Ordering::SeqCst);
+            let g = self.lock_wait();
+            if self.ring.next() - self.ring.taken() >= self.ring.capacity() {
+                let _ = self
+                    .space_cv
+                    .wait_timeout(g, Duration::from_millis(5))
+                    .unwrap_or_else(|p| p.into_inner());
+            }
+            self.space_waiters.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Appends without waiting for room: used by the committer for MARKs.
+    pub(crate) fn try_append(&self, r: &Record<'_>) -> Option<u64> {
+        let len = codec::encoded_len(r).ok()?;
+        let idx = self.ring.try_reserve()?;
+        let time = now_ns();
+        self.ring
+            .publish(idx, |buf| codec::encode_into(r, idx, time, len, buf));
+        Some(idx)
+    }
+
+    pub(crate) fn append(&self, r: &Record<'_>) -> Result<u64> {
+        let len = codec::encoded_len(r)?;
+        if len > self.max_record {
+            return Err(Error::RecordTooLarge {
+                size: len,
+                limit: self.max_record,
+            });
+        }
+        let idx = self.reserve()?;
+        let time = now_ns();
+        self.ring
+            .publish(idx, |buf| codec::encode_into(r, idx, time, len, buf));
+        // Wake the committer when this record starts a batch after idleness,
+        // or when the ring is half full.
+        fence(Ordering::SeqCst);
+        if self.committer_idle.load(Ordering::Relaxed)
+            && self.committer_idle.swap(false, Ordering::SeqCst)
+        {
+            self.kick();
+        } else if idx.wrapping_sub(self.ring.taken()) == self.ring.capacity() / 2 {
+            self.kick();
+        }
+        Ok(idx)
+    }
+
+    /// Waits until `index` is durable.
+    pub(crate) fn wait_durable(&self, index: u64) -> Result<()> {
+        if self.durable.load(Ordering::Acquire) >= index {
+            return Ok(());
+        }
+        let epoch = self.fail.lock().unwrap_or_else(|p| p.into_inner()).epoch;
+        self.durable_wanted.fetch_max(index, Ordering::SeqCst);
+        self.kick();
+        let mut g = self.lock_wait();
+        loop {
+            if self.durable.load(Ordering::Acquire) >= index {
+                return Ok(());
+            }
+            if self.poisoned.load(Ordering::Acquire) {
+                return Err(Error::Poisoned);
+            }
+            {
+                let f = self.fail.lock().unwrap_or_else(|p| p.into_inner());
+                if f.epoch != epoch {
+                    return Err(self.fail_error(f.last.unwrap_or(FailKind::NoSpace)));
+                }
+            }
+            if self.committer.get().is_none() || self.closed_and_drained() {
+                return Err(Error::Closed);
+            }
+            g = self
+                .durable_cv
+                .wait_timeout(g, Duration::from_millis(100))
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
+    fn closed_and_drained(&self) -> bool {
+        self.closing.load(Ordering::Acquire) && commit::finished(self)
+    }
+
+    pub(crate) fn last_committed(&self) -> u64 {
+        self.committed.load(Ordering::Acquire)
+    }
+}
+
+/// Proof that a record has its index and its place in the order. It reaches
+/// the OS within the flush interval; it is not yet known to be durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[must_use = "an Appended is not durable; wait on it if durability matters"]
+pub struct Appended(u64);
+
+impl Appended {
+    /// The record's index.
+    pub fn index(self) -> u64 {
+        self.0
+    }
+}
+
+/// Proof that a record (and every record before it) has been fsynced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Durable(u64);
+
+impl Durable {
+    /// The record's index.
+    pub fn index(self) -> u64 {
+        self.0
+    }
+}
+
+/// A snapshot of the log's counters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// The oldest index still in the log.
+    pub first_index: u64,
+    /// The last index readers can see.
+    pub last_index: u64,
+    /// The last durable index.
+    pub durable_index: u64,
+    /// Segments on disk.
+    pub segments: usize,
+    /// Total segment bytes (file lengths).
+    pub bytes: u64,
+    /// Write batches handed to the OS.
+    pub commits: u64,
+    /// fsyncs of segment data.
+    pub syncs: u64,
+    /// Bytes handed to the OS.
+    pub bytes_written: u64,
+    /// Failed write attempts (retried).
+    pub write_errors: u64,
+    /// Consumers evicted by the retention policy.
+    pub evictions: u64,
+    /// Registered consumers.
+    pub consumers: usize,
+}
+
+/// The changelog, opened for writing by this process.
+///
+/// `Log` is `Send + Sync`: share it behind an `Arc` and append from any
+/// number of threads. Dropping it flushes and syncs what was appended; use
+/// [`Log::close`] to see errors from that.
+#[derive(Debug)]
+pub struct Log {
+    pub(crate) inner: Arc<Inner>,
+    committer: Option<JoinHandle<()>>,
+    recovery: RecoveryReport,
+}
+
+impl Log {
+    /// Opens (creating if needed) the log in `dir`, recovering its tail.
+    ///
+    /// Takes an exclusive lock on `dir/LOCK`; readers in other processes need
+    /// no lock (see [`Reader::open_dir`]).
+    pub fn open(dir: impl AsRef<Path>, opts: Options) -> Result<Log> {
+        opts.validate()?;
+        let dir = dir.as_ref().to_path_buf();
+        let fs = opts.fs.clone();
+        fs.create_dir_all(&dir)
+            .map_err(|e| Error::io("create directory", &dir, e))?;
+        let lock = take_lock(&dir)?;
+        let rec = recovery::recover(&*fs, &dir, &opts)?;
+        let consumers = Consumers::load(&*fs, &dir)?;
+        let next = rec.next_index;
+        let inner = Arc::new(Inner {
+            max_record: opts.max_record(),
+            ring: Ring::new(opts.ring_slots, next),
+            committed: AtomicU64::new(next - 1),
+            durable: AtomicU64::new(next - 1),
+            durable_wanted: AtomicU64::new(0),
+            first_index: AtomicU64::new(rec.segments.first().map_or(next, |s| s.base)),
+            poisoned: AtomicBool::new(false),
+            closing: AtomicBool::new(false),
+            failing: AtomicBool::new(false),
+            committer_idle: AtomicBool::new(false),
+            space_waiters: AtomicUsize::new(0),
+            fail: Mutex::new(FailState::default()),
+            wait: Mutex::new(()),
+            durable_cv: Condvar::new(),
+            space_cv: Condvar::new(),
+            commit_cv: Condvar::new(),
+            committer: OnceLock::new(),
+            segments: RwLock::new(rec.segments),
+            consumers: Mutex::new(consumers),
+            counters: Counters::default(),
+            dir,
+            opts,
+            _lock: lock,
+        });
+        let handle = commit::spawn(inner.clone(), rec.active)
+            .map_err(|e| Error::io("spawn committer", &inner.dir, e))?;
+        Ok(Log {
+            inner,
+            committer: Some(handle),
+            recovery: rec.report,
+        })
+    }
+
+    /// What recovery found when the log was opened.
+    pub fn recovery(&self) -> &RecoveryReport {
+        &self.recovery
+    }
+
+    /// The log directory.
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// Appends a record. Returns once it has its index and its place in the
+    /// order; it reaches the OS within the flush interval.
+    #[inline]
+    pub fn append(&self, r: &Record<'_>) -> Result<Appended> {
+        self.inner.append(r).map(Appended)
+    }
+
+    /// Appends a record and returns only after it is fsynced.
+    pub fn append_durable(&self, r: &Record<'_>) -> Result<Durable> {
+        let a = self.append(r)?;
+        self.wait_durable(a)
+    }
+
+    /// Waits until an appended record is fsynced. After an error the record
+    /// is still queued; waiting again may succeed once the cause is gone.
+    pub fn wait_durable(&self, a: Appended) -> Result<Durable> {
+        self.inner.wait_durable(a.0).map(|()| Durable(a.0))
+    }
+
+    /// Makes every record appended so far durable. Returns the durable
+    /// index, or `None` if the log is empty.
+    pub fn sync(&self) -> Result<Option<Durable>> {
+        let last = self.inner.ring.next() - 1;
+        if last == 0 {
+            return Ok(None);
+        }
+        self.inner.wait_durable(last)?;
+        Ok(Some(Durable(last)))
+    }
+
+    /// The last index readers can see.
+    pub fn last_index(&self) -> u64 {
+        self.inner.last_committed()
+    }
+
+    /// The oldest index still in the log.
+    pub fn first_index(&self) -> u64 {
+        self.inner.first_index.load(Ordering::Acquire)
+    }
+
+    /// Reads committed records from `from` on.
+    pub fn reader(&self, from: u64) -> Reader {
+        Reader::live(self.inner.clone(), from, None)
+    }
+
+    /// Registers a consumer that reads the types in `mask`, starting after the
+    /// last committed record. Returns its id.
+    pub fn register(&self, name: &str, mask: TypeMask) -> Result<u32> {
+        let mut c = self.consumers();
+        let id = c.register(name, mask, self.inner.last_committed(), now_ns())?;
+        if let Err(e) = c.save(&*self.inner.opts.fs) {
+            c.remove(name)?;
+            return Err(e);
+        }
+        Ok(id)
+    }
+
+    /// Clears a consumer's records up to `upto` (0: everything committed).
+    pub fn clear(&self, name: &str, upto: u64) -> Result<()> {
+        let mut c = self.consumers();
+        let before = c.get(name)?.clone();
+        c.clear(name, upto, self.inner.last_committed(), now_ns())?;
+        if let Err(e) = c.save(&*self.inner.opts.fs) {
+            c.restore(before);
+            return Err(e);
+        }
+        drop(c);
+        self.inner.kick();
+        Ok(())
+    }
+
+    /// Removes a consumer.
+    pub fn deregister(&self, name: &str) -> Result<()> {
+        let mut c = self.consumers();
+        let gone = c.remove(name)?;
+        if let Err(e) = c.save(&*self.inner.opts.fs) {
+            c.restore(gone);
+            return Err(e);
+        }
+        drop(c);
+        self.inner.kick();
+        Ok(())
+    }
+
+    /// Lists the consumers with their lag.
+    pub fn consumer_list(&self) -> Vec<ConsumerInfo> {
+        let c = self.consumers();
+        let (last, now) = (self.inner.last_committed(), now_ns());
+        c.list().iter().map(|x| c.info(x, last, now)).collect()
+    }
+
+    /// Reads a consumer's records: from just after its cleared index, with
+    /// its mask applied.
+    pub fn consumer_reader(&self, name: &str) -> Result<Reader> {
+        let c = self.consumers();
+        let x = c.get(name)?;
+        Ok(Reader::live(
+            self.inner.clone(),
+            x.cleared + 1,
+            Some(x.mask.clone()),
+        ))
+    }
+
+    fn consumers(&self) -> MutexGuard<'_, Consumers> {
+        self.inner.consumers.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Counters and sizes.
+    pub fn stats(&self) -> Stats {
+        let segs = self.inner.segments.read().unwrap_or_else(|p| p.into_inner());
+        let k = &self.inner.counters;
+        Stats {
+            first_index: self.first_index(),
+            last_index: self.last_index(),
+            durable_index: self.inner.durable.load(Ordering::Acquire),
+            segments: segs.len(),
+            bytes: segs.iter().map(|s| s.bytes).sum(),
+            commits: k.commits.load(Ordering::Relaxed),
+            syncs: k.syncs.load(Ordering::Relaxed),
+            bytes_written: k.bytes_written.load(Ordering::Relaxed),
+            write_errors: k.write_errors.load(Ordering::Relaxed),
+            evictions: k.evictions.load(Ordering::Relaxed),
+            consumers: self.consumers().list().len(),
+        }
+    }
+
+    /// Whether an fsync failure has poisoned the log.
+    pub fn is_poisoned(&self) -> bool {
+        self.inner.poisoned.load(Ordering::Acquire)
+    }
+
+    /// Flushes and syncs everything appended, then stops the committer.
+    pub fn close(mut self) -> Result<()> {
+        self.shutdown()
+    }
+
+    fn shutdown(&mut self) -> Result<()> {
+        let Some(h) = self.committer.take() else {
+            return Ok(());
+        };
+        self.inner.closing.store(true, Ordering::Release);
+        self.inner.kick();
+        let _ = h.join();
+        if self.inner.poisoned.load(Ordering::Acquire) {
+            return Err(Error::Poisoned);
+        }
+        if !commit::finished(&self.inner) {
+            let last = self.inner.fail.lock().unwrap_or_else(|p| p.into_inner()).last;
+            return Err(self.inner.fail_error(last.unwrap_or(FailKind::NoSpace)));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Log {
+    fn drop(&mut self) {
+        if let Err(e) = self.shutdown() {
+            tracing::error!(dir = %self.inner.dir.display(), error = %e, "closing the log failed");
+        }
+    }
+}
+
+fn take_lock(dir: &Path) -> Result<std::fs::File> {
+    let path = dir.join(LOCK_FILE);
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|e| Error::io("open", &path, e))?;
+    match f.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let holder = std::fs::read_to_string(&path)
+                .ok()
+                .and_then(|s| s.trim().parse().ok());
+            return Err(Error::Locked {
+                path: dir.to_path_buf(),
+                holder,
+            });
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(Error::io("lock", &path, e)),
+    }
+    f.set_len(0).map_err(|e| Error::io("write", &path, e))?;
+    std::io::Write::write_all(&mut &f, format!("{}\n", std::process::id()).as_bytes())
+        .map_err(|e| Error::io("write", &path, e))?;
+    Ok(f)
+}

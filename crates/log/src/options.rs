@@ -1,0 +1,168 @@
+//! Options for opening a log, with the defaults and their reasons.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::fs::{FileSystem, StdFs};
+use crate::segment::{BLOCK, Footer, HEADER_LEN, INDEX_STRIDE};
+
+/// What to do when the log reaches its size limit while a consumer still
+/// needs the oldest segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum FullPolicy {
+    /// Evict the most idle consumer (oldest last activity, then the one
+    /// furthest behind) and write a MARK record that says so, as Lustre's
+    /// `changelog_gc` does. Repeats until the log fits.
+    #[default]
+    EvictMostIdle,
+    /// Delete the oldest segments anyway; lagging consumers then get
+    /// [`Error::Truncated`](crate::Error::Truncated) and a MARK record says so.
+    DropOldest,
+}
+
+/// Space and consumer-idleness limits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Retention {
+    /// Total size of all segments. Reaching it applies [`FullPolicy`] when
+    /// consumers lag, and deletes the oldest segments when none do.
+    pub max_bytes: u64,
+    /// With no consumers, segments whose newest record is older are deleted.
+    pub max_age: Option<Duration>,
+    /// The policy at the size limit.
+    pub on_full: FullPolicy,
+    /// A consumer more than this many records behind is evicted.
+    pub max_idle_records: Option<u64>,
+    /// A consumer that lags and has not cleared for this long is evicted.
+    pub max_idle_time: Option<Duration>,
+}
+
+impl Default for Retention {
+    fn default() -> Self {
+        Retention {
+            max_bytes: 4 << 30,
+            max_age: None,
+            on_full: FullPolicy::EvictMostIdle,
+            // Lustre's defaults: changelog_max_idle_indexes and
+            // changelog_max_idle_time (30 days).
+            max_idle_records: Some(2_097_446_912),
+            max_idle_time: Some(Duration::from_secs(30 * 24 * 3600)),
+        }
+    }
+}
+
+/// How a log is opened.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Preallocated size of each segment. Larger segments mean fewer files
+    /// and directory fsyncs; smaller ones free space at a finer grain.
+    pub segment_size: u64,
+    /// Appended records reach the OS within this interval.
+    pub flush_interval: Duration,
+    /// Records are made durable (fsync) at least this often, even without a
+    /// durable append. This also keeps partially filled blocks from reaching
+    /// disk through kernel writeback, which would make the next commit
+    /// rewrite them. `None` leaves durability to explicit requests.
+    pub sync_interval: Option<Duration>,
+    /// Slots in the append ring (a power of two): how many records can wait
+    /// for the commit stage before writers wait.
+    pub ring_slots: usize,
+    /// The longest a writer waits for room before it gets an error.
+    pub append_timeout: Duration,
+    /// Space and idleness limits.
+    pub retention: Retention,
+    /// The filesystem, replaceable for fault injection.
+    pub fs: Arc<dyn FileSystem>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            segment_size: 8 << 20,
+            flush_interval: Duration::from_millis(10),
+            sync_interval: Some(Duration::from_secs(1)),
+            ring_slots: 16384,
+            append_timeout: Duration::from_secs(10),
+            retention: Retention::default(),
+            fs: Arc::new(StdFs),
+        }
+    }
+}
+
+impl Options {
+    /// Sets the segment size.
+    pub fn segment_size(mut self, bytes: u64) -> Self {
+        self.segment_size = bytes;
+        self
+    }
+
+    /// Sets the flush interval.
+    pub fn flush_interval(mut self, d: Duration) -> Self {
+        self.flush_interval = d;
+        self
+    }
+
+    /// Sets the sync interval.
+    pub fn sync_interval(mut self, d: Option<Duration>) -> Self {
+        self.sync_interval = d;
+        self
+    }
+
+    /// Sets the ring size.
+    pub fn ring_slots(mut self, n: usize) -> Self {
+        self.ring_slots = n;
+        self
+    }
+
+    /// Sets the append timeout.
+    pub fn append_timeout(mut self, d: Duration) -> Self {
+        self.append_timeout = d;
+        self
+    }
+
+    /// Sets the retention limits.
+    pub fn retention(mut self, r: Retention) -> Self {
+        self.retention = r;
+        self
+    }
+
+    /// Sets the filesystem.
+    pub fn fs(mut self, fs: Arc<dyn FileSystem>) -> Self {
+        self.fs = fs;
+        self
+    }
+
+    pub(crate) fn validate(&self) -> Result<()> {
+        let bad = |option, reason| Err(Error::BadOption { option, reason });
+        if self.segment_size < 64 * 1024 || self.segment_size % BLOCK != 0 {
+            return bad("segment_size", "must be a multiple of 4 KiB and at least 64 KiB");
+        }
+        if self.segment_size > 1 << 40 {
+            return bad("segment_size", "must be at most 1 TiB");
+        }
+        if !self.ring_slots.is_power_of_two() || self.ring_slots < 2 {
+            return bad("ring_slots", "must be a power of two, at least 2");
+        }
+        if self.flush_interval.is_zero() {
+            return bad("flush_interval", "must be positive");
+        }
+        if self.retention.max_bytes < 2 * self.segment_size {
+            return bad("retention.max_bytes", "must hold at least two segments");
+        }
+        Ok(())
+    }
+
+    /// Where record data must end in a segment, leaving room for the footer.
+    pub(crate) fn max_data_end(&self) -> u64 {
+        let entries = (self.segment_size / INDEX_STRIDE + 2) as usize;
+        let reserve = (Footer::len_for(entries)).div_ceil(BLOCK) * BLOCK;
+        self.segment_size - reserve
+    }
+
+    /// The largest encoded record a segment can hold.
+    pub(crate) fn max_record(&self) -> usize {
+        let room = self.max_data_end() - HEADER_LEN;
+        (room as usize).min(crate::codec::MAX_FRAME)
+    }
+}

@@ -1,0 +1,313 @@
+//! Readers: iterate committed records from an index on, optionally through
+//! a type mask.
+//!
+//! A live reader (from [`crate::Log::reader`]) stops at the last committed
+//! index, so it never sees a hole. A directory reader ([`Reader::open_dir`])
+//! works from another process without any lock: segment bytes are never
+//! rewritten, so it reads the frames that are valid and in sequence, and
+//! treats anything else at the tail as not yet written.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use crate::codec::DecodeError;
+use crate::error::{Error, Result};
+use crate::fs::{File, FileSystem, StdFs};
+use crate::kind::TypeMask;
+use crate::log::Inner;
+use crate::record::LogRecord;
+use crate::recovery::list_segments;
+use crate::scan::{Scanner, Step};
+use crate::segment::{Footer, HEADER_LEN, SegmentHeader};
+
+enum Source {
+    Live(Arc<Inner>),
+    Dir {
+        fs: Arc<dyn FileSystem>,
+        dir: PathBuf,
+    },
+}
+
+struct OpenSegment {
+    path: PathBuf,
+    file: Box<dyn File>,
+    footer: Option<Footer>,
+    pos: u64,
+    next_index: u64,
+}
+
+/// An iterator over records from a starting index.
+///
+/// `next()` returns `None` once it has caught up; call it again later (or
+/// use [`Reader::wait`]) to follow the log.
+pub struct Reader {
+    src: Source,
+    next: u64,
+    mask: Option<TypeMask>,
+    seg: Option<OpenSegment>,
+}
+
+impl std::fmt::Debug for Reader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reader")
+            .field("next", &self.next)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Reader {
+    pub(crate) fn live(inner: Arc<Inner>, from: u64, mask: Option<TypeMask>) -> Reader {
+        Reader {
+            src: Source::Live(inner),
+            next: from.max(1),
+            mask,
+            seg: None,
+        }
+    }
+
+    /// Reads the log in `dir` from another process, without a lock.
+    pub fn open_dir(dir: impl AsRef<Path>, from: u64) -> Reader {
+        Reader::open_dir_with(Arc::new(StdFs), dir, from)
+    }
+
+    /// Like [`Reader::open_dir`], through a given filesystem.
+    pub fn open_dir_with(fs: Arc<dyn FileSystem>, dir: impl AsRef<Path>, from: u64) -> Reader {
+        Reader {
+            src: Source::Dir {
+                fs,
+                dir: dir.as_ref().to_path_buf(),
+            },
+            next: from.max(1),
+            mask: None,
+            seg: None,
+        }
+    }
+
+    /// Applies a type mask: other records are skipped.
+    pub fn with_mask(mut self, mask: TypeMask) -> Reader {
+        self.mask = Some(mask);
+        self
+    }
+
+    /// The index the reader will return next (before the mask).
+    pub fn position(&self) -> u64 {
+        self.next
+    }
+
+    fn fs(&self) -> Arc<dyn FileSystem> {
+        match &self.src {
+            Source::Live(i) => i.opts.fs.clone(),
+            Source::Dir { fs, .. } => fs.clone(),
+        }
+    }
+
+    fn limit(&self) -> u64 {
+        match &self.src {
+            Source::Live(i) => i.committed.load(Ordering::Acquire),
+            Source::Dir { .. } => u64::MAX,
+        }
+    }
+
+    /// The segments as `(base, path)`, oldest first.
+    fn segments(&self) -> Result<Vec<(u64, PathBuf)>> {
+        match &self.src {
+            Source::Live(i) => Ok(i
+                .segments
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .iter()
+                .map(|s| (s.base, s.path.clone()))
+                .collect()),
+            Source::Dir { fs, dir } => {
+                list_segments(&**fs, dir).map_err(|e| Error::io("list", dir, e))
+            }
+        }
+    }
+
+    /// Opens the segment that holds `self.next`. `Ok(false)`: none yet.
+    fn open_segment(&mut self) -> Result<bool> {
+        let segs = self.segments()?;
+        let Some(k) = segs.iter().rposition(|(b, _)| *b <= self.next) else {
+            return match segs.first() {
+                Some((oldest, _)) => Err(Error::Truncated {
+                    requested: self.next,
+                    oldest: *oldest,
+                }),
+                None => Ok(false),
+            };
+        };
+        let (base, path) = segs[k].clone();
+        let fs = self.fs();
+        let file = match fs.open_read(&path) {
+            Ok(f) => f,
+            // Garbage-collected since the listing.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let oldest = self.segments()?.first().map_or(self.next, |s| s.0);
+                return Err(Error::Truncated {
+                    requested: self.next,
+                    oldest,
+                });
+            }
+            Err(e) => return Err(Error::io("open", &path, e)),
+        };
+        let corrupt = |offset, kind| Error::Corrupt {
+            path: path.clone(),
+            offset,
+            kind,
+        };
+        match SegmentHeader::read(&*file).map_err(|e| Error::io("read", &path, e))? {
+            Ok(h) if h.base_index == base => {}
+            Ok(_) => {
+                return Err(corrupt(0, DecodeError::BadSegment("header index")));
+            }
+            // A segment being created right now in another process.
+            Err(_) if matches!(self.src, Source::Dir { .. }) && k + 1 == segs.len() => {
+                return Ok(false);
+            }
+            Err(e) => return Err(corrupt(0, e)),
+        }
+        let len = file.len().map_err(|e| Error::io("stat", &path, e))?;
+        let footer = match Footer::read(&*file, len).map_err(|e| Error::io("read", &path, e))? {
+            Some(Ok(f)) => Some(f),
+            Some(Err(e)) if k + 1 < segs.len() => return Err(corrupt(len, e)),
+            _ => None,
+        };
+        let (pos, next_index) = match &footer {
+            // Past the newest sealed segment: its successor is not there yet.
+            Some(f) if self.next > f.last_index => return Ok(false),
+            Some(f) => {
+                let at = f.seek(self.next);
+                let idx = f
+                    .entries
+                    .iter()
+                    .rev()
+                    .find(|&&(_, o)| o == at)
+                    .map_or(base, |&(i, _)| i);
+                (at, idx)
+            }
+            None => (HEADER_LEN, base),
+        };
+        self.seg = Some(OpenSegment {
+            path,
+            file,
+            footer,
+            pos,
+            next_index,
+        });
+        Ok(true)
+    }
+
+    /// The next record, `Ok(None)` when caught up.
+    pub fn next_record(&mut self) -> Result<Option<LogRecord>> {
+        let mut reopened = false;
+        loop {
+            let committed = self.limit();
+            let live = matches!(self.src, Source::Live(_));
+            if self.next > committed {
+                return Ok(None);
+            }
+            if self.seg.is_none() && !self.open_segment()? {
+                return Ok(None);
+            }
+            let Some(seg) = self.seg.as_mut() else {
+                continue;
+            };
+            let limit = seg
+                .footer
+                .as_ref()
+                .map_or(u64::MAX, |f| f.data_end);
+            let flen = seg
+                .file
+                .len()
+                .map_err(|e| Error::io("stat", &seg.path, e))?;
+            let mut sc = Scanner::new(&*seg.file, seg.pos, seg.next_index, limit.min(flen));
+            loop {
+                match sc.step().map_err(|e| Error::io("read", &seg.path, e))? {
+                    Step::Frame { offset, len } => {
+                        seg.pos = sc.pos();
+                        seg.next_index = sc.next_index();
+                        let f = sc
+                            .frame(offset, len)
+                            .map_err(|e| Error::io("read", &seg.path, e))?;
+                        let idx = f.index;
+                        if idx < self.next {
+                            continue;
+                        }
+                        let keep = self.mask.as_ref().is_none_or(|m| m.contains(f.kind));
+                        let rec = keep.then(|| f.to_record());
+                        self.next = idx + 1;
+                        if let Some(r) = rec {
+                            return Ok(Some(r));
+                        }
+                        if self.next > committed {
+                            return Ok(None);
+                        }
+                    }
+                    Step::End { offset, cause } => {
+                        let corrupt = |kind| Error::Corrupt {
+                            path: seg.path.clone(),
+                            offset,
+                            kind,
+                        };
+                        match seg.footer.as_ref().map(|f| f.last_index) {
+                            Some(last) if self.next <= last => {
+                                return Err(corrupt(cause.unwrap_or(DecodeError::Gap {
+                                    expected: self.next,
+                                    found: 0,
+                                })));
+                            }
+                            // Done with this sealed segment.
+                            Some(_) => self.seg = None,
+                            None if !reopened => {
+                                // The active segment may have been sealed
+                                // (and succeeded) since we opened it.
+                                reopened = true;
+                                let len = flen.max(
+                                    seg.file.len().map_err(|e| Error::io("stat", &seg.path, e))?,
+                                );
+                                if let Some(Ok(f)) = Footer::read(&*seg.file, len)
+                                    .map_err(|e| Error::io("read", &seg.path, e))?
+                                {
+                                    seg.footer = Some(f);
+                                }
+                            }
+                            None => {
+                                if live && self.next <= committed {
+                                    return Err(corrupt(cause.unwrap_or(DecodeError::Zero)));
+                                }
+                                // Caught up; keep the position for later.
+                                return Ok(None);
+                            }
+                        }
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Waits up to `timeout` for records past the current position.
+    pub fn wait(&self, timeout: Duration) {
+        match &self.src {
+            Source::Live(inner) => {
+                let g = inner.lock_wait();
+                if inner.committed.load(Ordering::Acquire) < self.next
+                    && !inner.closing.load(Ordering::Acquire)
+                {
+                    let _ = inner.commit_cv.wait_timeout(g, timeout);
+                }
+            }
+            Source::Dir { .. } => std::thread::sleep(timeout.min(Duration::from_millis(50))),
+        }
+    }
+}
+
+impl Iterator for Reader {
+    type Item = Result<LogRecord>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_record().transpose()
+    }
+}

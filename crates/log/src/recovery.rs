@@ -1,0 +1,329 @@
+//! Recovery on open: find where the valid records end, scanning only the tail.
+//!
+//! Only the newest segment can be unsealed, because a segment is sealed
+//! before its successor is created. Older segments are trusted by name and
+//! checked when read. The tail is scanned up to the first bad CRC, gap or
+//! unwritten space; anything after that is dropped and reported. A clean
+//! tail ending on a block boundary is appended to again; any other tail is
+//! truncated and sealed, so no later commit rewrites its last block.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::active::{ActiveSegment, IoFail};
+use crate::codec::{self, DecodeError};
+use crate::error::{Error, Result};
+use crate::fs::{File, FileSystem, read_full_at};
+use crate::log::SegEntry;
+use crate::options::Options;
+use crate::scan::{Scanner, Step};
+use crate::segment::{
+    BLOCK, FORMAT_VERSION, Footer, HEADER_LEN, INDEX_STRIDE, SegmentHeader, align_up,
+    parse_segment_name,
+};
+
+/// A torn tail that recovery dropped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TornTail {
+    /// The segment.
+    pub path: PathBuf,
+    /// Where the valid records end.
+    pub valid_end: u64,
+    /// The last valid index (`base - 1` if none).
+    pub last_index: u64,
+    /// Non-zero bytes found after `valid_end` and dropped.
+    pub dropped_bytes: u64,
+    /// Frames with a valid CRC found after `valid_end` and dropped (they
+    /// follow a hole, so they were never acknowledged as durable).
+    pub dropped_records: u64,
+    /// Why the data at `valid_end` is not a record, if it is not clean.
+    pub cause: Option<DecodeError>,
+}
+
+/// What recovery found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecoveryReport {
+    /// Segments in the log after recovery.
+    pub segments: usize,
+    /// The index the next append gets.
+    pub next_index: u64,
+    /// Bytes of the tail segment that were scanned.
+    pub scanned_bytes: u64,
+    /// The torn tail, if there was one.
+    pub torn: Option<TornTail>,
+    /// Segment files removed because they never got a valid header or held
+    /// no valid record.
+    pub removed: Vec<PathBuf>,
+    /// Whether the tail segment was sealed on open.
+    pub sealed_tail: bool,
+}
+
+pub(crate) struct Recovered {
+    pub(crate) segments: Vec<SegEntry>,
+    pub(crate) active: Option<ActiveSegment>,
+    pub(crate) next_index: u64,
+    pub(crate) report: RecoveryReport,
+}
+
+/// Lists segment files of `dir`, sorted by first index.
+pub(crate) fn list_segments(fs: &dyn FileSystem, dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
+    let mut v: Vec<(u64, PathBuf)> = fs
+        .list(dir)?
+        .into_iter()
+        .filter_map(|p| parse_segment_name(&p).map(|b| (b, p)))
+        .collect();
+    v.sort();
+    Ok(v)
+}
+
+pub(crate) fn recover(fs: &dyn FileSystem, dir: &Path, opts: &Options) -> Result<Recovered> {
+    let mut names = list_segments(fs, dir).map_err(|e| Error::io("list", dir, e))?;
+    let mut report = RecoveryReport::default();
+    let mut next_index = names.last().map_or(1, |(b, _)| *b).max(1);
+    let mut active = None;
+    let mut tail_entry = None;
+    while let Some((base, path)) = names.pop() {
+        let file = fs.open_rw(&path).map_err(|e| Error::io("open", &path, e))?;
+        let header = SegmentHeader::read(&*file).map_err(|e| Error::io("read", &path, e))?;
+        let header = match header {
+            Ok(h) => h,
+            Err(_) => {
+                // A crash between create and the header's fsync: no record
+                // was ever written to this file.
+                remove(fs, dir, &path, &mut report)?;
+                continue;
+            }
+        };
+        check_header(&header, base, &path)?;
+        let tail = recover_tail(fs, dir, opts, base, &path, file, &mut report)?;
+        match tail {
+            Tail::Removed => continue,
+            Tail::Sealed(entry) => {
+                next_index = entry.last.map_or(base, |l| l + 1);
+                tail_entry = Some(entry);
+            }
+            Tail::Active(a, entry) => {
+                next_index = a.next_index();
+                active = Some(a);
+                tail_entry = Some(entry);
+            }
+        }
+        break;
+    }
+    let mut segments = Vec::with_capacity(names.len() + 1);
+    for (k, (base, path)) in names.iter().enumerate() {
+        let next_base = names
+            .get(k + 1)
+            .map(|(b, _)| *b)
+            .or(tail_entry.as_ref().map(|t: &SegEntry| t.base))
+            .unwrap_or(next_index);
+        let bytes = fs
+            .open_read(path)
+            .and_then(|f| f.len())
+            .map_err(|e| Error::io("stat", path, e))?;
+        segments.push(SegEntry {
+            base: *base,
+            path: path.clone(),
+            last: Some(next_base - 1),
+            bytes,
+            last_time_ns: 0,
+        });
+    }
+    segments.extend(tail_entry);
+    report.segments = segments.len();
+    report.next_index = next_index;
+    if let Some(t) = &report.torn {
+        tracing::warn!(
+            segment = %t.path.display(), valid_end = t.valid_end, last_index = t.last_index,
+            dropped_bytes = t.dropped_bytes, dropped_records = t.dropped_records,
+            "recovery dropped a torn tail"
+        );
+    }
+    Ok(Recovered {
+        segments,
+        active,
+        next_index,
+        report,
+    })
+}
+
+fn check_header(h: &SegmentHeader, base: u64, path: &Path) -> Result<()> {
+    if h.version != FORMAT_VERSION {
+        return Err(Error::UnsupportedVersion {
+            path: path.to_path_buf(),
+            found: h.version,
+            supported: FORMAT_VERSION,
+        });
+    }
+    if h.base_index != base {
+        return Err(Error::Corrupt {
+            path: path.to_path_buf(),
+            offset: 16,
+            kind: DecodeError::BadSegment("header index does not match the file name"),
+        });
+    }
+    Ok(())
+}
+
+fn remove(fs: &dyn FileSystem, dir: &Path, path: &Path, report: &mut RecoveryReport) -> Result<()> {
+    fs.remove(path).map_err(|e| Error::io("remove", path, e))?;
+    fs.sync_dir(dir).map_err(|e| Error::io("sync", dir, e))?;
+    report.removed.push(path.to_path_buf());
+    Ok(())
+}
+
+enum Tail {
+    Removed,
+    Sealed(SegEntry),
+    Active(ActiveSegment, SegEntry),
+}
+
+fn recover_tail(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    opts: &Options,
+    base: u64,
+    path: &Path,
+    file: Box<dyn File>,
+    report: &mut RecoveryReport,
+) -> Result<Tail> {
+    let io = |op| move |e| Error::io(op, path, e);
+    let len = file.len().map_err(io("stat"))?;
+    if let Some(Ok(f)) = Footer::read(&*file, len).map_err(io("read"))? {
+        if f.first_index == base {
+            return Ok(Tail::Sealed(SegEntry {
+                base,
+                path: path.to_path_buf(),
+                last: Some(f.last_index),
+                bytes: len,
+                last_time_ns: f.last_time_ns,
+            }));
+        }
+    }
+    // Scan the records.
+    let mut sc = Scanner::new(&*file, HEADER_LEN, base, len);
+    let mut entries = Vec::new();
+    let mut times = (0u64, 0u64);
+    let mut next_stride = HEADER_LEN;
+    let (valid_end, cause) = loop {
+        match sc.step().map_err(io("read"))? {
+            Step::Frame { offset, len } => {
+                if offset >= next_stride || entries.is_empty() {
+                    entries.push((sc.next_index() - 1, offset));
+                    next_stride = offset - offset % INDEX_STRIDE + INDEX_STRIDE;
+                }
+                let t = sc.frame(offset, len).map_err(io("read"))?.time_ns;
+                if times.0 == 0 {
+                    times.0 = t;
+                }
+                times.1 = t;
+            }
+            Step::End { offset, cause } => break (offset, cause),
+        }
+    };
+    let next_index = sc.next_index();
+    drop(sc);
+    report.scanned_bytes += len;
+    let (dropped_bytes, dropped_records) = garbage_after(&*file, valid_end, len).map_err(io("read"))?;
+    let clean = dropped_bytes == 0 && cause.is_none();
+    if !clean || valid_end % BLOCK != 0 {
+        report.torn = Some(TornTail {
+            path: path.to_path_buf(),
+            valid_end,
+            last_index: next_index - 1,
+            dropped_bytes,
+            dropped_records,
+            cause,
+        })
+        .filter(|_| !clean);
+    }
+    if next_index == base && !clean {
+        // No valid record at all: nothing to keep.
+        drop(file);
+        remove(fs, dir, path, report)?;
+        return Ok(Tail::Removed);
+    }
+    let mut entry = SegEntry {
+        base,
+        path: path.to_path_buf(),
+        last: None,
+        bytes: len,
+        last_time_ns: times.1,
+    };
+    if clean && valid_end % BLOCK == 0 {
+        let a = ActiveSegment::resume(
+            path.to_path_buf(),
+            file,
+            next_index,
+            opts.max_data_end().max(valid_end),
+            valid_end,
+            entries,
+            times,
+        );
+        return Ok(Tail::Active(a, entry));
+    }
+    // Drop the torn bytes and seal, so nothing rewrites this tail.
+    file.set_len(valid_end).map_err(io("truncate"))?;
+    let mut a = ActiveSegment::resume(
+        path.to_path_buf(),
+        file,
+        next_index,
+        u64::MAX,
+        valid_end,
+        entries,
+        times,
+    );
+    let sealed_len = a.seal(fs, dir).map_err(|f| match f {
+        IoFail::Write(e) | IoFail::Sync(e) => Error::io("seal", path, e),
+    })?;
+    report.sealed_tail = true;
+    entry.last = Some(next_index - 1);
+    entry.bytes = sealed_len;
+    Ok(Tail::Sealed(entry))
+}
+
+/// Counts non-zero bytes after `from`, and the valid frames among them.
+fn garbage_after(file: &dyn File, from: u64, len: u64) -> io::Result<(u64, u64)> {
+    let mut first_nz = None;
+    let mut last_nz = 0;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut at = from;
+    let mut frames = 0u64;
+    while at < len {
+        let n = read_full_at(file, &mut buf[..(len - at).min(1 << 20) as usize], at)?;
+        if n == 0 {
+            break;
+        }
+        for (k, &b) in buf[..n].iter().enumerate() {
+            if b != 0 {
+                first_nz.get_or_insert(at + k as u64);
+                last_nz = at + k as u64;
+            }
+        }
+        at += n as u64;
+    }
+    let Some(first) = first_nz else {
+        return Ok((0, 0));
+    };
+    // Count chains of valid frames that start on block boundaries.
+    let mut b = align_up(from);
+    while b < len {
+        let mut head = [0u8; codec::HEADER_LEN];
+        let n = read_full_at(file, &mut head, b)?;
+        let probe = codec::frame_len(&head[..n]).ok().and_then(|flen| {
+            let mut fb = vec![0u8; flen];
+            let got = read_full_at(file, &mut fb, b).ok()?;
+            codec::check_frame(&fb[..got]).ok().map(|f| f.index)
+        });
+        if let Some(index) = probe {
+            let mut sc = Scanner::new(file, b, index, len);
+            while let Step::Frame { .. } = sc.step()? {
+                frames += 1;
+            }
+            b = align_up(sc.pos().max(b + 1));
+        } else {
+            b += BLOCK;
+        }
+    }
+    Ok((last_nz + 1 - first, frames))
+}

@@ -1,0 +1,225 @@
+//! Retention: deleting segments nobody needs, and the policies that apply
+//! when consumers lag or go idle.
+//!
+//! Runs on the committer thread between commits. It never deletes the
+//! newest segment, whose name tells recovery the next index. Evictions and
+//! forced drops are announced with MARK records, appended without waiting so
+//! that retention can never block on the ring it drains.
+
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+
+use crate::kind::RecordType;
+use crate::log::{Inner, SegEntry, now_ns};
+use crate::options::FullPolicy;
+use crate::record::{Field, Record};
+use crate::segment::Footer;
+
+/// Why a MARK record is written.
+#[derive(Debug, Clone)]
+pub(crate) struct Mark {
+    event: &'static str,
+    reason: &'static str,
+    consumer: String,
+    id: u32,
+    cleared: u64,
+    through: u64,
+}
+
+/// MARK records waiting for room in the ring.
+#[derive(Debug, Default)]
+pub(crate) struct PendingMarks(VecDeque<Mark>);
+
+impl PendingMarks {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// One retention pass.
+pub(crate) fn run(inner: &Inner, marks: &mut PendingMarks) {
+    let now = now_ns();
+    let last = inner.committed.load(Ordering::Acquire);
+    let ret = &inner.opts.retention;
+    let mut consumers = inner.consumers.lock().unwrap_or_else(|p| p.into_inner());
+    let mut changed = false;
+
+    // Idle consumers.
+    let idle: Vec<(String, &'static str)> = consumers
+        .list()
+        .iter()
+        .filter(|c| c.cleared < last)
+        .filter_map(|c| {
+            let lag = last - c.cleared;
+            if ret.max_idle_records.is_some_and(|m| lag > m) {
+                Some((c.name.clone(), "idle-records"))
+            } else if ret
+                .max_idle_time
+                .is_some_and(|t| now.saturating_sub(c.last_active_ns) > t.as_nanos() as u64)
+            {
+                Some((c.name.clone(), "idle-time"))
+            } else {
+                None
+            }
+        })
+        .collect();
+    for (name, reason) in idle {
+        if let Ok(c) = consumers.remove(&name) {
+            marks.0.push_back(evicted(&c, reason, last));
+            inner.counters.evictions.fetch_add(1, Ordering::Relaxed);
+            changed = true;
+        }
+    }
+
+    let segs: Vec<SegEntry> = inner
+        .segments
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    let mut total: u64 = segs.iter().map(|s| s.bytes).sum();
+    let mut doomed = Vec::new();
+    // Never the newest segment.
+    for s in segs.iter().take(segs.len().saturating_sub(1)) {
+        let Some(seg_last) = s.last else { break };
+        let needed = consumers.min_cleared().is_some_and(|m| m < seg_last);
+        let cleared = consumers.min_cleared().is_some_and(|m| m >= seg_last);
+        let aged = consumers.list().is_empty()
+            && ret.max_age.is_some_and(|age| {
+                let t = last_time(inner, s);
+                t != 0 && now.saturating_sub(t) > age.as_nanos() as u64
+            });
+        let over = total > ret.max_bytes;
+        if cleared || aged || (over && !needed) {
+            total -= s.bytes;
+            doomed.push(s.clone());
+            continue;
+        }
+        if !over {
+            break;
+        }
+        // Over the limit and a consumer needs this segment.
+        match ret.on_full {
+            FullPolicy::EvictMostIdle => {
+                while let Some(c) = consumers.most_idle_needing(seg_last).cloned() {
+                    let _ = consumers.remove(&c.name);
+                    marks.0.push_back(evicted(&c, "size-limit", last));
+                    inner.counters.evictions.fetch_add(1, Ordering::Relaxed);
+                    changed = true;
+                }
+            }
+            FullPolicy::DropOldest => {
+                marks.0.push_back(Mark {
+                    event: "segment-dropped",
+                    reason: "size-limit",
+                    consumer: String::new(),
+                    id: 0,
+                    cleared: consumers.min_cleared().unwrap_or(0),
+                    through: seg_last,
+                });
+            }
+        }
+        total -= s.bytes;
+        doomed.push(s.clone());
+    }
+    if changed {
+        if let Err(e) = consumers.save(&*inner.opts.fs) {
+            tracing::error!(error = %e, "saving consumer state after eviction failed");
+        }
+    }
+    drop(consumers);
+    remove_segments(inner, &doomed);
+    flush_marks(inner, marks);
+}
+
+fn evicted(c: &crate::consumers::Consumer, reason: &'static str, last: u64) -> Mark {
+    tracing::warn!(consumer = %c.name, id = c.id, cleared = c.cleared, lag = last - c.cleared.min(last), reason, "evicting consumer");
+    Mark {
+        event: "consumer-evicted",
+        reason,
+        consumer: c.name.clone(),
+        id: c.id,
+        cleared: c.cleared,
+        through: last,
+    }
+}
+
+fn last_time(inner: &Inner, s: &SegEntry) -> u64 {
+    if s.last_time_ns != 0 {
+        return s.last_time_ns;
+    }
+    let fs = &*inner.opts.fs;
+    fs.open_read(&s.path)
+        .ok()
+        .and_then(|f| {
+            let len = f.len().ok()?;
+            Footer::read(&*f, len).ok()??.ok()
+        })
+        .map_or(0, |f| f.last_time_ns)
+}
+
+fn remove_segments(inner: &Inner, doomed: &[SegEntry]) {
+    if doomed.is_empty() {
+        return;
+    }
+    {
+        let mut segs = inner.segments.write().unwrap_or_else(|p| p.into_inner());
+        segs.retain(|s| !doomed.iter().any(|d| d.base == s.base));
+        if let Some(first) = segs.first() {
+            inner.first_index.store(first.base, Ordering::Release);
+        }
+    }
+    let fs = &*inner.opts.fs;
+    for s in doomed {
+        match fs.remove(&s.path) {
+            Ok(()) => {
+                inner
+                    .counters
+                    .segments_removed
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => tracing::warn!(segment = %s.path.display(), error = %e, "removing segment failed"),
+        }
+    }
+    if let Err(e) = fs.sync_dir(&inner.dir) {
+        tracing::warn!(error = %e, "syncing the log directory failed");
+    }
+}
+
+fn flush_marks(inner: &Inner, marks: &mut PendingMarks) {
+    while let Some(m) = marks.0.front() {
+        let id = m.id.to_string();
+        let cleared = m.cleared.to_string();
+        let through = m.through.to_string();
+        let fields = [
+            Field {
+                key: "event",
+                value: m.event.as_bytes(),
+            },
+            Field {
+                key: "reason",
+                value: m.reason.as_bytes(),
+            },
+            Field {
+                key: "consumer_id",
+                value: id.as_bytes(),
+            },
+            Field {
+                key: "cleared",
+                value: cleared.as_bytes(),
+            },
+            Field {
+                key: "through",
+                value: through.as_bytes(),
+            },
+        ];
+        let name = format!("{} {}", m.event, m.consumer);
+        let rec = Record::new(RecordType::MARK)
+            .target(m.consumer.as_bytes())
+            .name(name.trim_end().as_bytes())
+            .fields(&fields);
+        if inner.try_append(&rec).is_none() {
+            break;
+        }
+        marks.0.pop_front();
+    }
+}

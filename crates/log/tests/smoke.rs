@@ -1,0 +1,43 @@
+//! End-to-end basics: append, read back, reopen, roll segments.
+
+use weir_log::{Log, Options, Record, RecordType};
+
+#[test]
+fn append_read_reopen_across_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = || Options::default().segment_size(64 * 1024);
+    let log = Log::open(dir.path(), opts()).unwrap();
+    let mut last = 0;
+    for i in 0..5000u32 {
+        let name = format!("file-{i}");
+        last = log
+            .append(&Record::new(RecordType::CREAT).name(name.as_bytes()))
+            .unwrap()
+            .index();
+    }
+    assert_eq!(last, 5000);
+    let d = log.sync().unwrap().unwrap();
+    assert_eq!(d.index(), 5000);
+    let recs: Vec<_> = log.reader(1).map(|r| r.unwrap()).collect();
+    assert_eq!(recs.len(), 5000);
+    for (k, r) in recs.iter().enumerate() {
+        assert_eq!(r.index, k as u64 + 1);
+        assert_eq!(r.name, format!("file-{k}").as_bytes());
+    }
+    assert!(log.stats().segments > 2, "{:?}", log.stats());
+    log.close().unwrap();
+    let log = Log::open(dir.path(), opts()).unwrap();
+    assert_eq!(log.recovery().next_index, 5001, "{:?}", log.recovery());
+    assert!(log.recovery().torn.is_none());
+    let a = log.append(&Record::new(RecordType::MKDIR).name(b"d")).unwrap();
+    assert_eq!(a.index(), 5001);
+    log.wait_durable(a).unwrap();
+    let r: Vec<_> = log.reader(4990).map(|r| r.unwrap().index).collect();
+    assert_eq!(r, (4990..=5001).collect::<Vec<_>>());
+    drop(log);
+    let r: Vec<_> = weir_log::Reader::open_dir(dir.path(), 1).map(|r| r.unwrap().index).collect();
+    assert_eq!(r.len(), 5001);
+    let v = weir_log::verify(&weir_log::fs::StdFs, dir.path(), |_, _| {}).unwrap();
+    assert!(v.problem.is_none(), "{v:?}");
+    assert_eq!(v.last_index, 5001);
+}
