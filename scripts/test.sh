@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The whole test suite, as the README gives it. It installs the system
+# packages the privileged tests need when they are missing (as root, through
+# apt), then runs every test of the workspace. Run as root to run the
+# privileged tests; without root they say why they skip.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v mkfs.btrfs >/dev/null || need+=(btrfs-progs)
+command -v pvcreate >/dev/null || need+=(lvm2)
+command -v filefrag >/dev/null || need+=(e2fsprogs)
+command -v unshare >/dev/null || need+=(util-linux)
+command -v losetup >/dev/null || need+=(mount)
+if ((${#need[@]})); then
+  if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
+    echo "test.sh: installing ${need[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  else
+    echo "test.sh: missing ${need[*]}; the tests that need them will skip" >&2
+  fi
+fi
+
+cargo test --workspace --all-targets --locked
