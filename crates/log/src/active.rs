@@ -109,7 +109,9 @@ impl ActiveSegment {
             next_index,
             first_time_ns: times.0,
             last_time_ns: times.1,
-            next_stride: entries.last().map_or(HEADER_LEN, |&(_, o)| o + INDEX_STRIDE),
+            next_stride: entries
+                .last()
+                .map_or(HEADER_LEN, |&(_, o)| o + INDEX_STRIDE),
             entries,
             sealing: None,
         }
@@ -139,6 +141,11 @@ impl ActiveSegment {
         self.buf.extend_from_slice(frame);
         self.data_end = at + frame.len() as u64;
         self.next_index = index + 1;
+    }
+
+    /// Bytes handed to the OS so far (the file offset written up to).
+    pub(crate) fn written(&self) -> u64 {
+        self.written
     }
 
     /// Whether placed bytes wait to be written.
@@ -185,12 +192,17 @@ impl ActiveSegment {
         self.next_index
     }
 
-    /// Seals the segment: padding, footer, trim of the unused preallocation,
-    /// fsync of file and directory. Safe to call again after a write error.
-    /// Returns the sealed file's length.
+    /// Seals the segment: padding, fdatasync of the records, footer, trim of
+    /// the unused preallocation, fsync of file and directory. Safe to call
+    /// again after a write error. Returns the sealed file's length.
     pub(crate) fn seal(&mut self, fs: &dyn FileSystem, dir: &Path) -> Result<u64, IoFail> {
         if self.sealing.is_none() {
             self.pad();
+            // The records must be on disk before the footer that vouches
+            // for them: recovery trusts a valid footer, and a power cut
+            // could otherwise keep the footer's block and lose one before it.
+            self.write().map_err(IoFail::Write)?;
+            self.file.sync_data().map_err(IoFail::Sync)?;
             let at = self.place_pos();
             let footer = Footer {
                 first_index: self.base,

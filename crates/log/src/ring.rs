@@ -59,7 +59,9 @@ impl Ring {
     pub(crate) fn try_reserve(&self) -> Option<u64> {
         let mut cur = self.next.load(Ordering::Relaxed);
         loop {
-            if cur - self.taken.load(Ordering::Acquire) > self.mask {
+            // `cur` may be stale and below `taken`; the CAS then fails and
+            // reloads it.
+            if cur.saturating_sub(self.taken.load(Ordering::Acquire)) > self.mask {
                 return None;
             }
             match self
@@ -85,16 +87,23 @@ impl Ring {
     }
 
     /// Hands the frame of `index` to `f` if it is published. Only the
-    /// committer calls this, in index order.
+    /// committer calls this, in index order. `f` returns `None` to leave the
+    /// frame in its slot (it did not fit), to be taken again later.
     #[inline]
-    pub(crate) fn take<R>(&self, index: u64, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+    pub(crate) fn take<R>(
+        &self,
+        index: u64,
+        f: impl FnOnce(&[u8]) -> Option<R>,
+    ) -> Option<Option<R>> {
         let slot = &self.slots[(index & self.mask) as usize];
         if slot.ready.load(Ordering::Acquire) != index {
             return None;
         }
         let mut frame = slot.frame.lock().unwrap_or_else(|p| p.into_inner());
         let r = f(&frame);
-        if frame.capacity() > SHRINK_ABOVE {
+        // Shrink only a frame that was consumed: one left in place is taken
+        // again after a segment roll.
+        if r.is_some() && frame.capacity() > SHRINK_ABOVE {
             *frame = Vec::new();
         }
         Some(r)
@@ -127,10 +136,14 @@ mod tests {
         assert_eq!(ids, [1, 2, 3, 4]);
         assert_eq!(r.try_reserve(), None, "full ring must refuse");
         r.publish(2, |v| v.extend_from_slice(b"two"));
-        assert_eq!(r.take(1, |b| b.to_vec()), None, "1 is not published yet");
+        assert_eq!(
+            r.take(1, |b| Some(b.to_vec())),
+            None,
+            "1 is not published yet"
+        );
         r.publish(1, |v| v.extend_from_slice(b"one"));
-        assert_eq!(r.take(1, |b| b.to_vec()).unwrap(), b"one");
-        assert_eq!(r.take(2, |b| b.to_vec()).unwrap(), b"two");
+        assert_eq!(r.take(1, |b| Some(b.to_vec())).flatten().unwrap(), b"one");
+        assert_eq!(r.take(2, |b| Some(b.to_vec())).flatten().unwrap(), b"two");
         r.release(3);
         assert_eq!(r.try_reserve(), Some(5));
         assert_eq!(r.try_reserve(), Some(6));

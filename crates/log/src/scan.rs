@@ -1,7 +1,8 @@
 //! Sequential frame scanning over one segment file.
 //!
-//! The scanner applies the layout rules of `docs/format.md`: a zero length
-//! word at an unaligned offset is padding up to the next 4 KiB boundary, and a
+//! The scanner applies the layout rules of `docs/format.md`: zeros at an
+//! unaligned offset (a zero length word, or zeros up to the boundary when it
+//! is less than a word away) are padding up to the next 4 KiB boundary, and a
 //! frame is accepted only if its CRC holds and its index is the next one
 //! expected. Recovery, readers and `verify` all use it, so they agree on
 //! where the valid records of a segment end.
@@ -118,9 +119,15 @@ impl<'f> Scanner<'f> {
                 self.next_index += 1;
                 Ok(Step::Frame { offset: at, len })
             }
-            // Zero at an unaligned offset may be commit padding: the next
-            // record then starts at the boundary.
-            Err(None) if at % BLOCK != 0 && align_up(at) < self.limit => {
+            // Zeros at an unaligned offset may be commit padding: the next
+            // record then starts at the boundary. Padding can be shorter
+            // than a length word (1 to 3 bytes), whose last bytes then lie
+            // in the next block: only the bytes up to the boundary count.
+            Err(cause)
+                if !at.is_multiple_of(BLOCK)
+                    && align_up(at) < self.limit
+                    && (cause.is_none() || self.zero_to_boundary(at)?) =>
+            {
                 let b = align_up(at);
                 match self.frame_at(b)? {
                     Ok(f) if f.index == expected => {
@@ -134,6 +141,14 @@ impl<'f> Scanner<'f> {
             }
             Err(cause) => Ok(self.end(at, cause)),
         }
+    }
+
+    /// Whether the bytes from `at` to the next boundary, or its first
+    /// four if the boundary is further, are all zero.
+    fn zero_to_boundary(&mut self, at: u64) -> io::Result<bool> {
+        let n = (align_up(at) - at).min(4) as usize;
+        let w = self.window(at, n)?;
+        Ok(w.len() == n && w.iter().all(|&b| b == 0))
     }
 
     fn end(&mut self, offset: u64, cause: Option<DecodeError>) -> Step {
