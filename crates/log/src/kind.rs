@@ -255,6 +255,10 @@ impl std::fmt::Display for TypeMask {
         if self.is_all() {
             return f.write_str("all");
         }
+        if self.bits.iter().all(|w| *w == 0) {
+            // "" would parse as "all"; this parses as the empty mask.
+            return f.write_str("-all");
+        }
         let mut parts = Vec::new();
         for (a, b) in self.ranges() {
             if a == b {

@@ -30,8 +30,10 @@ mod consumers;
 mod error;
 pub mod fault;
 pub mod fs;
+mod inspect;
 mod kind;
 mod log;
+pub mod mem;
 mod options;
 mod reader;
 mod record;
@@ -44,6 +46,7 @@ mod verify;
 
 pub use crate::consumers::{CONSUMERS_FILE, ConsumerInfo, read_consumers};
 pub use crate::error::{Error, Result, StallCause};
+pub use crate::inspect::{Summary, inspect};
 pub use crate::kind::{RecordType, TypeMask};
 pub use crate::log::{Appended, Durable, LOCK_FILE, Log, Stats};
 pub use crate::options::{FullPolicy, Options, Retention};

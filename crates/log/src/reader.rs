@@ -7,6 +7,7 @@
 //! rewritten, so it reads the frames that are valid and in sequence, and
 //! treats anything else at the tail as not yet written.
 
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -20,7 +21,7 @@ use crate::log::Inner;
 use crate::record::LogRecord;
 use crate::recovery::list_segments;
 use crate::scan::{Scanner, Step};
-use crate::segment::{Footer, HEADER_LEN, SegmentHeader};
+use crate::segment::{FORMAT_VERSION, Footer, HEADER_LEN, SegmentHeader};
 
 enum Source {
     Live(Arc<Inner>),
@@ -47,7 +48,17 @@ pub struct Reader {
     next: u64,
     mask: Option<TypeMask>,
     seg: Option<OpenSegment>,
+    /// Records decoded ahead by one scan, served before scanning again.
+    queue: VecDeque<LogRecord>,
+    /// The iterator returned an error and is done (`next_record` still
+    /// reports the error again).
+    failed: bool,
 }
+
+/// One scan decodes at most this many records (or bytes) ahead. Scanning
+/// record by record would re-read a whole chunk of the segment per record.
+const BATCH_RECORDS: usize = 1024;
+const BATCH_BYTES: usize = 1 << 20;
 
 impl std::fmt::Debug for Reader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -64,6 +75,8 @@ impl Reader {
             next: from.max(1),
             mask,
             seg: None,
+            queue: VecDeque::new(),
+            failed: false,
         }
     }
 
@@ -82,6 +95,8 @@ impl Reader {
             next: from.max(1),
             mask: None,
             seg: None,
+            queue: VecDeque::new(),
+            failed: false,
         }
     }
 
@@ -93,7 +108,7 @@ impl Reader {
 
     /// The index the reader will return next (before the mask).
     pub fn position(&self) -> u64 {
-        self.next
+        self.queue.front().map_or(self.next, |r| r.index)
     }
 
     fn fs(&self) -> Arc<dyn FileSystem> {
@@ -158,6 +173,13 @@ impl Reader {
             kind,
         };
         match SegmentHeader::read(&*file).map_err(|e| Error::io("read", &path, e))? {
+            Ok(h) if h.version != FORMAT_VERSION => {
+                return Err(Error::UnsupportedVersion {
+                    path,
+                    found: h.version,
+                    supported: FORMAT_VERSION,
+                });
+            }
             Ok(h) if h.base_index == base => {}
             Ok(_) => {
                 return Err(corrupt(0, DecodeError::BadSegment("header index")));
@@ -172,6 +194,11 @@ impl Reader {
         let footer = match Footer::read(&*file, len).map_err(|e| Error::io("read", &path, e))? {
             Some(Ok(f)) => Some(f),
             Some(Err(e)) if k + 1 < segs.len() => return Err(corrupt(len, e)),
+            // Segments are sealed before their successor is created, so an
+            // older segment without a footer is damaged, not being written.
+            None if k + 1 < segs.len() => {
+                return Err(corrupt(len, DecodeError::BadSegment("not sealed")));
+            }
             _ => None,
         };
         let (pos, next_index) = match &footer {
@@ -201,23 +228,35 @@ impl Reader {
 
     /// The next record, `Ok(None)` when caught up.
     pub fn next_record(&mut self) -> Result<Option<LogRecord>> {
+        if let Some(r) = self.queue.pop_front() {
+            return Ok(Some(r));
+        }
+        match self.scan() {
+            // Records decoded before an error come first; the scan state
+            // stops at the bad spot, so the next call meets the error again.
+            Err(e) if self.queue.is_empty() => Err(e),
+            _ => Ok(self.queue.pop_front()),
+        }
+    }
+
+    /// Decodes a batch of records into the queue; stops at the committed
+    /// index, at the end of the data, or when the batch is full.
+    fn scan(&mut self) -> Result<()> {
         let mut reopened = false;
+        let mut batch_bytes = 0;
         loop {
             let committed = self.limit();
             let live = matches!(self.src, Source::Live(_));
             if self.next > committed {
-                return Ok(None);
+                return Ok(());
             }
             if self.seg.is_none() && !self.open_segment()? {
-                return Ok(None);
+                return Ok(());
             }
             let Some(seg) = self.seg.as_mut() else {
                 continue;
             };
-            let limit = seg
-                .footer
-                .as_ref()
-                .map_or(u64::MAX, |f| f.data_end);
+            let limit = seg.footer.as_ref().map_or(u64::MAX, |f| f.data_end);
             let flen = seg
                 .file
                 .len()
@@ -239,10 +278,14 @@ impl Reader {
                         let rec = keep.then(|| f.to_record());
                         self.next = idx + 1;
                         if let Some(r) = rec {
-                            return Ok(Some(r));
+                            self.queue.push_back(r);
+                            batch_bytes += len;
+                            if self.queue.len() >= BATCH_RECORDS || batch_bytes >= BATCH_BYTES {
+                                return Ok(());
+                            }
                         }
                         if self.next > committed {
-                            return Ok(None);
+                            return Ok(());
                         }
                     }
                     Step::End { offset, cause } => {
@@ -265,7 +308,9 @@ impl Reader {
                                 // (and succeeded) since we opened it.
                                 reopened = true;
                                 let len = flen.max(
-                                    seg.file.len().map_err(|e| Error::io("stat", &seg.path, e))?,
+                                    seg.file
+                                        .len()
+                                        .map_err(|e| Error::io("stat", &seg.path, e))?,
                                 );
                                 if let Some(Ok(f)) = Footer::read(&*seg.file, len)
                                     .map_err(|e| Error::io("read", &seg.path, e))?
@@ -278,7 +323,7 @@ impl Reader {
                                     return Err(corrupt(cause.unwrap_or(DecodeError::Zero)));
                                 }
                                 // Caught up; keep the position for later.
-                                return Ok(None);
+                                return Ok(());
                             }
                         }
                         break;
@@ -290,6 +335,9 @@ impl Reader {
 
     /// Waits up to `timeout` for records past the current position.
     pub fn wait(&self, timeout: Duration) {
+        if !self.queue.is_empty() {
+            return;
+        }
         match &self.src {
             Source::Live(inner) => {
                 let g = inner.lock_wait();
@@ -307,7 +355,14 @@ impl Reader {
 impl Iterator for Reader {
     type Item = Result<LogRecord>;
 
+    /// Ends after the first error, so that `collect` on a damaged log
+    /// returns the error instead of repeating it forever.
     fn next(&mut self) -> Option<Self::Item> {
-        self.next_record().transpose()
+        if self.failed {
+            return None;
+        }
+        let r = self.next_record().transpose();
+        self.failed = matches!(r, Some(Err(_)));
+        r
     }
 }

@@ -170,6 +170,10 @@ impl Footer {
         if &b[t + 16..] != END_MAGIC || le64(b, t) != offset {
             return Err(bad("trailer"));
         }
+        // The version word is outside the CRC; an unknown one is refused.
+        if le32(b, t + 12) != FORMAT_VERSION {
+            return Err(bad("trailer version"));
+        }
         if crc32c::crc32c(&b[..t + 8]) != le32(b, t + 8) {
             return Err(bad("footer CRC"));
         }
@@ -186,7 +190,10 @@ impl Footer {
                 })
                 .collect(),
         };
-        let sorted = f.entries.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 < w[1].1);
+        let sorted = f
+            .entries
+            .windows(2)
+            .all(|w| w[0].0 < w[1].0 && w[0].1 < w[1].1);
         let in_range = f.entries.iter().all(|&(i, o)| {
             i >= f.first_index && i <= f.last_index && o >= HEADER_LEN && o < f.data_end
         });
@@ -257,7 +264,10 @@ mod tests {
         assert_eq!(p, Path::new("/x/00000000000000000042.wlog"));
         assert_eq!(parse_segment_name(&p), Some(42));
         assert_eq!(parse_segment_name(Path::new("/x/42.wlog")), None);
-        assert_eq!(parse_segment_name(Path::new("/x/00000000000000000042.tmp")), None);
+        assert_eq!(
+            parse_segment_name(Path::new("/x/00000000000000000042.tmp")),
+            None
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::recovery::list_segments;
 use crate::scan::{Scanner, Step};
-use crate::segment::{Footer, HEADER_LEN, SegmentHeader};
+use crate::segment::{FORMAT_VERSION, Footer, HEADER_LEN, SegmentHeader};
 
 /// The first problem `verify` found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,7 +42,11 @@ pub struct VerifyReport {
 
 /// Checks every record of the log in `dir`. `progress` is called with bytes
 /// done and bytes in total.
-pub fn verify(fs: &dyn FileSystem, dir: &Path, mut progress: impl FnMut(u64, u64)) -> Result<VerifyReport> {
+pub fn verify(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    mut progress: impl FnMut(u64, u64),
+) -> Result<VerifyReport> {
     let segs = list_segments(fs, dir).map_err(|e| Error::io("list", dir, e))?;
     let mut files = Vec::with_capacity(segs.len());
     let mut total = 0;
@@ -68,13 +72,31 @@ pub fn verify(fs: &dyn FileSystem, dir: &Path, mut progress: impl FnMut(u64, u64
             kind,
         };
         if base != expected {
-            rep.problem = Some(problem(0, expected, DecodeError::Gap { expected, found: base }));
+            rep.problem = Some(problem(
+                0,
+                expected,
+                DecodeError::Gap {
+                    expected,
+                    found: base,
+                },
+            ));
             return Ok(rep);
         }
         match SegmentHeader::read(&*f).map_err(|e| Error::io("read", &path, e))? {
+            Ok(h) if h.version != FORMAT_VERSION => {
+                return Err(Error::UnsupportedVersion {
+                    path,
+                    found: h.version,
+                    supported: FORMAT_VERSION,
+                });
+            }
             Ok(h) if h.base_index == base => {}
             Ok(_) => {
-                rep.problem = Some(problem(16, expected, DecodeError::BadSegment("header index")));
+                rep.problem = Some(problem(
+                    16,
+                    expected,
+                    DecodeError::BadSegment("header index"),
+                ));
                 return Ok(rep);
             }
             Err(e) => {
@@ -89,7 +111,11 @@ pub fn verify(fs: &dyn FileSystem, dir: &Path, mut progress: impl FnMut(u64, u64
                 return Ok(rep);
             }
             None if k + 1 < count => {
-                rep.problem = Some(problem(len, expected, DecodeError::BadSegment("not sealed")));
+                rep.problem = Some(problem(
+                    len,
+                    expected,
+                    DecodeError::BadSegment("not sealed"),
+                ));
                 return Ok(rep);
             }
             None => None,
@@ -114,15 +140,15 @@ pub fn verify(fs: &dyn FileSystem, dir: &Path, mut progress: impl FnMut(u64, u64
             rep.problem = Some(problem(end, expected, c));
             return Ok(rep);
         }
-        if let Some(ft) = &footer {
-            if ft.last_index + 1 != expected || end != ft.data_end {
-                rep.problem = Some(problem(
-                    end,
-                    expected,
-                    DecodeError::BadSegment("footer does not match the records"),
-                ));
-                return Ok(rep);
-            }
+        if let Some(ft) = &footer
+            && (ft.last_index + 1 != expected || end != ft.data_end)
+        {
+            rep.problem = Some(problem(
+                end,
+                expected,
+                DecodeError::BadSegment("footer does not match the records"),
+            ));
+            return Ok(rep);
         }
         done += len;
         rep.bytes = done;

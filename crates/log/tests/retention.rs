@@ -1,0 +1,533 @@
+//! Retention: which segments are deleted, when consumers are evicted, and
+//! what the MARK records that announce it say.
+//!
+//! Retention runs on the committer thread every ~500 ms and after each
+//! segment roll, so these tests poll for the expected state (up to 10 s)
+//! instead of sleeping a fixed time. Where a test checks that something is
+//! *not* deleted, it first waits for a state that proves retention has run.
+
+use std::collections::HashMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use weir_log::fs::{FileSystem, StdFs};
+use weir_log::segment::parse_segment_name;
+use weir_log::{
+    Error, FullPolicy, Log, LogRecord, Options, Reader, Record, RecordType, Retention, TypeMask,
+    read_consumers,
+};
+
+const SEG: u64 = 64 * 1024;
+
+fn retention(max_segments: u64, on_full: FullPolicy) -> Retention {
+    Retention {
+        max_bytes: max_segments * SEG,
+        max_age: None,
+        on_full,
+        max_idle_records: None,
+        max_idle_time: None,
+    }
+}
+
+fn open(dir: &Path, r: Retention) -> Log {
+    Log::open(dir, Options::default().segment_size(SEG).retention(r)).unwrap()
+}
+
+/// Segment files on disk as `(base, length)`, oldest first.
+fn on_disk(dir: &Path) -> Vec<(u64, u64)> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let base = parse_segment_name(&e.path())?;
+            Some((base, e.metadata().ok()?.len()))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn bases(dir: &Path) -> Vec<u64> {
+    on_disk(dir).into_iter().map(|s| s.0).collect()
+}
+
+fn disk_bytes(dir: &Path) -> u64 {
+    on_disk(dir).iter().map(|s| s.1).sum()
+}
+
+/// Polls `f` until it returns true; fails after 10 s.
+fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "timed out waiting for: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Appends `n` records of about 500 bytes and syncs; returns the last index.
+fn fill(log: &Log, n: usize) -> u64 {
+    let name = [b'r'; 500];
+    for _ in 0..n {
+        let _ = log
+            .append(&Record::new(RecordType::CREAT).name(&name))
+            .unwrap();
+    }
+    log.sync().unwrap().unwrap().index()
+}
+
+/// The MARK records still in the log.
+fn marks(log: &Log) -> Vec<LogRecord> {
+    log.reader(log.first_index())
+        .with_mask(TypeMask::parse("MARK").unwrap())
+        .filter_map(Result::ok)
+        .collect()
+}
+
+fn field(r: &LogRecord, key: &str) -> String {
+    String::from_utf8(
+        r.field(key)
+            .unwrap_or_else(|| panic!("no field {key} in {r:?}"))
+            .to_vec(),
+    )
+    .unwrap()
+}
+
+fn eviction_of<'a>(marks: &'a [LogRecord], name: &str) -> Option<&'a LogRecord> {
+    marks
+        .iter()
+        .find(|r| r.target == name.as_bytes() && r.field("event") == Some(&b"consumer-evicted"[..]))
+}
+
+/// Reads what consumer `name` has not cleared, keeps the MARKs in `seen`,
+/// and clears what it read.
+fn drain(log: &Log, name: &str, seen: &mut Vec<LogRecord>) {
+    let mut last = None;
+    for r in log.consumer_reader(name).unwrap() {
+        let r = r.unwrap();
+        last = Some(r.index);
+        if r.kind == RecordType::MARK {
+            seen.push(r);
+        }
+    }
+    if let Some(l) = last {
+        log.clear(name, l).unwrap();
+    }
+}
+
+fn names(log: &Log) -> Vec<String> {
+    log.consumer_list().into_iter().map(|c| c.name).collect()
+}
+
+fn assert_truncated(first: Option<weir_log::Result<LogRecord>>, requested: u64, oldest: u64) {
+    match first {
+        Some(Err(Error::Truncated {
+            requested: r,
+            oldest: o,
+        })) if (r, o) == (requested, oldest) => {}
+        other => panic!("expected Truncated {{ {requested}, {oldest} }}, got {other:?}"),
+    }
+}
+
+#[test]
+fn gc_removes_only_segments_every_consumer_has_cleared() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(dir.path(), Retention::default());
+    log.register("a", TypeMask::all()).unwrap();
+    log.register("b", TypeMask::all()).unwrap();
+    let last = fill(&log, 1000);
+    let segs = bases(dir.path());
+    assert!(segs.len() >= 6, "{segs:?}");
+    // "a" clears everything, "b" stops inside the fourth segment.
+    log.clear("a", 0).unwrap();
+    log.clear("b", segs[3] + 5).unwrap();
+    eventually("the three fully cleared segments are deleted", || {
+        bases(dir.path()) == segs[3..]
+    });
+    // Two more retention passes delete nothing else.
+    std::thread::sleep(Duration::from_millis(1200));
+    assert_eq!(bases(dir.path()), segs[3..]);
+    assert_eq!(log.first_index(), segs[3]);
+    assert_eq!(log.stats().first_index, segs[3]);
+
+    assert_truncated(log.reader(1).next(), 1, segs[3]);
+    assert_truncated(log.reader(segs[3] - 1).next(), segs[3] - 1, segs[3]);
+    assert_truncated(
+        Reader::open_dir(dir.path(), segs[2]).next(),
+        segs[2],
+        segs[3],
+    );
+    let rest: Vec<u64> = log.reader(segs[3]).map(|r| r.unwrap().index).collect();
+    assert_eq!(rest, (segs[3]..=last).collect::<Vec<_>>());
+    let rest: Vec<u64> = Reader::open_dir(dir.path(), segs[3])
+        .map(|r| r.unwrap().index)
+        .collect();
+    assert_eq!(rest, (segs[3]..=last).collect::<Vec<_>>());
+    let b: Vec<u64> = log
+        .consumer_reader("b")
+        .unwrap()
+        .map(|r| r.unwrap().index)
+        .collect();
+    assert_eq!(b.first(), Some(&(segs[3] + 6)));
+
+    // Once everyone has cleared everything, only the newest segment stays.
+    log.clear("b", 0).unwrap();
+    let newest = *segs.last().unwrap();
+    eventually("all but the newest segment are deleted", || {
+        bases(dir.path()) == [newest]
+    });
+    std::thread::sleep(Duration::from_millis(1200));
+    assert_eq!(
+        bases(dir.path()),
+        [newest],
+        "the newest segment must never be deleted"
+    );
+    log.close().unwrap();
+    let log = open(dir.path(), Retention::default());
+    assert_eq!(log.last_index(), last);
+    let a = log.append(&Record::new(RecordType::MKDIR)).unwrap();
+    assert_eq!(a.index(), last + 1);
+    log.wait_durable(a).unwrap();
+    let tail: Vec<u64> = log.reader(newest).map(|r| r.unwrap().index).collect();
+    assert_eq!(tail, (newest..=last + 1).collect::<Vec<_>>());
+}
+
+#[test]
+fn without_consumers_size_retention_deletes_the_oldest_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let max = 4 * SEG;
+    let log = open(dir.path(), retention(4, FullPolicy::EvictMostIdle));
+    let last = fill(&log, 2000);
+    eventually("the log shrinks to its size limit", || {
+        disk_bytes(dir.path()) <= max
+    });
+    let first = log.first_index();
+    assert!(first > 1);
+    assert_eq!(bases(dir.path())[0], first);
+    assert!(log.stats().bytes <= max, "{:?}", log.stats());
+    assert_truncated(log.reader(1).next(), 1, first);
+    let rest: Vec<u64> = log.reader(first).map(|r| r.unwrap().index).collect();
+    assert_eq!(rest, (first..=last).collect::<Vec<_>>());
+    log.close().unwrap();
+    let v = weir_log::verify(&StdFs, dir.path(), |_, _| {}).unwrap();
+    assert!(v.problem.is_none(), "{v:?}");
+    assert_eq!((v.first_index, v.last_index), (first, last));
+}
+
+#[test]
+fn without_consumers_age_retention_deletes_old_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = Retention {
+        max_age: Some(Duration::from_millis(200)),
+        ..Retention::default()
+    };
+    let log = open(dir.path(), r);
+    let last = fill(&log, 600);
+    assert!(bases(dir.path()).len() >= 4);
+    eventually("segments older than max_age are deleted", || {
+        bases(dir.path()).len() == 1
+    });
+    let first = log.first_index();
+    let rest = log.reader(first).map(|r| r.unwrap().index).last();
+    assert_eq!(rest, Some(last));
+}
+
+#[test]
+fn idle_records_eviction_writes_a_mark_and_persists() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = Retention {
+        max_idle_records: Some(100),
+        max_idle_time: None,
+        ..Retention::default()
+    };
+    let log = open(dir.path(), r.clone());
+    let slow = log.register("slow", TypeMask::all()).unwrap();
+    log.register("fast", TypeMask::all()).unwrap();
+    let mut seen = Vec::new();
+    for _ in 0..10 {
+        // "fast" never falls more than 50 records behind.
+        fill(&log, 50);
+        drain(&log, "fast", &mut seen);
+    }
+    eventually("the slow consumer is evicted", || names(&log) == ["fast"]);
+    // "fast" learns of the eviction from the log, as any consumer would.
+    eventually("fast reads the eviction MARK", || {
+        drain(&log, "fast", &mut seen);
+        eviction_of(&seen, "slow").is_some()
+    });
+    let m = eviction_of(&seen, "slow").unwrap().clone();
+    assert_eq!(m.kind, RecordType::MARK);
+    assert_eq!(m.name, b"consumer-evicted slow");
+    assert_eq!(field(&m, "reason"), "idle-records");
+    assert_eq!(field(&m, "consumer_id"), slow.to_string());
+    assert_eq!(field(&m, "cleared"), "0");
+    let through: u64 = field(&m, "through").parse().unwrap();
+    assert!(
+        through > 100 && through < m.index,
+        "through {through}, mark at {}",
+        m.index
+    );
+    assert!(log.stats().evictions >= 1);
+    assert_eq!(eviction_of(&seen, "fast"), None);
+    log.close().unwrap();
+
+    let state = std::fs::read_to_string(dir.path().join(weir_log::CONSUMERS_FILE)).unwrap();
+    assert!(!state.contains("slow"), "{state}");
+    let listed: Vec<_> = read_consumers(&StdFs, dir.path(), 0, 0)
+        .unwrap()
+        .into_iter()
+        .map(|c| c.name)
+        .collect();
+    assert_eq!(listed, ["fast"]);
+    let log = open(dir.path(), r);
+    assert_eq!(names(&log), ["fast"]);
+    assert!(matches!(
+        log.consumer_reader("slow"),
+        Err(Error::UnknownConsumer(_))
+    ));
+}
+
+#[test]
+fn idle_time_eviction_writes_a_mark() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = Retention {
+        max_idle_time: Some(Duration::from_millis(300)),
+        ..Retention::default()
+    };
+    let log = open(dir.path(), r);
+    let id = log.register("sleepy", TypeMask::all()).unwrap();
+    fill(&log, 1);
+    eventually("the idle consumer is evicted", || {
+        log.consumer_list().is_empty()
+    });
+    let mut found = None;
+    eventually("the eviction MARK is readable", || {
+        found = eviction_of(&marks(&log), "sleepy").cloned();
+        found.is_some()
+    });
+    let m = found.unwrap();
+    assert_eq!(field(&m, "reason"), "idle-time");
+    assert_eq!(field(&m, "consumer_id"), id.to_string());
+    assert_eq!(field(&m, "through"), "1");
+}
+
+#[test]
+fn size_limit_evicts_the_most_idle_blocking_consumers_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let max = 6 * SEG;
+    let log = open(dir.path(), retention(6, FullPolicy::EvictMostIdle));
+    let a = log.register("a", TypeMask::all()).unwrap();
+    let b = log.register("b", TypeMask::all()).unwrap();
+    log.register("keeper", TypeMask::all()).unwrap();
+    // "a" was active after "b", so "b" is the most idle.
+    log.clear("a", 0).unwrap();
+    let mut peak = 0;
+    let mut seen = Vec::new();
+    for _ in 0..40 {
+        fill(&log, 50);
+        drain(&log, "keeper", &mut seen);
+        peak = peak.max(disk_bytes(dir.path()));
+    }
+    eventually("the blocking consumers are evicted", || {
+        names(&log) == ["keeper"]
+    });
+    eventually("the log fits its limit", || disk_bytes(dir.path()) <= max);
+    let mut got = Vec::new();
+    eventually("keeper reads both eviction MARKs", || {
+        drain(&log, "keeper", &mut seen);
+        got = ["b", "a"]
+            .iter()
+            .filter_map(|n| eviction_of(&seen, n).cloned())
+            .collect();
+        got.len() == 2
+    });
+    for (m, id) in got.iter().zip([b, a]) {
+        assert_eq!(field(m, "reason"), "size-limit");
+        assert_eq!(field(m, "consumer_id"), id.to_string());
+        assert_eq!(field(m, "cleared"), "0");
+    }
+    assert!(
+        got[0].index < got[1].index,
+        "the most idle consumer (b) goes first"
+    );
+    assert!(
+        peak <= max + SEG,
+        "the log reached {peak} bytes with a limit of {max}"
+    );
+    let kinds: Vec<_> = seen.iter().map(|r| field(r, "event")).collect();
+    assert_eq!(
+        kinds, ["consumer-evicted"; 2],
+        "keeper saw every MARK, and only these"
+    );
+}
+
+#[test]
+fn drop_oldest_keeps_consumers_and_marks_the_drop() {
+    let dir = tempfile::tempdir().unwrap();
+    let max = 4 * SEG;
+    let log = open(dir.path(), retention(4, FullPolicy::DropOldest));
+    log.register("lag", TypeMask::all()).unwrap();
+    let last = fill(&log, 1500);
+    eventually("the log shrinks to its size limit", || {
+        disk_bytes(dir.path()) <= max
+    });
+    assert_eq!(names(&log), ["lag"], "DropOldest evicts nobody");
+    let first = log.first_index();
+    let mut drop_marks = Vec::new();
+    eventually("a segment-dropped MARK is readable", || {
+        drop_marks = marks(&log)
+            .into_iter()
+            .filter(|r| r.field("event") == Some(&b"segment-dropped"[..]))
+            .collect();
+        !drop_marks.is_empty()
+    });
+    for m in &drop_marks {
+        assert_eq!(field(m, "reason"), "size-limit");
+        let through: u64 = field(m, "through").parse().unwrap();
+        assert!(through < log.first_index() && through < m.index, "{m:?}");
+    }
+    assert_eq!(log.consumer_list()[0].cleared, 0);
+    match log.consumer_reader("lag").unwrap().next() {
+        Some(Err(Error::Truncated {
+            requested: 1,
+            oldest,
+        })) if oldest >= first => {}
+        other => panic!("the lagging consumer should get Truncated, got {other:?}"),
+    }
+    assert!(log.reader(first).all(|r| r.is_ok()));
+    assert!(log.last_index() > last);
+}
+
+/// A filesystem that tracks the total length of segment files after every
+/// operation and remembers the peak, so a size bound can be checked exactly
+/// rather than by sampling.
+#[derive(Debug)]
+struct PeakFs {
+    inner: weir_log::mem::MemFs,
+    sizes: Arc<Mutex<(HashMap<PathBuf, u64>, u64)>>,
+}
+
+#[derive(Debug)]
+struct PeakFile {
+    inner: Box<dyn weir_log::fs::File>,
+    path: PathBuf,
+    sizes: Arc<Mutex<(HashMap<PathBuf, u64>, u64)>>,
+}
+
+impl PeakFile {
+    fn note(&self) {
+        if parse_segment_name(&self.path).is_none() {
+            return;
+        }
+        let len = self.inner.len().unwrap_or(0);
+        let mut s = self.sizes.lock().unwrap();
+        s.0.insert(self.path.clone(), len);
+        let total = s.0.values().sum();
+        s.1 = s.1.max(total);
+    }
+}
+
+impl weir_log::fs::File for PeakFile {
+    fn write_at(&self, buf: &[u8], off: u64) -> io::Result<usize> {
+        let n = self.inner.write_at(buf, off)?;
+        self.note();
+        Ok(n)
+    }
+    fn read_at(&self, buf: &mut [u8], off: u64) -> io::Result<usize> {
+        self.inner.read_at(buf, off)
+    }
+    fn sync_data(&self) -> io::Result<()> {
+        self.inner.sync_data()
+    }
+    fn sync_all(&self) -> io::Result<()> {
+        self.inner.sync_all()
+    }
+    fn allocate(&self, len: u64) -> io::Result<()> {
+        self.inner.allocate(len)?;
+        self.note();
+        Ok(())
+    }
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.inner.set_len(len)?;
+        self.note();
+        Ok(())
+    }
+    fn len(&self) -> io::Result<u64> {
+        self.inner.len()
+    }
+    fn allocated(&self) -> io::Result<u64> {
+        self.inner.allocated()
+    }
+}
+
+impl FileSystem for PeakFs {
+    fn create(&self, path: &Path) -> io::Result<Box<dyn weir_log::fs::File>> {
+        let inner = self.inner.create(path)?;
+        Ok(Box::new(PeakFile {
+            inner,
+            path: path.to_path_buf(),
+            sizes: self.sizes.clone(),
+        }))
+    }
+    fn open_rw(&self, path: &Path) -> io::Result<Box<dyn weir_log::fs::File>> {
+        self.inner.open_rw(path)
+    }
+    fn open_read(&self, path: &Path) -> io::Result<Box<dyn weir_log::fs::File>> {
+        self.inner.open_read(path)
+    }
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        self.inner.remove(path)?;
+        self.sizes.lock().unwrap().0.remove(path);
+        Ok(())
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        self.inner.sync_dir(dir)
+    }
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+    fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+        self.inner.list(dir)
+    }
+}
+
+#[test]
+fn a_burst_of_appends_never_takes_the_log_far_past_its_size_limit() {
+    // Regression: `commit.rs` rolled as many segments as one gathered batch
+    // needed (up to 8 MiB, or a whole ring of records) and ran retention
+    // only after the cycle: a burst grew a log with a 256 KiB limit to 152
+    // segments (9.3 MB) before anything was deleted. Retention now runs
+    // after every roll. The bound is the limit plus the active segment and
+    // the one being created.
+    let dir = tempfile::tempdir().unwrap();
+    let sizes = Arc::new(Mutex::new((HashMap::new(), 0)));
+    let fs = Arc::new(PeakFs {
+        inner: weir_log::mem::MemFs::new(),
+        sizes: sizes.clone(),
+    });
+    let opts = Options::default()
+        .segment_size(SEG)
+        .retention(retention(4, FullPolicy::EvictMostIdle))
+        .fs(fs);
+    let log = Log::open(dir.path(), opts).unwrap();
+    let name = [b'b'; 500];
+    for _ in 0..20_000 {
+        let _ = log
+            .append(&Record::new(RecordType::CREAT).name(&name))
+            .unwrap();
+    }
+    log.close().unwrap();
+    let peak = sizes.lock().unwrap().1;
+    assert!(
+        peak <= 6 * SEG,
+        "segments reached {peak} bytes with a limit of {}",
+        4 * SEG
+    );
+}
