@@ -232,8 +232,8 @@ impl<'a> FrameRef<'a> {
             let hdr = take(&mut pos, 6)?;
             let klen = usize::from(u16_at(hdr, 0));
             let vlen = u32_at(hdr, 2) as usize;
-            let key = std::str::from_utf8(take(&mut pos, klen)?)
-                .map_err(|_| DecodeError::KeyNotUtf8)?;
+            let key =
+                std::str::from_utf8(take(&mut pos, klen)?).map_err(|_| DecodeError::KeyNotUtf8)?;
             f(Part::Field(key, take(&mut pos, vlen)?));
         }
         if pos != b.len() {
@@ -317,7 +317,10 @@ mod tests {
         let bytes = encode(&r, 42, 99).unwrap();
         let (d, n) = decode(&bytes).unwrap();
         assert_eq!(n, bytes.len());
-        assert_eq!((d.index, d.time_ns, d.kind, d.flags), (42, 99, RecordType::CREAT, 7));
+        assert_eq!(
+            (d.index, d.time_ns, d.kind, d.flags),
+            (42, 99, RecordType::CREAT, 7)
+        );
         assert_eq!(d.name, b"f\xe9");
         assert_eq!(d.field("k"), Some(&b"\xff\x00v"[..]));
         for i in 0..bytes.len() {

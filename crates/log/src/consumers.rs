@@ -95,12 +95,11 @@ impl Consumers {
                 list: Vec::new(),
             });
         };
-        let f: SavedFile = serde_json::from_slice(&bytes).map_err(|source| {
-            Error::BadConsumerState {
+        let f: SavedFile =
+            serde_json::from_slice(&bytes).map_err(|source| Error::BadConsumerState {
                 path: path.clone(),
                 source,
-            }
-        })?;
+            })?;
         if f.version != STATE_VERSION {
             return Err(Error::UnsupportedVersion {
                 path,
@@ -163,7 +162,13 @@ impl Consumers {
     }
 
     /// Adds a consumer that starts after `last` (it sees records from `last + 1`).
-    pub(crate) fn register(&mut self, name: &str, mask: TypeMask, last: u64, now: u64) -> Result<u32> {
+    pub(crate) fn register(
+        &mut self,
+        name: &str,
+        mask: TypeMask,
+        last: u64,
+        now: u64,
+    ) -> Result<u32> {
         check_name(name)?;
         if self.list.iter().any(|c| c.name == name) {
             return Err(Error::ConsumerExists(name.to_owned()));
@@ -223,6 +228,19 @@ impl Consumers {
         }
     }
 
+    /// Pulls every cleared index back to `last` at most. After a power cut
+    /// the log may end before a consumer's cursor; the indexes past the end
+    /// will be given to new records, which the consumer must not skip.
+    /// Returns the names of the consumers moved.
+    pub(crate) fn clamp_to(&mut self, last: u64) -> Vec<String> {
+        let mut moved = Vec::new();
+        for c in self.list.iter_mut().filter(|c| c.cleared > last) {
+            c.cleared = last;
+            moved.push(c.name.clone());
+        }
+        moved
+    }
+
     /// The lowest cleared index, or `None` without consumers.
     pub(crate) fn min_cleared(&self) -> Option<u64> {
         self.list.iter().map(|c| c.cleared).min()
@@ -252,7 +270,12 @@ impl Consumers {
 
 /// Reads the consumer list of a log directory without opening the log
 /// (for readers in other processes).
-pub fn read_consumers(fs: &dyn FileSystem, dir: &Path, last: u64, now: u64) -> Result<Vec<ConsumerInfo>> {
+pub fn read_consumers(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    last: u64,
+    now: u64,
+) -> Result<Vec<ConsumerInfo>> {
     let c = Consumers::load(fs, dir)?;
     Ok(c.list.iter().map(|x| c.info(x, last, now)).collect())
 }

@@ -110,7 +110,9 @@ pub enum Error {
         source: serde_json::Error,
     },
     /// A type mask could not be parsed.
-    #[error("invalid record type {0:?}: expected a type name, a number 0-65535, a range A-B or \"all\"")]
+    #[error(
+        "invalid record type {0:?}: expected a type name, a number 0-65535, a range A-B or \"all\""
+    )]
     BadType(String),
     /// The options are inconsistent.
     #[error("invalid option {option}: {reason}")]

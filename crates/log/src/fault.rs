@@ -104,17 +104,29 @@ impl FaultyFs {
 
     /// After `after` more writes succeed, fail `count` writes (`None`: all) with `errno`.
     pub fn fail_writes(&self, errno: i32, after: u64, count: Option<u64>) {
-        self.st().writes = Some(Arm { after, count, errno });
+        self.st().writes = Some(Arm {
+            after,
+            count,
+            errno,
+        });
     }
 
     /// After `after` more fsyncs succeed, fail `count` fsyncs with `errno`.
     pub fn fail_syncs(&self, errno: i32, after: u64, count: Option<u64>) {
-        self.st().syncs = Some(Arm { after, count, errno });
+        self.st().syncs = Some(Arm {
+            after,
+            count,
+            errno,
+        });
     }
 
     /// After `after` more allocations succeed, fail `count` with `errno`.
     pub fn fail_allocs(&self, errno: i32, after: u64, count: Option<u64>) {
-        self.st().allocs = Some(Arm { after, count, errno });
+        self.st().allocs = Some(Arm {
+            after,
+            count,
+            errno,
+        });
     }
 
     /// Every write writes at most `max` bytes (`None`: no limit).

@@ -10,6 +10,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 /// An open file.
+#[allow(clippy::len_without_is_empty)] // `len` is an I/O query, not a collection size.
 pub trait File: Send + Sync + Debug {
     /// Writes at `off`, returning how many bytes were written (possibly fewer).
     fn write_at(&self, buf: &[u8], off: u64) -> io::Result<usize>;

@@ -88,10 +88,18 @@ pub(crate) struct Inner {
     pub(crate) closing: AtomicBool,
     pub(crate) failing: AtomicBool,
     pub(crate) committer_idle: AtomicBool,
+    /// The commit thread has ended (see `commit::Stopped`).
+    pub(crate) committer_stopped: AtomicBool,
     pub(crate) space_waiters: AtomicUsize,
+    /// Threads inside `wait_durable`; the committer waits for the ones it
+    /// woke to come back before the next fsync, so batches stay large.
+    pub(crate) durable_waiters: AtomicUsize,
     pub(crate) fail: Mutex<FailState>,
     pub(crate) wait: Mutex<()>,
-    pub(crate) durable_cv: Condvar,
+    /// Threads waiting for durability, with the index each waits for. The
+    /// committer unparks exactly the ones an fsync satisfied, so a group
+    /// commit does not wake every waiter into one mutex.
+    pub(crate) durable_parked: Mutex<Vec<(u64, Thread)>>,
     pub(crate) space_cv: Condvar,
     pub(crate) commit_cv: Condvar,
     pub(crate) committer: OnceLock<Thread>,
@@ -215,11 +223,9 @@ impl Inner {
         // Wake the committer when this record starts a batch after idleness,
         // or when the ring is half full.
         fence(Ordering::SeqCst);
-        if self.committer_idle.load(Ordering::Relaxed)
-            && self.committer_idle.swap(false, Ordering::SeqCst)
-        {
-            self.kick();
-        } else if idx.wrapping_sub(self.ring.taken()) == self.ring.capacity() / 2 {
+        let woke_idle = self.committer_idle.load(Ordering::Relaxed)
+            && self.committer_idle.swap(false, Ordering::SeqCst);
+        if woke_idle || idx.wrapping_sub(self.ring.taken()) == self.ring.capacity() / 2 {
             self.kick();
         }
         Ok(idx)
@@ -231,9 +237,11 @@ impl Inner {
             return Ok(());
         }
         let epoch = self.fail.lock().unwrap_or_else(|p| p.into_inner()).epoch;
+        self.durable_waiters.fetch_add(1, Ordering::SeqCst);
+        let _leave = DurableWaiter(&self.durable_waiters);
         self.durable_wanted.fetch_max(index, Ordering::SeqCst);
         self.kick();
-        let mut g = self.lock_wait();
+        let mut registered = false;
         loop {
             if self.durable.load(Ordering::Acquire) >= index {
                 return Ok(());
@@ -247,14 +255,27 @@ impl Inner {
                     return Err(self.fail_error(f.last.unwrap_or(FailKind::NoSpace)));
                 }
             }
-            if self.committer.get().is_none() || self.closed_and_drained() {
+            if self.committer.get().is_none()
+                || self.committer_stopped.load(Ordering::Acquire)
+                || self.closed_and_drained()
+            {
                 return Err(Error::Closed);
             }
-            g = self
-                .durable_cv
-                .wait_timeout(g, Duration::from_millis(100))
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
+            if !registered {
+                // Register, then check again: the committer may have
+                // published before it could see us.
+                self.durable_parked
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push((index, std::thread::current()));
+                registered = true;
+                continue;
+            }
+            std::thread::park_timeout(Duration::from_millis(100));
+            // A wake-up (or timeout) consumed our entry, or left it stale;
+            // register again if still waiting. Stale entries only cause a
+            // spurious unpark later.
+            registered = false;
         }
     }
 
@@ -264,6 +285,15 @@ impl Inner {
 
     pub(crate) fn last_committed(&self) -> u64 {
         self.committed.load(Ordering::Acquire)
+    }
+}
+
+/// Counts a thread out of `wait_durable` however it leaves.
+struct DurableWaiter<'a>(&'a AtomicUsize);
+
+impl Drop for DurableWaiter<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -344,8 +374,13 @@ impl Log {
             .map_err(|e| Error::io("create directory", &dir, e))?;
         let lock = take_lock(&dir)?;
         let rec = recovery::recover(&*fs, &dir, &opts)?;
-        let consumers = Consumers::load(&*fs, &dir)?;
+        let mut consumers = Consumers::load(&*fs, &dir)?;
         let next = rec.next_index;
+        let moved = consumers.clamp_to(next - 1);
+        if !moved.is_empty() {
+            tracing::warn!(consumers = ?moved, last = next - 1, "consumer cursors were past the recovered end; moved back");
+            consumers.save(&*fs)?;
+        }
         let inner = Arc::new(Inner {
             max_record: opts.max_record(),
             ring: Ring::new(opts.ring_slots, next),
@@ -357,10 +392,12 @@ impl Log {
             closing: AtomicBool::new(false),
             failing: AtomicBool::new(false),
             committer_idle: AtomicBool::new(false),
+            committer_stopped: AtomicBool::new(false),
             space_waiters: AtomicUsize::new(0),
+            durable_waiters: AtomicUsize::new(0),
             fail: Mutex::new(FailState::default()),
             wait: Mutex::new(()),
-            durable_cv: Condvar::new(),
+            durable_parked: Mutex::new(Vec::new()),
             space_cv: Condvar::new(),
             commit_cv: Condvar::new(),
             committer: OnceLock::new(),
@@ -494,12 +531,19 @@ impl Log {
     }
 
     fn consumers(&self) -> MutexGuard<'_, Consumers> {
-        self.inner.consumers.lock().unwrap_or_else(|p| p.into_inner())
+        self.inner
+            .consumers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
     }
 
     /// Counters and sizes.
     pub fn stats(&self) -> Stats {
-        let segs = self.inner.segments.read().unwrap_or_else(|p| p.into_inner());
+        let segs = self
+            .inner
+            .segments
+            .read()
+            .unwrap_or_else(|p| p.into_inner());
         let k = &self.inner.counters;
         Stats {
             first_index: self.first_index(),
@@ -537,7 +581,12 @@ impl Log {
             return Err(Error::Poisoned);
         }
         if !commit::finished(&self.inner) {
-            let last = self.inner.fail.lock().unwrap_or_else(|p| p.into_inner()).last;
+            let last = self
+                .inner
+                .fail
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .last;
             return Err(self.inner.fail_error(last.unwrap_or(FailKind::NoSpace)));
         }
         Ok(())

@@ -190,6 +190,12 @@ fn recover_tail(
     let io = |op| move |e| Error::io(op, path, e);
     let len = file.len().map_err(io("stat"))?;
     if let Some(Ok(f)) = Footer::read(&*file, len).map_err(io("read"))? {
+        if f.first_index == base && f.last_index < base {
+            // An empty sealed segment; the next one would take its name.
+            drop(file);
+            remove(fs, dir, path, report)?;
+            return Ok(Tail::Removed);
+        }
         if f.first_index == base {
             return Ok(Tail::Sealed(SegEntry {
                 base,
@@ -224,7 +230,8 @@ fn recover_tail(
     let next_index = sc.next_index();
     drop(sc);
     report.scanned_bytes += len;
-    let (dropped_bytes, dropped_records) = garbage_after(&*file, valid_end, len).map_err(io("read"))?;
+    let (dropped_bytes, dropped_records) =
+        garbage_after(&*file, valid_end, len).map_err(io("read"))?;
     let clean = dropped_bytes == 0 && cause.is_none();
     if !clean || valid_end % BLOCK != 0 {
         report.torn = Some(TornTail {

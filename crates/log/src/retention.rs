@@ -121,10 +121,8 @@ pub(crate) fn run(inner: &Inner, marks: &mut PendingMarks) {
         total -= s.bytes;
         doomed.push(s.clone());
     }
-    if changed {
-        if let Err(e) = consumers.save(&*inner.opts.fs) {
-            tracing::error!(error = %e, "saving consumer state after eviction failed");
-        }
+    if changed && let Err(e) = consumers.save(&*inner.opts.fs) {
+        tracing::error!(error = %e, "saving consumer state after eviction failed");
     }
     drop(consumers);
     remove_segments(inner, &doomed);
@@ -177,7 +175,9 @@ fn remove_segments(inner: &Inner, doomed: &[SegEntry]) {
                     .segments_removed
                     .fetch_add(1, Ordering::Relaxed);
             }
-            Err(e) => tracing::warn!(segment = %s.path.display(), error = %e, "removing segment failed"),
+            Err(e) => {
+                tracing::warn!(segment = %s.path.display(), error = %e, "removing segment failed")
+            }
         }
     }
     if let Err(e) = fs.sync_dir(&inner.dir) {

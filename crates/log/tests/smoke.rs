@@ -29,13 +29,17 @@ fn append_read_reopen_across_segments() {
     let log = Log::open(dir.path(), opts()).unwrap();
     assert_eq!(log.recovery().next_index, 5001, "{:?}", log.recovery());
     assert!(log.recovery().torn.is_none());
-    let a = log.append(&Record::new(RecordType::MKDIR).name(b"d")).unwrap();
+    let a = log
+        .append(&Record::new(RecordType::MKDIR).name(b"d"))
+        .unwrap();
     assert_eq!(a.index(), 5001);
     log.wait_durable(a).unwrap();
     let r: Vec<_> = log.reader(4990).map(|r| r.unwrap().index).collect();
     assert_eq!(r, (4990..=5001).collect::<Vec<_>>());
     drop(log);
-    let r: Vec<_> = weir_log::Reader::open_dir(dir.path(), 1).map(|r| r.unwrap().index).collect();
+    let r: Vec<_> = weir_log::Reader::open_dir(dir.path(), 1)
+        .map(|r| r.unwrap().index)
+        .collect();
     assert_eq!(r.len(), 5001);
     let v = weir_log::verify(&weir_log::fs::StdFs, dir.path(), |_, _| {}).unwrap();
     assert!(v.problem.is_none(), "{v:?}");
