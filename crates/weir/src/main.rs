@@ -1,1 +1,56 @@
-fn main() {}
+//! `weir`: the daemon (`weir run`) and the command-line tools (`weir log ...`).
+//!
+//! This binary is glue: argument parsing lives in `cli`, the state directory
+//! in `state_dir`, and each command family in its own module under `cmd`.
+//! Every error ends here, printed as `weir: error: <message>: <cause>...`
+//! with exit status 1; usage errors exit 2 (clap's convention).
+#![forbid(unsafe_code)]
+
+mod cli;
+mod cmd;
+mod json;
+mod signals;
+mod state_dir;
+mod text;
+mod time_fmt;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    init_tracing(&cli.command);
+    match cmd::dispatch(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        // A reader that went away (`weir log tail | head`) is not an error.
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("weir: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Logs go to stderr. The daemon reports at `info` by default; the one-shot
+/// commands only at `warn`, so their stdout and stderr stay quiet.
+/// `RUST_LOG` overrides both.
+fn init_tracing(command: &cli::Command) {
+    let default = match command {
+        cli::Command::Run => "info",
+        cli::Command::Log { .. } => "warn",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

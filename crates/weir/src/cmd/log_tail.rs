@@ -1,0 +1,108 @@
+//! `weir log tail`: print records, optionally following the log.
+//!
+//! It reads the directory without the writer's lock ([`Reader::open_dir`]),
+//! so it works while `weir run` or `weir log write` appends. `--consumer`
+//! starts after that consumer's cleared index with its mask; `--mask`
+//! narrows further. A closed stdout ends the command quietly (see `main`);
+//! SIGINT or SIGTERM stop `-f` after the current record.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow};
+use weir_log::fs::StdFs;
+use weir_log::{Reader, RecordType, TypeMask};
+
+use crate::cli::TailArgs;
+use crate::state_dir::StateDir;
+use crate::{json, signals, text};
+
+/// How long `-f` waits between looks at the directory.
+const POLL: Duration = Duration::from_millis(50);
+
+pub(super) fn tail(state: &StateDir, args: TailArgs) -> Result<()> {
+    let dir = state.existing_log_dir()?;
+    let (from, mask) = start(&dir, &args)?;
+    let stop = if args.follow {
+        Some(signals::stop_flag()?)
+    } else {
+        None
+    };
+    let mut reader = open(&dir, from, mask.as_ref());
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    // Without --from, start at the oldest record whatever its index; a
+    // segment collected while we start just moves that start forward.
+    let mut chase_oldest = from.is_none();
+    loop {
+        let mut restarted = false;
+        while let Some(rec) = reader.next() {
+            let rec = match rec {
+                Ok(r) => r,
+                Err(weir_log::Error::Truncated { oldest, .. }) if chase_oldest => {
+                    reader = open(&dir, Some(oldest), mask.as_ref());
+                    restarted = true;
+                    break;
+                }
+                Err(e) => return Err(e).context("reading the log"),
+            };
+            let line = if args.json {
+                json::record_json(&rec)
+            } else {
+                text::record_line(&rec)
+            };
+            out.write_all(line.as_bytes())?;
+            out.write_all(b"\n")?;
+            if stop.as_ref().is_some_and(|s| s.load(Ordering::Relaxed)) {
+                break;
+            }
+        }
+        chase_oldest = false;
+        out.flush()?;
+        if restarted {
+            continue;
+        }
+        match &stop {
+            Some(stop) if !stop.load(Ordering::SeqCst) => reader.wait(POLL),
+            _ => return Ok(()),
+        }
+    }
+}
+
+/// Where to start and which types to show.
+fn start(dir: &Path, args: &TailArgs) -> Result<(Option<u64>, Option<TypeMask>)> {
+    let Some(name) = &args.consumer else {
+        return Ok((args.from, args.mask.clone()));
+    };
+    let list = weir_log::read_consumers(&StdFs, dir, 0, crate::cmd::now_ns())
+        .context("reading the consumer list")?;
+    let c = list
+        .into_iter()
+        .find(|c| &c.name == name)
+        .ok_or_else(|| anyhow!("no such consumer: {name}"))?;
+    let mask = match &args.mask {
+        Some(m) => intersect(&c.mask, m),
+        None => c.mask,
+    };
+    Ok((Some(args.from.unwrap_or(c.cleared + 1)), Some(mask)))
+}
+
+fn open(dir: &Path, from: Option<u64>, mask: Option<&TypeMask>) -> Reader {
+    let r = Reader::open_dir(dir, from.unwrap_or(1));
+    match mask {
+        Some(m) if !m.is_all() => r.with_mask(m.clone()),
+        _ => r,
+    }
+}
+
+fn intersect(a: &TypeMask, b: &TypeMask) -> TypeMask {
+    let mut m = TypeMask::none();
+    for code in 0..=u16::MAX {
+        let t = RecordType(code);
+        if a.contains(t) && b.contains(t) {
+            m.insert(t);
+        }
+    }
+    m
+}

@@ -1,0 +1,182 @@
+//! `weir log write`: append each line of stdin as a record and print its
+//! index.
+//!
+//! Lines are raw bytes split on `\n` (the `\n` is dropped; a last line
+//! without one still counts). Input is taken in batches of whatever is
+//! available, so a fast producer gets group commit and an interactive one
+//! gets an answer per line. With `--sync` a batch's indexes are printed only
+//! after its last record is durable, which makes every record before it
+//! durable too: printing never runs ahead of durability.
+
+use std::io::{BufRead, BufReader, Read, Write};
+
+use anyhow::{Context, Result};
+use weir_log::{Appended, Log, Record, RecordType, codec};
+
+use crate::cli::WriteArgs;
+use crate::state_dir::StateDir;
+
+/// The most input taken in one batch: enough lines to share one commit,
+/// few enough that the first indexes are printed without delay.
+const READ_BUF: usize = 16 * 1024;
+
+pub(super) fn write(state: &StateDir, args: &WriteArgs) -> Result<()> {
+    let log = state.open_writer()?;
+    let stdin = std::io::stdin();
+    let mut out = std::io::stdout().lock();
+    let res = copy_lines(&log, args, stdin.lock(), &mut out);
+    // Close durably even after an error, so that what was appended stays.
+    let closed = log.close().context("closing the log");
+    res.and(closed)
+}
+
+/// Appends the lines of `input` and prints their indexes to `out`.
+fn copy_lines(log: &Log, args: &WriteArgs, input: impl Read, out: &mut impl Write) -> Result<()> {
+    let mut input = BufReader::with_capacity(READ_BUF, input);
+    // Bytes read so far that do not yet end in a newline.
+    let mut carry: Vec<u8> = Vec::new();
+    let mut printed = String::new();
+    loop {
+        let chunk = input.fill_buf().context("reading stdin")?;
+        if chunk.is_empty() {
+            if !carry.is_empty() {
+                batch(log, args, &[&carry[..]], &mut printed, out)?;
+            }
+            return Ok(());
+        }
+        let n = chunk.len();
+        // Search only the new bytes, so a long line costs linear time.
+        let newline = chunk.iter().rposition(|&b| b == b'\n');
+        let start = carry.len();
+        carry.extend_from_slice(chunk);
+        input.consume(n);
+        let Some(end) = newline.map(|p| start + p) else {
+            if carry.len() > codec::MAX_FRAME {
+                // No record can hold this line: let the log say why rather
+                // than buffer it without bound.
+                batch(log, args, &[&carry[..]], &mut printed, out)?;
+            }
+            continue;
+        };
+        let lines: Vec<&[u8]> = carry[..end].split(|&b| b == b'\n').collect();
+        batch(log, args, &lines, &mut printed, out)?;
+        carry.drain(..=end);
+    }
+}
+
+/// Appends one record per line and prints their indexes. If an append
+/// fails, the indexes of the records appended before it are still printed
+/// (once durable, with `--sync`), then the error is returned.
+fn batch(
+    log: &Log,
+    args: &WriteArgs,
+    lines: &[&[u8]],
+    printed: &mut String,
+    out: &mut impl Write,
+) -> Result<()> {
+    let mut last = None;
+    let appended = append_lines(log, args.kind, lines, &mut last, printed);
+    emit(log, args.sync, last, printed, out)?;
+    appended
+}
+
+/// Appends one record per line, noting each index in `printed` and the last
+/// record's ticket in `last`.
+fn append_lines(
+    log: &Log,
+    kind: RecordType,
+    lines: &[&[u8]],
+    last: &mut Option<Appended>,
+    printed: &mut String,
+) -> Result<()> {
+    for line in lines {
+        let a = log
+            .append(&Record::new(kind).name(line))
+            .context("appending a record")?;
+        printed.push_str(&a.index().to_string());
+        printed.push('\n');
+        *last = Some(a);
+    }
+    Ok(())
+}
+
+/// Prints a batch's indexes, after waiting for durability if asked to.
+fn emit(
+    log: &Log,
+    sync: bool,
+    last: Option<Appended>,
+    printed: &mut String,
+    out: &mut impl Write,
+) -> Result<()> {
+    if let (true, Some(a)) = (sync, last) {
+        log.wait_durable(a)
+            .context("waiting for records to become durable")?;
+    }
+    out.write_all(printed.as_bytes())?;
+    out.flush()?;
+    printed.clear();
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reader that hands out its data in fixed pieces, as a pipe might.
+    struct Pieces(Vec<Vec<u8>>);
+
+    impl Read for Pieces {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            if self.0.is_empty() {
+                return Ok(0);
+            }
+            let p = self.0.remove(0);
+            assert!(p.len() <= buf.len());
+            buf[..p.len()].copy_from_slice(&p);
+            Ok(p.len())
+        }
+    }
+
+    #[test]
+    fn lines_split_across_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = Log::open(dir.path(), weir_log::Options::default()).unwrap();
+        let args = WriteArgs {
+            kind: RecordType::CREAT,
+            sync: true,
+        };
+        let input = Pieces(vec![
+            b"al".to_vec(),
+            b"pha\n\nbe".to_vec(),
+            b"ta\ngam\xffma".to_vec(),
+        ]);
+        let mut out = Vec::new();
+        copy_lines(&log, &args, input, &mut out).unwrap();
+        assert_eq!(out, b"1\n2\n3\n4\n");
+        let names: Vec<Vec<u8>> = log.reader(1).map(|r| r.unwrap().name).collect();
+        let want: [&[u8]; 4] = [b"alpha", b"", b"beta", b"gam\xffma"];
+        assert_eq!(names, want);
+        log.close().unwrap();
+    }
+
+    #[test]
+    fn a_failed_append_still_prints_what_came_before() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = weir_log::Options::default().segment_size(64 * 1024);
+        let log = Log::open(dir.path(), opts).unwrap();
+        let args = WriteArgs {
+            kind: RecordType::MARK,
+            sync: true,
+        };
+        let mut input = b"ok\n".to_vec();
+        input.extend(std::iter::repeat_n(b'x', 100 * 1024));
+        input.extend_from_slice(b"\nnever\n");
+        let mut out = Vec::new();
+        let err = copy_lines(&log, &args, &input[..], &mut out).unwrap_err();
+        assert!(format!("{err:#}").contains("at most 65535"), "{err:#}");
+        assert_eq!(out, b"1\n");
+        let names: Vec<Vec<u8>> = log.reader(1).map(|r| r.unwrap().name).collect();
+        assert_eq!(names, [b"ok".to_vec()]);
+        log.close().unwrap();
+    }
+}

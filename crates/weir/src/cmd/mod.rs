@@ -1,0 +1,36 @@
+//! The commands, one module per family, and the dispatch from parsed
+//! arguments to them.
+
+mod log_consumer;
+mod log_stats;
+mod log_tail;
+mod log_verify;
+mod log_write;
+mod run;
+
+use anyhow::Result;
+
+use crate::cli::{Cli, Command, LogCommand};
+use crate::state_dir::StateDir;
+
+/// Runs the command `cli` names.
+pub(crate) fn dispatch(cli: Cli) -> Result<()> {
+    let state = StateDir::resolve(cli.state_dir)?;
+    match cli.command {
+        Command::Run => run::run(&state),
+        Command::Log { command } => match command {
+            LogCommand::Write(a) => log_write::write(&state, &a),
+            LogCommand::Tail(a) => log_tail::tail(&state, a),
+            LogCommand::Consumer { command } => log_consumer::consumer(&state, command),
+            LogCommand::Verify => log_verify::verify(&state),
+            LogCommand::Stats(a) => log_stats::stats(&state, a.json),
+        },
+    }
+}
+
+/// Wall-clock time in ns since the Unix epoch, as the log stamps records.
+fn now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
