@@ -1,1 +1,57 @@
-fn main() {}
+//! `weir-bench`: the benchmarks behind the targets of issue 2.
+//!
+//! Each subcommand prints how it measured and its figures in readable form,
+//! then ends with exactly one JSON line on stdout, so scripts can take the
+//! last line. Progress goes to stderr. Every subcommand has `--quick`, which
+//! finishes in under a minute. A benchmark that cannot run here (no root, a
+//! missing tool) says why and prints `{"bench":..,"skipped":".."}`.
+#![forbid(unsafe_code)]
+
+mod append;
+mod frag;
+mod fsinfo;
+mod loopdev;
+mod mutexlog;
+mod overhead;
+mod recovery;
+mod report;
+mod timed;
+
+use clap::{Parser, Subcommand};
+
+/// Benchmarks for weir; each ends with one JSON line.
+#[derive(Parser, Debug)]
+#[command(name = "weir-bench", version)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// mdtest-like create/unlink load on tmpfs: no changelog vs weir-log vs a global-mutex log.
+    ChangelogOverhead(overhead::Args),
+    /// Appends per second: default mode by 1, 2, 4 threads; durable mode by 1-64 writers vs mutex+fdatasync.
+    Append(append::Args),
+    /// Fragmentation and space overhead on btrfs over a loop device (needs root).
+    Frag(frag::Args),
+    /// Time to open a large log after a SIGKILL, and after a clean close.
+    Recovery(recovery::Args),
+    /// Internal: one `frag` part, run inside a private mount namespace.
+    #[command(hide = true)]
+    FragPart(frag::PartArgs),
+    /// Internal: the writer that `recovery` kills.
+    #[command(hide = true)]
+    RecoveryFill(recovery::FillArgs),
+}
+
+fn main() -> anyhow::Result<()> {
+    match Cli::parse().cmd {
+        Cmd::ChangelogOverhead(a) => overhead::run(a),
+        Cmd::Append(a) => append::run(a),
+        Cmd::Frag(a) => frag::run(a),
+        Cmd::Recovery(a) => recovery::run(a),
+        Cmd::FragPart(a) => frag::part(a),
+        Cmd::RecoveryFill(a) => recovery::fill(a),
+    }
+}

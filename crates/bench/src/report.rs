@@ -1,0 +1,49 @@
+//! How results are reported: the one JSON line every benchmark ends with,
+//! the `skipped` line when it cannot run, and the small statistics (median,
+//! rounding) used to turn repeated measurements into one figure.
+
+use serde_json::{Value, json};
+
+/// Prints the final JSON line. Must be the last thing a benchmark prints on stdout.
+pub(crate) fn emit(v: &Value) {
+    println!("{v}");
+}
+
+/// Reports a benchmark that cannot run here and why; the caller exits 0.
+pub(crate) fn skipped(bench: &str, reason: &str) -> anyhow::Result<()> {
+    println!("{bench}: skipped: {reason}");
+    emit(&json!({ "bench": bench, "skipped": reason }));
+    Ok(())
+}
+
+/// The median of `v` (the mean of the middle two for an even count).
+pub(crate) fn median(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let m = s.len() / 2;
+    if s.len() % 2 == 1 {
+        s[m]
+    } else {
+        (s[m - 1] + s[m]) / 2.0
+    }
+}
+
+/// `x` rounded to `digits` decimals, for JSON that stays readable.
+pub(crate) fn round(x: f64, digits: i32) -> f64 {
+    let p = 10f64.powi(digits);
+    (x * p).round() / p
+}
+
+/// A line describing the machine and its load, printed before measuring so
+/// that a noisy run can be recognised as such.
+pub(crate) fn host_note() -> String {
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "?".into());
+    format!("host: {cpus} CPUs, 1-min load average {load} before the run")
+}
