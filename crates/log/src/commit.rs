@@ -79,6 +79,9 @@ struct Committer {
     inner: Arc<Inner>,
     active: Option<ActiveSegment>,
     last_sync: Instant,
+    /// When records were last gathered: a steady stream keeps the
+    /// committer on its flush timer instead of waking it per record.
+    last_gather: Instant,
     last_maintenance: Instant,
     retry: Option<(Instant, Duration)>,
     marks: retention::PendingMarks,
@@ -102,6 +105,7 @@ impl Committer {
             inner,
             active,
             last_sync: Instant::now(),
+            last_gather: Instant::now(),
             last_maintenance: Instant::now(),
             retry: None,
             marks: retention::PendingMarks::default(),
@@ -206,6 +210,19 @@ impl Committer {
         if self.pending() > 0 {
             // Gather a batch for at most one flush interval.
             let d = [Some(opts.flush_interval), sync_due, retry]
+                .into_iter()
+                .flatten()
+                .min()
+                .unwrap_or(opts.flush_interval);
+            thread::park_timeout(d);
+            return;
+        }
+        // Records arrived within the last flush interval: stay on the timer
+        // for one more interval before going idle, so a stream of appends
+        // does not have to wake the committer for every few records.
+        let since = self.last_gather.elapsed();
+        if since < opts.flush_interval {
+            let d = [Some(opts.flush_interval - since), sync_due, retry]
                 .into_iter()
                 .flatten()
                 .min()
@@ -343,6 +360,9 @@ impl Committer {
             }
         }
         self.release(idx);
+        if gathered > 0 {
+            self.last_gather = Instant::now();
+        }
         Ok(())
     }
 

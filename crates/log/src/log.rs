@@ -6,8 +6,9 @@
 //! waiters, consumers, readers moving between segments, and the committer,
 //! never by a plain `append`.
 
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, RwLock};
 use std::thread::{JoinHandle, Thread};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -203,8 +204,7 @@ impl Inner {
         let len = codec::encoded_len(r).ok()?;
         let idx = self.ring.try_reserve()?;
         let time = now_ns();
-        self.ring
-            .publish(idx, |buf| codec::encode_into(r, idx, time, len, buf));
+        encode_and_publish(&self.ring, r, idx, time, len);
         Some(idx)
     }
 
@@ -218,12 +218,11 @@ impl Inner {
         }
         let idx = self.reserve()?;
         let time = now_ns();
-        self.ring
-            .publish(idx, |buf| codec::encode_into(r, idx, time, len, buf));
+        encode_and_publish(&self.ring, r, idx, time, len);
         // Wake the committer when this record starts a batch after idleness,
-        // or when the ring is half full.
-        fence(Ordering::SeqCst);
-        let woke_idle = self.committer_idle.load(Ordering::Relaxed)
+        // or when the ring is half full. The SeqCst load pairs with the
+        // reservation's SeqCst CAS (see `Ring::try_reserve`).
+        let woke_idle = self.committer_idle.load(Ordering::SeqCst)
             && self.committer_idle.swap(false, Ordering::SeqCst);
         if woke_idle || idx.wrapping_sub(self.ring.taken()) == self.ring.capacity() / 2 {
             self.kick();
@@ -286,6 +285,24 @@ impl Inner {
     pub(crate) fn last_committed(&self) -> u64 {
         self.committed.load(Ordering::Acquire)
     }
+}
+
+thread_local! {
+    /// Each writer thread encodes into its own buffer, then copies the frame
+    /// into its ring slot.
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+fn encode_and_publish(ring: &Ring, r: &Record<'_>, idx: u64, time: u64, len: usize) {
+    SCRATCH.with(|s| {
+        let mut buf = s.borrow_mut();
+        buf.clear();
+        codec::encode_into(r, idx, time, len, &mut buf);
+        ring.publish(idx, &buf);
+        if buf.capacity() > 64 * 1024 {
+            *buf = Vec::new();
+        }
+    });
 }
 
 /// Counts a thread out of `wait_durable` however it leaves.

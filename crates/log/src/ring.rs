@@ -3,24 +3,40 @@
 //! A writer claims the next index with one compare-and-swap, which also
 //! checks that the ring has a free slot, so an index is handed out only when
 //! its record can be stored at once and the index sequence never has a hole.
-//! The writer then encodes its record straight into the slot and publishes
-//! it. Each slot has its own lock, touched only by its writer and later by the
-//! committer, so writers never wait for each other beyond the CAS. The single
-//! committer takes published slots in index order.
+//! The writer then copies its encoded frame into the slot and publishes it;
+//! the single committer takes published slots in index order.
+//!
+//! Frames up to [`INLINE`] bytes (the common case) are stored as atomic
+//! words, so neither the writer nor the committer takes a lock; larger frames
+//! go through the slot's own mutex. Slots are cache-line aligned, so writers
+//! filling neighbouring slots do not contend for a line.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crossbeam_utils::CachePadded;
 
+/// Frames up to this many bytes are stored inline.
+pub(crate) const INLINE: usize = 120;
+const WORDS: usize = INLINE / 8;
+
+#[repr(align(64))]
 struct Slot {
     /// The index whose record the slot holds, once published.
     ready: AtomicU64,
-    frame: Mutex<Vec<u8>>,
+    /// The frame's length; above [`INLINE`] the frame is in `big`.
+    len: AtomicU32,
+    words: [AtomicU64; WORDS],
+    big: Mutex<Vec<u8>>,
 }
 
-/// Slots larger than this are shrunk after use so that one large record does
-/// not pin memory.
+thread_local! {
+    /// The index this thread expects to reserve next (see `try_reserve`).
+    static NEXT_GUESS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Large-frame buffers above this are freed after use so that one large
+/// record does not pin memory.
 const SHRINK_ABOVE: usize = 64 * 1024;
 
 /// A bounded ring of record slots indexed by record index.
@@ -41,7 +57,9 @@ impl Ring {
             slots: (0..slots)
                 .map(|_| Slot {
                     ready: AtomicU64::new(0),
-                    frame: Mutex::new(Vec::new()),
+                    len: AtomicU32::new(0),
+                    words: std::array::from_fn(|_| AtomicU64::new(0)),
+                    big: Mutex::new(Vec::new()),
                 })
                 .collect(),
             mask: slots as u64 - 1,
@@ -55,9 +73,18 @@ impl Ring {
     }
 
     /// Claims the next index if a slot is free.
+    ///
+    /// The successful CAS is `SeqCst`: together with the `SeqCst` accesses
+    /// to the committer's idle flag it forms a Dekker pair, so either the
+    /// committer sees this record before it parks or the writer sees that
+    /// it must wake it.
     #[inline]
     pub(crate) fn try_reserve(&self) -> Option<u64> {
-        let mut cur = self.next.load(Ordering::Relaxed);
+        // Start from this thread's guess rather than a load: under
+        // contention a plain load fetches the line shared and the CAS then
+        // fetches it again exclusive. A wrong guess costs one failed CAS,
+        // which returns the current value with the line already exclusive.
+        let mut cur = NEXT_GUESS.get();
         loop {
             // `cur` may be stale and below `taken`; the CAS then fails and
             // reloads it.
@@ -66,9 +93,12 @@ impl Ring {
             }
             match self
                 .next
-                .compare_exchange_weak(cur, cur + 1, Ordering::AcqRel, Ordering::Relaxed)
+                .compare_exchange_weak(cur, cur + 1, Ordering::SeqCst, Ordering::Relaxed)
             {
-                Ok(_) => return Some(cur),
+                Ok(_) => {
+                    NEXT_GUESS.set(cur + 1);
+                    return Some(cur);
+                }
                 Err(seen) => cur = seen,
             }
         }
@@ -76,13 +106,21 @@ impl Ring {
 
     /// Stores the frame of `index` (which the caller reserved) and publishes it.
     #[inline]
-    pub(crate) fn publish(&self, index: u64, fill: impl FnOnce(&mut Vec<u8>)) {
+    pub(crate) fn publish(&self, index: u64, frame: &[u8]) {
         let slot = &self.slots[(index & self.mask) as usize];
-        {
-            let mut frame = slot.frame.lock().unwrap_or_else(|p| p.into_inner());
-            frame.clear();
-            fill(&mut frame);
+        if frame.len() <= INLINE {
+            let mut words = frame.chunks(8);
+            for (w, chunk) in slot.words.iter().zip(&mut words) {
+                let mut b = [0u8; 8];
+                b[..chunk.len()].copy_from_slice(chunk);
+                w.store(u64::from_le_bytes(b), Ordering::Relaxed);
+            }
+        } else {
+            let mut big = slot.big.lock().unwrap_or_else(|p| p.into_inner());
+            big.clear();
+            big.extend_from_slice(frame);
         }
+        slot.len.store(frame.len() as u32, Ordering::Relaxed);
         slot.ready.store(index, Ordering::Release);
     }
 
@@ -99,12 +137,24 @@ impl Ring {
         if slot.ready.load(Ordering::Acquire) != index {
             return None;
         }
-        let mut frame = slot.frame.lock().unwrap_or_else(|p| p.into_inner());
-        let r = f(&frame);
+        let len = slot.len.load(Ordering::Relaxed) as usize;
+        if len <= INLINE {
+            let mut buf = [0u8; INLINE];
+            for (w, out) in slot
+                .words
+                .iter()
+                .zip(buf[..len.div_ceil(8) * 8].chunks_exact_mut(8))
+            {
+                out.copy_from_slice(&w.load(Ordering::Relaxed).to_le_bytes());
+            }
+            return Some(f(&buf[..len]));
+        }
+        let mut big = slot.big.lock().unwrap_or_else(|p| p.into_inner());
+        let r = f(&big);
         // Shrink only a frame that was consumed: one left in place is taken
         // again after a segment roll.
-        if r.is_some() && frame.capacity() > SHRINK_ABOVE {
-            *frame = Vec::new();
+        if r.is_some() && big.capacity() > SHRINK_ABOVE {
+            *big = Vec::new();
         }
         Some(r)
     }
@@ -114,9 +164,9 @@ impl Ring {
         self.taken.store(upto, Ordering::Release);
     }
 
-    /// The next index to be handed out.
+    /// The next index to be handed out (`SeqCst`: see [`Ring::try_reserve`]).
     pub(crate) fn next(&self) -> u64 {
-        self.next.load(Ordering::Acquire)
+        self.next.load(Ordering::SeqCst)
     }
 
     /// Every index below this has been taken by the committer.
@@ -129,24 +179,45 @@ impl Ring {
 mod tests {
     use super::*;
 
+    fn frame(n: usize, seed: u8) -> Vec<u8> {
+        (0..n).map(|k| seed.wrapping_add(k as u8)).collect()
+    }
+
     #[test]
     fn reserve_publish_take_in_order() {
         let r = Ring::new(4, 1);
         let ids: Vec<u64> = (0..4).map(|_| r.try_reserve().unwrap()).collect();
         assert_eq!(ids, [1, 2, 3, 4]);
         assert_eq!(r.try_reserve(), None, "full ring must refuse");
-        r.publish(2, |v| v.extend_from_slice(b"two"));
+        r.publish(2, b"two");
         assert_eq!(
             r.take(1, |b| Some(b.to_vec())),
             None,
             "1 is not published yet"
         );
-        r.publish(1, |v| v.extend_from_slice(b"one"));
+        r.publish(1, b"one");
         assert_eq!(r.take(1, |b| Some(b.to_vec())).flatten().unwrap(), b"one");
         assert_eq!(r.take(2, |b| Some(b.to_vec())).flatten().unwrap(), b"two");
         r.release(3);
         assert_eq!(r.try_reserve(), Some(5));
         assert_eq!(r.try_reserve(), Some(6));
         assert_eq!(r.try_reserve(), None);
+    }
+
+    #[test]
+    fn inline_and_large_frames_round_trip_and_stay_until_taken() {
+        let r = Ring::new(2, 1);
+        for (k, n) in [0, 1, 7, 8, 9, INLINE - 1, INLINE, INLINE + 1, 100_000]
+            .into_iter()
+            .enumerate()
+        {
+            let idx = r.try_reserve().unwrap();
+            let want = frame(n, k as u8);
+            r.publish(idx, &want);
+            // Left in place (did not fit), then taken again.
+            assert_eq!(r.take(idx, |_| None::<()>), Some(None));
+            assert_eq!(r.take(idx, |b| Some(b.to_vec())).flatten().unwrap(), want);
+            r.release(idx + 1);
+        }
     }
 }
