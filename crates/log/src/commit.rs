@@ -56,17 +56,7 @@ impl Drop for Stopped {
             inner.poisoned.store(true, Ordering::Release);
         }
         inner.committer_stopped.store(true, Ordering::Release);
-        for (_, t) in inner
-            .durable_parked
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .drain(..)
-        {
-            t.unpark();
-        }
-        let _g = inner.lock_wait();
-        inner.space_cv.notify_all();
-        inner.commit_cv.notify_all();
+        inner.wake_all();
     }
 }
 
@@ -497,18 +487,7 @@ impl Committer {
     }
 
     fn wake_all(&self) {
-        let inner = &self.inner;
-        for (_, t) in inner
-            .durable_parked
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .drain(..)
-        {
-            t.unpark();
-        }
-        let _g = inner.lock_wait();
-        inner.space_cv.notify_all();
-        inner.commit_cv.notify_all();
+        self.inner.wake_all();
     }
 
     fn maintain(&mut self) {

@@ -125,6 +125,22 @@ impl Inner {
         self.wait.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Wakes every waiter (durable, space, followers) to re-check the state
+    /// after a failure, poisoning or the committer's end.
+    pub(crate) fn wake_all(&self) {
+        for (_, t) in self
+            .durable_parked
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain(..)
+        {
+            t.unpark();
+        }
+        let _g = self.lock_wait();
+        self.space_cv.notify_all();
+        self.commit_cv.notify_all();
+    }
+
     pub(crate) fn kick(&self) {
         if let Some(t) = self.committer.get() {
             t.unpark();

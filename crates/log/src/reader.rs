@@ -21,7 +21,7 @@ use crate::log::Inner;
 use crate::record::LogRecord;
 use crate::recovery::list_segments;
 use crate::scan::{Scanner, Step};
-use crate::segment::{FORMAT_VERSION, Footer, HEADER_LEN, SegmentHeader};
+use crate::segment::{Footer, HEADER_LEN, SegmentHeader};
 
 enum Source {
     Live(Arc<Inner>),
@@ -173,16 +173,11 @@ impl Reader {
             kind,
         };
         match SegmentHeader::read(&*file).map_err(|e| Error::io("read", &path, e))? {
-            Ok(h) if h.version != FORMAT_VERSION => {
-                return Err(Error::UnsupportedVersion {
-                    path,
-                    found: h.version,
-                    supported: FORMAT_VERSION,
-                });
-            }
-            Ok(h) if h.base_index == base => {}
-            Ok(_) => {
-                return Err(corrupt(0, DecodeError::BadSegment("header index")));
+            Ok(h) => {
+                h.ensure_supported(&path)?;
+                if h.base_index != base {
+                    return Err(corrupt(0, DecodeError::BadSegment("header index")));
+                }
             }
             // A segment being created right now in another process.
             Err(_) if matches!(self.src, Source::Dir { .. }) && k + 1 == segs.len() => {

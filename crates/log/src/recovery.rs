@@ -18,8 +18,7 @@ use crate::log::SegEntry;
 use crate::options::Options;
 use crate::scan::{Scanner, Step};
 use crate::segment::{
-    BLOCK, FORMAT_VERSION, Footer, HEADER_LEN, INDEX_STRIDE, SegmentHeader, align_up,
-    parse_segment_name,
+    BLOCK, Footer, HEADER_LEN, INDEX_STRIDE, SegmentHeader, align_up, parse_segment_name,
 };
 
 /// A torn tail that recovery dropped.
@@ -148,13 +147,7 @@ pub(crate) fn recover(fs: &dyn FileSystem, dir: &Path, opts: &Options) -> Result
 }
 
 fn check_header(h: &SegmentHeader, base: u64, path: &Path) -> Result<()> {
-    if h.version != FORMAT_VERSION {
-        return Err(Error::UnsupportedVersion {
-            path: path.to_path_buf(),
-            found: h.version,
-            supported: FORMAT_VERSION,
-        });
-    }
+    h.ensure_supported(path)?;
     if h.base_index != base {
         return Err(Error::Corrupt {
             path: path.to_path_buf(),

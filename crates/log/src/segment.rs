@@ -93,6 +93,18 @@ impl SegmentHeader {
         })
     }
 
+    /// Refuses a format version this build does not read.
+    pub fn ensure_supported(&self, path: &Path) -> Result<(), crate::Error> {
+        if self.version != FORMAT_VERSION {
+            return Err(crate::Error::UnsupportedVersion {
+                path: path.to_path_buf(),
+                found: self.version,
+                supported: FORMAT_VERSION,
+            });
+        }
+        Ok(())
+    }
+
     /// Reads and parses the header of an open segment.
     pub fn read(f: &dyn File) -> io::Result<Result<SegmentHeader, DecodeError>> {
         let mut b = [0u8; 44];

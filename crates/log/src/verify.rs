@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::recovery::list_segments;
 use crate::scan::{Scanner, Step};
-use crate::segment::{FORMAT_VERSION, Footer, HEADER_LEN, SegmentHeader};
+use crate::segment::{Footer, HEADER_LEN, SegmentHeader};
 
 /// The first problem `verify` found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,21 +83,16 @@ pub fn verify(
             return Ok(rep);
         }
         match SegmentHeader::read(&*f).map_err(|e| Error::io("read", &path, e))? {
-            Ok(h) if h.version != FORMAT_VERSION => {
-                return Err(Error::UnsupportedVersion {
-                    path,
-                    found: h.version,
-                    supported: FORMAT_VERSION,
-                });
-            }
-            Ok(h) if h.base_index == base => {}
-            Ok(_) => {
-                rep.problem = Some(problem(
-                    16,
-                    expected,
-                    DecodeError::BadSegment("header index"),
-                ));
-                return Ok(rep);
+            Ok(h) => {
+                h.ensure_supported(&path)?;
+                if h.base_index != base {
+                    rep.problem = Some(problem(
+                        16,
+                        expected,
+                        DecodeError::BadSegment("header index"),
+                    ));
+                    return Ok(rep);
+                }
             }
             Err(e) => {
                 rep.problem = Some(problem(0, expected, e));
