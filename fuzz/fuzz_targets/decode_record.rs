@@ -10,8 +10,7 @@
 #![forbid(unsafe_code)]
 
 use libfuzzer_sys::fuzz_target;
-use weir_log::codec::{check_frame, decode, encode, frame_len};
-use weir_log::{Field, Record};
+use weir_log::codec::{check_frame, decode, frame_len};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&mode, body)) = data.split_first() else {
@@ -51,18 +50,7 @@ fn check(buf: &[u8]) {
             assert!(n <= buf.len());
             assert_eq!(checked, Ok((n, r.index, r.time_ns, r.kind)));
             assert_eq!(frame_len(buf), Ok(n));
-            let fields: Vec<Field<'_>> = r
-                .fields
-                .iter()
-                .map(|(k, v)| Field { key: k, value: v })
-                .collect();
-            let rec = Record::new(r.kind)
-                .flags(r.flags)
-                .target(&r.target)
-                .parent(&r.parent)
-                .name(&r.name)
-                .fields(&fields);
-            let again = encode(&rec, r.index, r.time_ns).expect("a decoded record encodes");
+            let again = r.to_frame().expect("a decoded record encodes");
             assert_eq!(
                 again,
                 &buf[..n],

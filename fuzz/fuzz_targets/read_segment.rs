@@ -24,11 +24,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
-use weir_log::codec::encode;
 use weir_log::fs::FileSystem;
 use weir_log::mem::MemFs;
 use weir_log::segment::{HEADER_LEN, SegmentHeader, segment_path};
-use weir_log::{Field, LogRecord, Reader, Record, verify};
+use weir_log::{LogRecord, Reader, verify};
 
 const DIR: &str = "/log";
 
@@ -42,18 +41,7 @@ fn take<'a>(data: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
 }
 
 fn frame_of(r: &LogRecord) -> Vec<u8> {
-    let fields: Vec<Field<'_>> = r
-        .fields
-        .iter()
-        .map(|(k, v)| Field { key: k, value: v })
-        .collect();
-    let rec = Record::new(r.kind)
-        .flags(r.flags)
-        .target(&r.target)
-        .parent(&r.parent)
-        .name(&r.name)
-        .fields(&fields);
-    encode(&rec, r.index, r.time_ns).expect("a record read back encodes")
+    r.to_frame().expect("a record read back encodes")
 }
 
 fn find(hay: &[u8], needle: &[u8], from: usize) -> Option<usize> {

@@ -197,27 +197,21 @@ impl Committer {
         let retry = self
             .retry
             .map(|(at, _)| at.saturating_duration_since(Instant::now()));
-        if self.pending() > 0 {
-            // Gather a batch for at most one flush interval.
-            let d = [Some(opts.flush_interval), sync_due, retry]
-                .into_iter()
-                .flatten()
-                .min()
-                .unwrap_or(opts.flush_interval);
-            thread::park_timeout(d);
-            return;
-        }
-        // Records arrived within the last flush interval: stay on the timer
-        // for one more interval before going idle, so a stream of appends
-        // does not have to wake the committer for every few records.
+        // With records pending, gather a batch for at most one flush
+        // interval. With records gathered within the last interval, stay on
+        // the timer for the rest of it before going idle, so a stream of
+        // appends does not have to wake the committer every few records.
         let since = self.last_gather.elapsed();
-        if since < opts.flush_interval {
-            let d = [Some(opts.flush_interval - since), sync_due, retry]
-                .into_iter()
-                .flatten()
-                .min()
-                .unwrap_or(opts.flush_interval);
-            thread::park_timeout(d);
+        let window = if self.pending() > 0 {
+            Some(opts.flush_interval)
+        } else {
+            opts.flush_interval
+                .checked_sub(since)
+                .filter(|d| !d.is_zero())
+        };
+        if let Some(window) = window {
+            let d = [Some(window), sync_due, retry].into_iter().flatten().min();
+            thread::park_timeout(d.unwrap_or(window));
             return;
         }
         self.inner.committer_idle.store(true, Ordering::SeqCst);

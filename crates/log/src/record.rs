@@ -97,6 +97,23 @@ pub struct LogRecord {
 }
 
 impl LogRecord {
+    /// The record's frame, encoded exactly as the log stores it. Fails only
+    /// for a record built by hand with parts the format cannot hold.
+    pub fn to_frame(&self) -> crate::Result<Vec<u8>> {
+        let fields: Vec<Field<'_>> = self
+            .fields
+            .iter()
+            .map(|(k, v)| Field { key: k, value: v })
+            .collect();
+        let r = Record::new(self.kind)
+            .flags(self.flags)
+            .target(&self.target)
+            .parent(&self.parent)
+            .name(&self.name)
+            .fields(&fields);
+        crate::codec::encode(&r, self.index, self.time_ns)
+    }
+
     /// The value of the first field named `key`.
     pub fn field(&self, key: &str) -> Option<&[u8]> {
         self.fields
