@@ -69,6 +69,7 @@ pub(crate) struct Counters {
     pub(crate) segments_created: AtomicU64,
     pub(crate) segments_removed: AtomicU64,
     pub(crate) evictions: AtomicU64,
+    pub(crate) ring_full: AtomicU64,
 }
 
 /// State shared by writer handles, the committer and readers.
@@ -174,6 +175,7 @@ impl Inner {
         if let Some(i) = self.ring.try_reserve() {
             return Ok(i);
         }
+        self.counters.ring_full.fetch_add(1, Ordering::Relaxed);
         let start = Instant::now();
         let backoff = crossbeam_utils::Backoff::new();
         loop {
@@ -378,6 +380,8 @@ pub struct Stats {
     pub write_errors: u64,
     /// Consumers evicted by the retention policy.
     pub evictions: u64,
+    /// Appends that found the ring full and had to wait for the committer.
+    pub ring_full_waits: u64,
     /// Registered consumers.
     pub consumers: usize,
 }
@@ -589,6 +593,7 @@ impl Log {
             bytes_written: k.bytes_written.load(Ordering::Relaxed),
             write_errors: k.write_errors.load(Ordering::Relaxed),
             evictions: k.evictions.load(Ordering::Relaxed),
+            ring_full_waits: k.ring_full.load(Ordering::Relaxed),
             consumers: self.consumers().list().len(),
         }
     }

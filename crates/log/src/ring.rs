@@ -87,8 +87,14 @@ impl Ring {
         let mut cur = NEXT_GUESS.get();
         loop {
             // `cur` may be stale and below `taken`; the CAS then fails and
-            // reloads it.
+            // reloads it. A guess from another ring may also be far ahead:
+            // only the real value can say the ring is full.
             if cur.saturating_sub(self.taken.load(Ordering::Acquire)) > self.mask {
+                let real = self.next.load(Ordering::Relaxed);
+                if real != cur {
+                    cur = real;
+                    continue;
+                }
                 return None;
             }
             match self
@@ -202,6 +208,19 @@ mod tests {
         assert_eq!(r.try_reserve(), Some(5));
         assert_eq!(r.try_reserve(), Some(6));
         assert_eq!(r.try_reserve(), None);
+    }
+
+    #[test]
+    fn a_guess_from_another_ring_does_not_look_full() {
+        // Regression: the per-thread guess is shared by every ring in the
+        // process; after appending to a ring far ahead, reserving in a new
+        // ring saw "full" forever and appends stalled until their timeout.
+        let far = Ring::new(4, 1_000_000);
+        assert_eq!(far.try_reserve(), Some(1_000_000));
+        let near = Ring::new(4, 1);
+        assert_eq!(near.try_reserve(), Some(1));
+        assert_eq!(far.try_reserve(), Some(1_000_001));
+        assert_eq!(near.try_reserve(), Some(2));
     }
 
     #[test]
