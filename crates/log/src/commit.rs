@@ -370,10 +370,6 @@ impl Committer {
             now_ns(),
         )
         .map_err(IoFail::Write)?;
-        inner
-            .counters
-            .segments_created
-            .fetch_add(1, Ordering::Relaxed);
         let mut segs = inner.segments.write().unwrap_or_else(|p| p.into_inner());
         segs.push(SegEntry {
             base,

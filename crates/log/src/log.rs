@@ -66,8 +66,6 @@ pub(crate) struct Counters {
     pub(crate) syncs: AtomicU64,
     pub(crate) bytes_written: AtomicU64,
     pub(crate) write_errors: AtomicU64,
-    pub(crate) segments_created: AtomicU64,
-    pub(crate) segments_removed: AtomicU64,
     pub(crate) evictions: AtomicU64,
     pub(crate) ring_full: AtomicU64,
 }
@@ -272,10 +270,7 @@ impl Inner {
                     return Err(self.fail_error(f.last.unwrap_or(FailKind::NoSpace)));
                 }
             }
-            if self.committer.get().is_none()
-                || self.committer_stopped.load(Ordering::Acquire)
-                || self.closed_and_drained()
-            {
+            if self.committer_stopped.load(Ordering::Acquire) || self.closed_and_drained() {
                 return Err(Error::Closed);
             }
             if !registered {

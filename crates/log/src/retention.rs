@@ -141,18 +141,29 @@ fn evicted(c: &crate::consumers::Consumer, reason: &'static str, last: u64) -> M
     }
 }
 
+/// The time of a segment's newest record. Segments found at open carry no
+/// time until their footer is read; the time read is kept, so each footer
+/// is read once, not on every retention pass.
 fn last_time(inner: &Inner, s: &SegEntry) -> u64 {
     if s.last_time_ns != 0 {
         return s.last_time_ns;
     }
     let fs = &*inner.opts.fs;
-    fs.open_read(&s.path)
+    let t = fs
+        .open_read(&s.path)
         .ok()
         .and_then(|f| {
             let len = f.len().ok()?;
             Footer::read(&*f, len).ok()??.ok()
         })
-        .map_or(0, |f| f.last_time_ns)
+        .map_or(0, |f| f.last_time_ns);
+    if t != 0 {
+        let mut segs = inner.segments.write().unwrap_or_else(|p| p.into_inner());
+        if let Some(e) = segs.iter_mut().find(|e| e.base == s.base) {
+            e.last_time_ns = t;
+        }
+    }
+    t
 }
 
 fn remove_segments(inner: &Inner, doomed: &[SegEntry]) {
@@ -168,16 +179,8 @@ fn remove_segments(inner: &Inner, doomed: &[SegEntry]) {
     }
     let fs = &*inner.opts.fs;
     for s in doomed {
-        match fs.remove(&s.path) {
-            Ok(()) => {
-                inner
-                    .counters
-                    .segments_removed
-                    .fetch_add(1, Ordering::Relaxed);
-            }
-            Err(e) => {
-                tracing::warn!(segment = %s.path.display(), error = %e, "removing segment failed")
-            }
+        if let Err(e) = fs.remove(&s.path) {
+            tracing::warn!(segment = %s.path.display(), error = %e, "removing segment failed");
         }
     }
     if let Err(e) = fs.sync_dir(&inner.dir) {
