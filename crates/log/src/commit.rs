@@ -6,7 +6,13 @@
 //! waiter asks), so a burst costs one write and at most one fsync. A write
 //! error keeps the unwritten bytes and retries with backoff; an fsync error
 //! poisons the log, because the kernel may already have dropped the pages.
+//!
+//! When a writer holds a hole (reserved, not yet published: typically it was
+//! preempted) for over a millisecond, the committer lifts the frames
+//! published beyond it into a bounded reorder area, freeing their slots, so
+//! the other writers keep appending while the hole's owner waits for a CPU.
 
+use std::collections::BTreeMap;
 use std::io;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -25,6 +31,11 @@ const MAX_BATCH: usize = 8 << 20;
 const MAINTENANCE: Duration = Duration::from_millis(500);
 const RETRY_MIN: Duration = Duration::from_millis(20);
 const RETRY_MAX: Duration = Duration::from_secs(1);
+/// How long a hole may hold the committer before it lifts past it.
+const HOLE_PATIENCE: Duration = Duration::from_millis(1);
+/// Bytes the reorder area may hold per ring slot: three laps of typical
+/// records.
+const REORDER_BYTES_PER_SLOT: u64 = 384;
 
 pub(crate) fn spawn(
     inner: Arc<Inner>,
@@ -75,6 +86,12 @@ struct Committer {
     last_maintenance: Instant,
     retry: Option<(Instant, Duration)>,
     marks: retention::PendingMarks,
+    /// Frames lifted out of the ring past a hole, by index, until the
+    /// hole is filled and they can be placed in order.
+    reorder: BTreeMap<u64, Vec<u8>>,
+    reorder_bytes: u64,
+    /// The hole the last gather stopped at, and since when.
+    stuck_at: Option<(u64, Instant)>,
     /// Durable waiters woken by the last fsync, and what that fsync cost.
     woken: usize,
     sync_cost: Duration,
@@ -99,6 +116,9 @@ impl Committer {
             last_maintenance: Instant::now(),
             retry: None,
             marks: retention::PendingMarks::default(),
+            reorder: BTreeMap::new(),
+            reorder_bytes: 0,
+            stuck_at: None,
             woken: 0,
             sync_cost: Duration::ZERO,
         }
@@ -167,8 +187,11 @@ impl Committer {
         }
     }
 
+    /// Records still in the ring, awaiting the committer.
     fn pending(&self) -> u64 {
-        self.inner.ring.next() - self.inner.ring.taken()
+        let ring = &self.inner.ring;
+        // Saturating: a spill reserved after `next` was read may be counted.
+        (ring.next() - ring.taken()).saturating_sub(self.reorder.len() as u64 + ring.spilled())
     }
 
     fn urgent(&self) -> bool {
@@ -310,12 +333,13 @@ impl Committer {
         let end = ring.next();
         let backoff = Backoff::new();
         let mut gathered = 0usize;
+        let mut lifted_here = false;
         while idx < end && gathered < MAX_BATCH {
             if self.active.is_none() {
                 self.open_segment(idx)?;
             }
             let active = self.active.as_mut().expect("opened above");
-            let took = ring.take(idx, |frame| {
+            let mut place = |frame: &[u8]| {
                 if active.fits(frame.len()) {
                     let time = u64::from_le_bytes(frame[16..24].try_into().expect("header"));
                     active.push(frame, idx, time);
@@ -323,7 +347,17 @@ impl Committer {
                 } else {
                     None
                 }
-            });
+            };
+            let took = match self.reorder.first_entry() {
+                Some(e) if *e.key() == idx => {
+                    let placed = place(e.get());
+                    if placed.is_some() {
+                        self.reorder_bytes -= e.remove().len() as u64;
+                    }
+                    Some(placed)
+                }
+                _ => ring.take(idx, place),
+            };
             match took {
                 Some(Some(n)) => {
                     idx += 1;
@@ -339,8 +373,30 @@ impl Committer {
                 }
                 // A writer holds the index but has not published yet; wait
                 // for it only if a durable waiter or close needs it.
-                None if idx <= must_reach => backoff.snooze(),
-                None => break,
+                None => {
+                    // Lift only past a hole older than HOLE_PATIENCE: its
+                    // writer was likely preempted. A writer in the middle
+                    // of its copy fills its hole a moment later, which is
+                    // cheaper than copying every frame after it around. At
+                    // most once per gather, so a durable waiter's spin here
+                    // does not rescan the ring on every turn.
+                    let since = match self.stuck_at {
+                        Some((at, since)) if at == idx => since,
+                        _ => {
+                            let now = Instant::now();
+                            self.stuck_at = Some((idx, now));
+                            now
+                        }
+                    };
+                    if !lifted_here && since.elapsed() >= HOLE_PATIENCE {
+                        self.lift_past(idx, end);
+                        lifted_here = true;
+                    }
+                    if idx > must_reach {
+                        break;
+                    }
+                    backoff.snooze();
+                }
             }
         }
         self.release(idx);
@@ -350,8 +406,40 @@ impl Committer {
         Ok(())
     }
 
+    /// Lifts the frames published in `(hole, end)` into the reorder area,
+    /// up to its bound, and lets writers waiting for room retry.
+    fn lift_past(&mut self, hole: u64, end: u64) {
+        let ring = &self.inner.ring;
+        let limit = REORDER_BYTES_PER_SLOT * ring.capacity();
+        // Rescanning from the hole also catches later holes filled since;
+        // a slot already lifted no longer holds its index, so it is skipped.
+        // This runs once per half ring of appends, so the scan is amortised.
+        let mut lifted = 0u64;
+        for i in hole + 1..end {
+            if self.reorder_bytes >= limit {
+                break;
+            }
+            if let Some(frame) = ring.lift(i) {
+                self.reorder_bytes += frame.len() as u64;
+                self.reorder.insert(i, frame);
+                lifted += 1;
+            }
+        }
+        if lifted > 0 {
+            self.inner
+                .counters
+                .lifted
+                .fetch_add(lifted, Ordering::Relaxed);
+            self.wake_space_waiters();
+        }
+    }
+
     fn release(&self, upto: u64) {
         self.inner.ring.release(upto);
+        self.wake_space_waiters();
+    }
+
+    fn wake_space_waiters(&self) {
         if self.inner.space_waiters.load(Ordering::SeqCst) > 0 {
             let _g = self.inner.lock_wait();
             self.inner.space_cv.notify_all();

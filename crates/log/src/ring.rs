@@ -6,11 +6,21 @@
 //! The writer then copies its encoded frame into the slot and publishes it;
 //! the single committer takes published slots in index order.
 //!
+//! A writer preempted between its reservation and its publish leaves a hole
+//! the committer cannot pass in order. So that one such writer cannot fill
+//! the ring and stall every other, the committer may *lift* published frames
+//! beyond the hole out of their slots (see [`Ring::lift`]); a lifted slot is
+//! free for its next lap at once, without waiting for the hole. The hole's
+//! own slot stays taken, so the writer of the index a lap after it, and of
+//! each lap after that, *spills* its frame into a bounded side map under a
+//! mutex instead of waiting: the slow path of a stall, never the hot path.
+//!
 //! Frames up to [`INLINE`] bytes (the common case) are stored as atomic
 //! words, so neither the writer nor the committer takes a lock; larger frames
 //! go through the slot's own mutex. Slots are cache-line aligned, so writers
 //! filling neighbouring slots do not contend for a line.
 
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -35,14 +45,38 @@ thread_local! {
     static NEXT_GUESS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
+/// Marks a slot whose frame the committer lifted out of order: the slot
+/// holds `index | LIFTED` and is free for `index + capacity`. Indexes never
+/// reach bit 63.
+const LIFTED: u64 = 1 << 63;
+
+/// Bytes the spill map may hold per ring slot.
+const SPILL_BYTES_PER_SLOT: u64 = 256;
+
 /// Large-frame buffers above this are freed after use so that one large
 /// record does not pin memory.
 const SHRINK_ABOVE: usize = 64 * 1024;
+
+/// A reserved index and where its frame goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Reservation {
+    pub(crate) index: u64,
+    /// The slot was still taken: the frame goes to the spill map.
+    pub(crate) spill: bool,
+}
 
 /// A bounded ring of record slots indexed by record index.
 pub(crate) struct Ring {
     slots: Box<[Slot]>,
     mask: u64,
+    /// Frames whose slot was still held by a hole when they were reserved.
+    spill: Mutex<BTreeMap<u64, Vec<u8>>>,
+    /// Indexes reserved for the spill map and not yet taken from it: lets
+    /// the committer skip the lock when zero.
+    spilled: CachePadded<AtomicU64>,
+    /// Their frames' bytes, which bound the map (loosely: writers racing
+    /// past the check may overshoot by a frame each).
+    spilled_bytes: AtomicU64,
     /// The next index to hand out.
     next: CachePadded<AtomicU64>,
     /// Every index below this has been copied out by the committer.
@@ -63,6 +97,9 @@ impl Ring {
                 })
                 .collect(),
             mask: slots as u64 - 1,
+            spill: Mutex::new(BTreeMap::new()),
+            spilled: CachePadded::new(AtomicU64::new(0)),
+            spilled_bytes: AtomicU64::new(0),
             next: CachePadded::new(AtomicU64::new(first)),
             taken: CachePadded::new(AtomicU64::new(first)),
         }
@@ -72,14 +109,15 @@ impl Ring {
         self.mask + 1
     }
 
-    /// Claims the next index if a slot is free.
+    /// Claims the next index for a frame of `len` bytes if its slot is free,
+    /// or else if the spill map has room.
     ///
     /// The successful CAS is `SeqCst`: together with the `SeqCst` accesses
     /// to the committer's idle flag it forms a Dekker pair, so either the
     /// committer sees this record before it parks or the writer sees that
     /// it must wake it.
     #[inline]
-    pub(crate) fn try_reserve(&self) -> Option<u64> {
+    pub(crate) fn try_reserve(&self, len: usize) -> Option<Reservation> {
         // Start from this thread's guess rather than a load: under
         // contention a plain load fetches the line shared and the CAS then
         // fetches it again exclusive. A wrong guess costs one failed CAS,
@@ -89,13 +127,17 @@ impl Ring {
             // `cur` may be stale and below `taken`; the CAS then fails and
             // reloads it. A guess from another ring may also be far ahead:
             // only the real value can say the ring is full.
-            if cur.saturating_sub(self.taken.load(Ordering::Acquire)) > self.mask {
+            let mut spill = false;
+            if !self.free_for(cur) {
                 let real = self.next.load(Ordering::Relaxed);
                 if real != cur {
                     cur = real;
                     continue;
                 }
-                return None;
+                if !self.held_by_hole(cur) || !self.spill_has_room(len) {
+                    return None;
+                }
+                spill = true;
             }
             match self
                 .next
@@ -103,23 +145,85 @@ impl Ring {
             {
                 Ok(_) => {
                     NEXT_GUESS.set(cur + 1);
-                    return Some(cur);
+                    if spill {
+                        self.spilled_bytes.fetch_add(len as u64, Ordering::AcqRel);
+                        self.spilled.fetch_add(1, Ordering::AcqRel);
+                    }
+                    return Some(Reservation { index: cur, spill });
                 }
                 Err(seen) => cur = seen,
             }
         }
     }
 
-    /// Stores the frame of `index` (which the caller reserved) and publishes it.
+    /// Whether the slot of `index` is free: the committer has taken every
+    /// index a lap before it in order, or lifted the one that used the slot.
+    /// Once true for an index it stays true until that index is published,
+    /// so the check may precede the reservation.
     #[inline]
-    pub(crate) fn publish(&self, index: u64, frame: &[u8]) {
+    fn free_for(&self, index: u64) -> bool {
+        if index.saturating_sub(self.taken.load(Ordering::Acquire)) <= self.mask {
+            return true;
+        }
+        index.checked_sub(self.capacity()).is_some_and(|prev| {
+            self.slots[(index & self.mask) as usize]
+                .ready
+                .load(Ordering::Acquire)
+                == prev | LIFTED
+        })
+    }
+
+    /// Whether the slot of `index` (not free) is held by a reservation a lap
+    /// earlier that is not yet published. A slot that holds a published
+    /// frame only waits for the committer, and spilling would not speed
+    /// that up: the writer waits too.
+    #[inline]
+    fn held_by_hole(&self, index: u64) -> bool {
+        index.checked_sub(self.capacity()).is_some_and(|prev| {
+            self.slots[(index & self.mask) as usize]
+                .ready
+                .load(Ordering::Acquire)
+                != prev
+        })
+    }
+
+    /// Whether a frame of `len` bytes fits in the spill map, which holds
+    /// [`SPILL_BYTES_PER_SLOT`] bytes per ring slot: two laps of typical
+    /// records.
+    fn spill_has_room(&self, len: usize) -> bool {
+        self.spilled_bytes.load(Ordering::Acquire) + len as u64
+            <= SPILL_BYTES_PER_SLOT * self.capacity()
+    }
+
+    /// Whether the next index could be reserved now for a frame of `len`.
+    pub(crate) fn has_room(&self, len: usize) -> bool {
+        self.free_for(self.next.load(Ordering::Acquire)) || self.spill_has_room(len)
+    }
+
+    /// Frames in the spill map or on their way to it.
+    pub(crate) fn spilled(&self) -> u64 {
+        self.spilled.load(Ordering::Acquire)
+    }
+
+    /// Stores the frame of a reservation and publishes it.
+    #[inline]
+    pub(crate) fn publish(&self, r: Reservation, frame: &[u8]) {
+        let index = r.index;
+        if r.spill {
+            let mut spill = self.spill.lock().unwrap_or_else(|p| p.into_inner());
+            spill.insert(index, frame.to_vec());
+            return;
+        }
         let slot = &self.slots[(index & self.mask) as usize];
         if frame.len() <= INLINE {
-            let mut words = frame.chunks(8);
-            for (w, chunk) in slot.words.iter().zip(&mut words) {
-                let mut b = [0u8; 8];
-                b[..chunk.len()].copy_from_slice(chunk);
-                w.store(u64::from_le_bytes(b), Ordering::Relaxed);
+            let mut buf = [0u8; INLINE];
+            buf[..frame.len()].copy_from_slice(frame);
+            let n = frame.len().div_ceil(8);
+            for (w, chunk) in slot.words[..n].iter().zip(buf.chunks_exact(8)) {
+                w.store(
+                    u64::from_le_bytes(chunk.try_into().expect("8 bytes")),
+                    Ordering::Relaxed,
+                );
             }
         } else {
             let mut big = slot.big.lock().unwrap_or_else(|p| p.into_inner());
@@ -132,7 +236,7 @@ impl Ring {
 
     /// Hands the frame of `index` to `f` if it is published. Only the
     /// committer calls this, in index order. `f` returns `None` to leave the
-    /// frame in its slot (it did not fit), to be taken again later.
+    /// frame where it is (it did not fit), to be taken again later.
     #[inline]
     pub(crate) fn take<R>(
         &self,
@@ -141,7 +245,7 @@ impl Ring {
     ) -> Option<Option<R>> {
         let slot = &self.slots[(index & self.mask) as usize];
         if slot.ready.load(Ordering::Acquire) != index {
-            return None;
+            return self.take_spilled(index, f);
         }
         let len = slot.len.load(Ordering::Relaxed) as usize;
         if len <= INLINE {
@@ -163,6 +267,38 @@ impl Ring {
             *big = Vec::new();
         }
         Some(r)
+    }
+
+    #[cold]
+    fn take_spilled<R>(&self, index: u64, f: impl FnOnce(&[u8]) -> Option<R>) -> Option<Option<R>> {
+        if self.spilled.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let mut spill = self.spill.lock().unwrap_or_else(|p| p.into_inner());
+        let r = f(spill.get(&index)?);
+        if r.is_some()
+            && let Some(frame) = spill.remove(&index)
+        {
+            self.spilled_bytes
+                .fetch_sub(frame.len() as u64, Ordering::AcqRel);
+            self.spilled.fetch_sub(1, Ordering::AcqRel);
+        }
+        Some(r)
+    }
+
+    /// Copies the frame of `index` out of its slot if it is published, and
+    /// frees the slot at once. Only the committer calls this, for indexes
+    /// above `taken` that it will not [`take`](Ring::take).
+    pub(crate) fn lift(&self, index: u64) -> Option<Vec<u8>> {
+        let slot = &self.slots[(index & self.mask) as usize];
+        if slot.ready.load(Ordering::Acquire) != index {
+            return None;
+        }
+        let frame = self.take(index, |f| Some(f.to_vec())).flatten();
+        // Release: the next lap's writer must not overwrite the frame
+        // before the copy above is complete.
+        slot.ready.store(index | LIFTED, Ordering::Release);
+        frame
     }
 
     /// Frees the slots of every index below `upto`.
@@ -189,25 +325,112 @@ mod tests {
         (0..n).map(|k| seed.wrapping_add(k as u8)).collect()
     }
 
+    fn reserve(r: &Ring) -> Option<u64> {
+        r.try_reserve(9).map(|res| {
+            assert!(!res.spill, "a free slot was expected");
+            res.index
+        })
+    }
+
+    fn slot(index: u64) -> Reservation {
+        Reservation {
+            index,
+            spill: false,
+        }
+    }
+
+    fn taken(r: &Ring, index: u64) -> Vec<u8> {
+        r.take(index, |b| Some(b.to_vec())).flatten().unwrap()
+    }
+
     #[test]
     fn reserve_publish_take_in_order() {
         let r = Ring::new(4, 1);
-        let ids: Vec<u64> = (0..4).map(|_| r.try_reserve().unwrap()).collect();
+        let ids: Vec<u64> = (0..4).map(|_| reserve(&r).unwrap()).collect();
         assert_eq!(ids, [1, 2, 3, 4]);
-        assert_eq!(r.try_reserve(), None, "full ring must refuse");
-        r.publish(2, b"two");
+        r.publish(slot(2), b"two");
         assert_eq!(
             r.take(1, |b| Some(b.to_vec())),
             None,
             "1 is not published yet"
         );
-        r.publish(1, b"one");
-        assert_eq!(r.take(1, |b| Some(b.to_vec())).flatten().unwrap(), b"one");
-        assert_eq!(r.take(2, |b| Some(b.to_vec())).flatten().unwrap(), b"two");
+        r.publish(slot(1), b"one");
+        assert_eq!(taken(&r, 1), b"one");
+        assert_eq!(taken(&r, 2), b"two");
         r.release(3);
-        assert_eq!(r.try_reserve(), Some(5));
-        assert_eq!(r.try_reserve(), Some(6));
-        assert_eq!(r.try_reserve(), None);
+        assert_eq!(reserve(&r), Some(5));
+        assert_eq!(reserve(&r), Some(6));
+    }
+
+    #[test]
+    fn a_full_ring_spills_up_to_its_limit_then_refuses() {
+        let r = Ring::new(2, 1);
+        assert_eq!(reserve(&r), Some(1));
+        assert_eq!(reserve(&r), Some(2));
+        // Slots 1 and 2 are held: frames spill until their bytes reach the
+        // bound, 256 per slot.
+        for want in 3..=6 {
+            let res = r.try_reserve(128).unwrap();
+            assert_eq!((res.index, res.spill), (want, true));
+            r.publish(res, &frame(128, want as u8));
+        }
+        assert_eq!(r.spilled(), 4);
+        assert!(!r.has_room(1));
+        assert_eq!(r.try_reserve(1), None, "the spill map is full");
+        // Spilled frames are taken in order once the committer gets there,
+        // and taking them makes room again.
+        r.publish(slot(1), b"one");
+        r.publish(slot(2), b"two");
+        assert_eq!(taken(&r, 1), b"one");
+        assert_eq!(taken(&r, 2), b"two");
+        assert_eq!(taken(&r, 3), frame(128, 3));
+        assert_eq!(r.spilled(), 3);
+        assert!(r.has_room(128));
+        assert!(!r.has_room(129));
+    }
+
+    #[test]
+    fn a_spilled_frame_left_in_place_is_taken_again() {
+        let r = Ring::new(2, 1);
+        reserve(&r).unwrap();
+        reserve(&r).unwrap();
+        let res = r.try_reserve(9).unwrap();
+        assert!(res.spill);
+        assert_eq!(r.take(3, |b| Some(b.len())), None, "not published yet");
+        r.publish(res, b"three");
+        assert_eq!(r.take(3, |_| None::<()>), Some(None));
+        assert_eq!(r.spilled(), 1);
+        assert_eq!(taken(&r, 3), b"three");
+        assert_eq!(r.spilled(), 0);
+    }
+
+    #[test]
+    fn a_lifted_slot_is_free_for_its_next_lap_only() {
+        // Regression for the stall this guards: one writer preempted between
+        // its reservation and its publish stopped every other writer once
+        // the ring came round to it.
+        let r = Ring::new(4, 1);
+        let ids: Vec<u64> = (0..4).map(|_| reserve(&r).unwrap()).collect();
+        assert_eq!(ids, [1, 2, 3, 4]);
+        // 1 is the hole; 2 and 3 are published; 4 is reserved only.
+        r.publish(slot(2), b"two");
+        r.publish(slot(3), b"three");
+        assert_eq!(r.lift(1), None, "a hole cannot be lifted");
+        assert_eq!(r.lift(4), None, "unpublished");
+        assert_eq!(r.lift(2).unwrap(), b"two");
+        assert_eq!(r.lift(3).unwrap(), b"three");
+        assert_eq!(r.lift(2), None, "already lifted");
+        // 5 maps to the hole's slot: it spills. 6 and 7 reuse the lifted
+        // slots. 8 maps to 4's slot, still held: it spills.
+        let five = r.try_reserve(9).unwrap();
+        assert_eq!((five.index, five.spill), (5, true));
+        assert_eq!(reserve(&r), Some(6));
+        assert_eq!(reserve(&r), Some(7));
+        let eight = r.try_reserve(9).unwrap();
+        assert_eq!((eight.index, eight.spill), (8, true));
+        r.publish(slot(6), b"six");
+        assert_eq!(r.lift(2), None, "the slot now holds 6");
+        assert_eq!(taken(&r, 6), b"six");
     }
 
     #[test]
@@ -216,11 +439,11 @@ mod tests {
         // process; after appending to a ring far ahead, reserving in a new
         // ring saw "full" forever and appends stalled until their timeout.
         let far = Ring::new(4, 1_000_000);
-        assert_eq!(far.try_reserve(), Some(1_000_000));
+        assert_eq!(reserve(&far), Some(1_000_000));
         let near = Ring::new(4, 1);
-        assert_eq!(near.try_reserve(), Some(1));
-        assert_eq!(far.try_reserve(), Some(1_000_001));
-        assert_eq!(near.try_reserve(), Some(2));
+        assert_eq!(reserve(&near), Some(1));
+        assert_eq!(reserve(&far), Some(1_000_001));
+        assert_eq!(reserve(&near), Some(2));
     }
 
     #[test]
@@ -230,12 +453,24 @@ mod tests {
             .into_iter()
             .enumerate()
         {
-            let idx = r.try_reserve().unwrap();
+            let idx = reserve(&r).unwrap();
             let want = frame(n, k as u8);
-            r.publish(idx, &want);
+            r.publish(slot(idx), &want);
             // Left in place (did not fit), then taken again.
             assert_eq!(r.take(idx, |_| None::<()>), Some(None));
-            assert_eq!(r.take(idx, |b| Some(b.to_vec())).flatten().unwrap(), want);
+            assert_eq!(taken(&r, idx), want);
+            r.release(idx + 1);
+        }
+    }
+
+    #[test]
+    fn lifted_frames_of_every_size_round_trip() {
+        let r = Ring::new(2, 1);
+        for (k, n) in [0, 5, INLINE, INLINE + 1, 70_000].into_iter().enumerate() {
+            let idx = reserve(&r).unwrap();
+            let want = frame(n, k as u8);
+            r.publish(slot(idx), &want);
+            assert_eq!(r.lift(idx).unwrap(), want);
             r.release(idx + 1);
         }
     }
