@@ -125,15 +125,26 @@ fn worker(dir: &Path, t: usize, sink: &Sink<'_>, ticket: &Ticket<'_>) -> Result<
     Ok(ops)
 }
 
+/// What weir's own counters say about one run.
+struct WeirRun {
+    /// Records per commit (write batch).
+    per_commit: f64,
+    /// Appends that found the ring full.
+    ring_full_waits: u64,
+    /// Records the committer lifted past a hole.
+    lifted: u64,
+    /// Records spilled past a hole's own slot.
+    spilled: u64,
+}
+
 /// One measurement: `n` threads for `secs` seconds, in a fresh directory.
-/// For weir, also returns records per commit (write batch).
 fn run_once(
     base: &Path,
     case: Case,
     n: usize,
     secs: f64,
     k: usize,
-) -> Result<(Timed, Option<f64>)> {
+) -> Result<(Timed, Option<WeirRun>)> {
     let root = base.join(format!("run{k}-{}-{n}", case.name()));
     std::fs::create_dir(&root)?;
     let dirs: Vec<PathBuf> = (0..n).map(|t| root.join(format!("t{t}"))).collect();
@@ -156,13 +167,18 @@ fn run_once(
     let timed = timed::run_for(n, secs, |t, ticket| worker(&dirs[t], t, &sink, ticket))?;
     let ops = timed.count;
     // Every operation must have been recorded exactly once.
-    let mut per_commit = None;
+    let mut weir_run = None;
     let recorded = match (log, &mlog) {
         (Some(l), _) => {
             l.sync()?;
             let st = l.stats();
             l.close()?;
-            per_commit = Some(st.last_index as f64 / st.commits.max(1) as f64);
+            weir_run = Some(WeirRun {
+                per_commit: st.last_index as f64 / st.commits.max(1) as f64,
+                ring_full_waits: st.ring_full_waits,
+                lifted: st.lifted,
+                spilled: st.spilled,
+            });
             Some(st.last_index)
         }
         (_, Some(m)) => Some(m.records()),
@@ -177,7 +193,7 @@ fn run_once(
         );
     }
     std::fs::remove_dir_all(&root)?;
-    Ok((timed, per_commit))
+    Ok((timed, weir_run))
 }
 
 /// CPU ns per operation in a run.
@@ -223,6 +239,11 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let mut runs: BTreeMap<(usize, usize), Vec<Timed>> = BTreeMap::new();
     // N -> weir's records per commit, per round.
     let mut batches: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
+    // N -> weir's ring-full waits, lifted and spilled records, summed over
+    // rounds.
+    let mut full_waits: BTreeMap<usize, u64> = BTreeMap::new();
+    let mut lifted: BTreeMap<usize, u64> = BTreeMap::new();
+    let mut spilled: BTreeMap<usize, u64> = BTreeMap::new();
     let mut k = 0;
     for round in 0..rounds {
         for &n in &a.threads {
@@ -230,13 +251,21 @@ pub(crate) fn run(a: Args) -> Result<()> {
                 // Rotate the order each round so no case always runs first.
                 let ci = (j + round) % Case::ALL.len();
                 let case = Case::ALL[ci];
-                let (r, per_commit) = run_once(base.path(), case, n, secs, k)?;
+                let (r, weir_run) = run_once(base.path(), case, n, secs, k)?;
                 k += 1;
-                if let Some(b) = per_commit {
-                    batches.entry(n).or_default().push(b);
+                let mut counters = String::new();
+                if let Some(w) = weir_run {
+                    batches.entry(n).or_default().push(w.per_commit);
+                    *full_waits.entry(n).or_default() += w.ring_full_waits;
+                    *lifted.entry(n).or_default() += w.lifted;
+                    *spilled.entry(n).or_default() += w.spilled;
+                    counters = format!(
+                        ", {} ring-full waits, {} lifted, {} spilled",
+                        w.ring_full_waits, w.lifted, w.spilled
+                    );
                 }
                 eprintln!(
-                    "  round {round} N={n:>2} {:>5}: {:>10.0} ops/s, {:>6.0} CPU ns/op",
+                    "  round {round} N={n:>2} {:>5}: {:>10.0} ops/s, {:>6.0} CPU ns/op{counters}",
                     case.name(),
                     r.rate(),
                     cpu_ns(&r)
@@ -333,6 +362,9 @@ pub(crate) fn run(a: Args) -> Result<()> {
         "min_paired_ratio_weir": round(min_paired[0], 3),
         "min_paired_ratio_mutex": round(min_paired[1], 3),
         "weir_records_per_commit": per_commit,
+        "weir_ring_full_waits": full_waits,
+        "weir_lifted": lifted,
+        "weir_spilled": spilled,
     }));
     Ok(())
 }
