@@ -413,7 +413,8 @@ impl Committer {
         let limit = REORDER_BYTES_PER_SLOT * ring.capacity();
         // Rescanning from the hole also catches later holes filled since;
         // a slot already lifted no longer holds its index, so it is skipped.
-        // This runs once per half ring of appends, so the scan is amortised.
+        // It runs at most once per gather, and stops at once when the area
+        // is full, so the scan costs a few loads per appended record.
         let mut lifted = 0u64;
         for i in hole + 1..end {
             if self.reorder_bytes >= limit {
