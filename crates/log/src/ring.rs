@@ -195,9 +195,11 @@ impl Ring {
             <= SPILL_BYTES_PER_SLOT * self.capacity()
     }
 
-    /// Whether the next index could be reserved now for a frame of `len`.
+    /// Whether the next index could be reserved now for a frame of `len`,
+    /// by the same rules as [`Ring::try_reserve`].
     pub(crate) fn has_room(&self, len: usize) -> bool {
-        self.free_for(self.next.load(Ordering::Acquire)) || self.spill_has_room(len)
+        let next = self.next.load(Ordering::Acquire);
+        self.free_for(next) || (self.held_by_hole(next) && self.spill_has_room(len))
     }
 
     /// Frames in the spill map or on their way to it.
@@ -376,6 +378,13 @@ mod tests {
         }
         assert_eq!(r.spilled(), 4);
         assert!(!r.has_room(1));
+        // A slot that holds a published frame only waits for the committer:
+        // no room, though the spill map would have some.
+        let q = Ring::new(2, 1);
+        q.publish(slot(reserve(&q).unwrap()), b"one");
+        reserve(&q).unwrap();
+        assert!(!q.has_room(1), "the committer is behind; nothing spills");
+        assert_eq!(q.try_reserve(1), None);
         assert_eq!(r.try_reserve(1), None, "the spill map is full");
         // Spilled frames are taken in order once the committer gets there,
         // and taking them makes room again.
