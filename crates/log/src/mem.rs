@@ -85,6 +85,16 @@ impl MemFs {
         self.bytes_read.load(Ordering::Relaxed)
     }
 
+    fn open_existing(&self, path: &Path, writable: bool) -> io::Result<Box<dyn File>> {
+        let data = self
+            .lock()
+            .files
+            .get(path)
+            .cloned()
+            .ok_or_else(|| not_found(path))?;
+        Ok(self.file(data, writable))
+    }
+
     fn file(&self, data: Data, writable: bool) -> Box<dyn File> {
         Box::new(MemFile {
             data,
@@ -203,23 +213,11 @@ impl FileSystem for MemFs {
     }
 
     fn open_rw(&self, path: &Path) -> io::Result<Box<dyn File>> {
-        let data = self
-            .lock()
-            .files
-            .get(path)
-            .cloned()
-            .ok_or_else(|| not_found(path))?;
-        Ok(self.file(data, true))
+        self.open_existing(path, true)
     }
 
     fn open_read(&self, path: &Path) -> io::Result<Box<dyn File>> {
-        let data = self
-            .lock()
-            .files
-            .get(path)
-            .cloned()
-            .ok_or_else(|| not_found(path))?;
-        Ok(self.file(data, false))
+        self.open_existing(path, false)
     }
 
     fn remove(&self, path: &Path) -> io::Result<()> {
