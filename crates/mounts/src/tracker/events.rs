@@ -1,0 +1,88 @@
+//! Applying fanotify mount events: one statmount per event, never a whole
+//! reading (that is the point of this backend).
+
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use weir_sys::fanotify::MountEvent;
+
+use super::worker::Worker;
+use crate::change::{Change, ChangeKind, Seen};
+use crate::{Result, source};
+
+impl Worker {
+    /// Reads and applies everything queued, batch by batch.
+    pub(super) fn drain_events(&mut self) -> Result<()> {
+        // Out of `self` while it is read, so the events can use the rest.
+        let Some(mut watch) = self.watch.take() else {
+            return Ok(());
+        };
+        let r = self.drain_from(&mut watch);
+        self.watch = Some(watch);
+        r
+    }
+
+    fn drain_from(&mut self, watch: &mut weir_sys::fanotify::MountWatch) -> Result<()> {
+        let mut evs = std::mem::take(&mut self.event_buf);
+        let mut changes = Vec::new();
+        loop {
+            evs.clear();
+            let n = watch.read_batch(&mut evs)?;
+            if n == 0 {
+                break;
+            }
+            self.last_event = Instant::now();
+            self.stats.events.fetch_add(n as u64, Ordering::Relaxed);
+            {
+                let mut table = self.table.write().unwrap_or_else(|p| p.into_inner());
+                for ev in &evs {
+                    match *ev {
+                        MountEvent::Overflow => {
+                            self.stats.overflows.fetch_add(1, Ordering::Relaxed);
+                            self.need_resync = true;
+                        }
+                        MountEvent::Attach(id) | MountEvent::Move(id) => {
+                            let fresh = source::stat_one(&mut self.sm, id)?;
+                            match (table.get(id), fresh) {
+                                (None, Some(m)) => {
+                                    table.insert(m.clone());
+                                    changes.push(event(ChangeKind::Attach(m)));
+                                }
+                                (None, None) => {
+                                    // Attached and gone again before this read.
+                                    if self.gone.insert(id) {
+                                        changes.push(event(ChangeKind::AttachGone { id }));
+                                    }
+                                }
+                                (Some(old), Some(new)) => {
+                                    changes.extend(Change::between(old, &new, Seen::Event));
+                                    table.insert(new);
+                                }
+                                // Moved, then gone: its detach event follows.
+                                (Some(_), None) => {}
+                            }
+                        }
+                        MountEvent::Detach(id) => {
+                            if let Some(m) = table.remove(id) {
+                                changes.push(event(ChangeKind::Detach(m)));
+                            } else if self.gone.remove(&id) {
+                                changes.push(event(ChangeKind::DetachGone { id }));
+                            }
+                        }
+                    }
+                }
+            }
+            self.emit(&changes);
+            changes.clear();
+        }
+        self.event_buf = evs;
+        Ok(())
+    }
+}
+
+fn event(kind: ChangeKind) -> Change {
+    Change {
+        kind,
+        seen: Seen::Event,
+    }
+}

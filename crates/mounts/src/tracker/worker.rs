@@ -1,0 +1,371 @@
+//! The tracker's thread: one `poll` on the wake eventfd, the fanotify group
+//! and /proc/self/mountinfo; events applied one by one, whole-table
+//! comparisons under the budget.
+
+use std::collections::HashSet;
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+use std::sync::{Arc, RwLock};
+use std::time::Instant;
+
+use rustix::event::{PollFd, PollFlags, poll};
+use weir_log::{Appended, Log};
+use weir_sys::fanotify::{MountEvent, MountWatch};
+use weir_sys::statmount::Statmounter;
+
+use super::{OnChange, Request, SharedStats, TrackerOptions};
+use crate::backend::Backend;
+use crate::budget::{Budget, thread_cpu_ns};
+use crate::change::Change;
+use crate::mountinfo::MountinfoFile;
+use crate::table::Table;
+use crate::{Error, Result, record, source};
+
+/// Why a whole-table comparison runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Why {
+    /// POLLPRI said the table changed (the mountinfo backend's every change;
+    /// under fanotify, the changes it does not report).
+    Changed,
+    /// The fanotify queue overflowed: events were lost.
+    Overflow,
+    /// The periodic audit.
+    Audit,
+    /// A `sync()`.
+    Sync,
+}
+
+pub(super) struct Worker {
+    backend: Backend,
+    pub(super) watch: Option<MountWatch>,
+    mountinfo: MountinfoFile,
+    pub(super) sm: Statmounter,
+    ids: Vec<u64>,
+    pub(super) table: Arc<RwLock<Table>>,
+    log: Option<Arc<Log>>,
+    on_change: Option<OnChange>,
+    opts: TrackerOptions,
+    pub(super) stats: Arc<SharedStats>,
+    requests: mpsc::Receiver<Request>,
+    wake: Arc<OwnedFd>,
+    budget: Budget,
+    /// When POLLPRI first said the table changed since the last reading.
+    dirty_since: Option<Instant>,
+    /// When the last fanotify event came.
+    pub(super) last_event: Instant,
+    pub(super) need_resync: bool,
+    last_reading: Instant,
+    /// Mounts that were gone before they could be read: their detach is
+    /// still to come.
+    pub(super) gone: HashSet<u64>,
+    last_appended: Option<Appended>,
+    log_error: Option<weir_log::Error>,
+    pub(super) event_buf: Vec<MountEvent>,
+}
+
+impl Worker {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new(
+        backend: Backend,
+        watch: Option<MountWatch>,
+        table: Arc<RwLock<Table>>,
+        log: Option<Arc<Log>>,
+        on_change: Option<OnChange>,
+        opts: TrackerOptions,
+        stats: Arc<SharedStats>,
+        requests: mpsc::Receiver<Request>,
+        wake: Arc<OwnedFd>,
+    ) -> Result<Worker> {
+        let now = Instant::now();
+        Ok(Worker {
+            backend,
+            watch,
+            mountinfo: MountinfoFile::open_self()?,
+            sm: Statmounter::new(),
+            ids: Vec::new(),
+            table,
+            log,
+            on_change,
+            budget: Budget::new(opts.budget, now),
+            opts,
+            stats,
+            requests,
+            wake,
+            dirty_since: None,
+            last_event: now,
+            need_resync: false,
+            last_reading: now,
+            gone: HashSet::new(),
+            last_appended: None,
+            log_error: None,
+            event_buf: Vec::with_capacity(1024),
+        })
+    }
+
+    /// The first reading, before the thread starts: the table is complete
+    /// when `Tracker::start` returns. It logs nothing but a MARK with the
+    /// count; the mounts that were there before weir are not changes.
+    pub(super) fn initial_read(&mut self) -> Result<()> {
+        self.rearm_pollpri();
+        let fresh = self.read_fresh()?;
+        let n = fresh.len();
+        *self.table.write().unwrap_or_else(|p| p.into_inner()) = Table::from_mounts(fresh);
+        self.stats.readings.fetch_add(1, Ordering::Relaxed);
+        let count = n.to_string();
+        self.mark(b"mount table read", &[("mounts", count.as_bytes())]);
+        Ok(())
+    }
+
+    pub(super) fn run(mut self) -> Result<()> {
+        loop {
+            let timeout = self.next_deadline().map(|d| {
+                let left = d.saturating_duration_since(Instant::now());
+                rustix::time::Timespec {
+                    tv_sec: left.as_secs() as i64,
+                    tv_nsec: i64::from(left.subsec_nanos()),
+                }
+            });
+            let watch_pri = self.dirty_since.is_none();
+            let (woke, fan, pri) = {
+                let mut fds = Vec::with_capacity(3);
+                fds.push(PollFd::new(&*self.wake, PollFlags::IN));
+                fds.push(PollFd::from_borrowed_fd(
+                    self.mountinfo.as_fd(),
+                    if watch_pri {
+                        PollFlags::PRI
+                    } else {
+                        PollFlags::empty()
+                    },
+                ));
+                if let Some(w) = &self.watch {
+                    fds.push(PollFd::from_borrowed_fd(w.as_fd(), PollFlags::IN));
+                }
+                match poll(&mut fds, timeout.as_ref()) {
+                    Ok(_) => {}
+                    Err(rustix::io::Errno::INTR) => continue,
+                    Err(e) => return Err(sys("poll", e)),
+                }
+                let r = |i: usize| fds.get(i).is_some_and(|f| !f.revents().is_empty());
+                (r(0), r(2), watch_pri && r(1))
+            };
+            if pri {
+                self.dirty_since.get_or_insert_with(Instant::now);
+            }
+            if fan {
+                self.drain_events()?;
+            }
+            let mut syncs = Vec::new();
+            if woke {
+                let mut b = [0u8; 8];
+                let _ = rustix::io::read(&*self.wake, &mut b);
+                while let Ok(req) = self.requests.try_recv() {
+                    match req {
+                        Request::Sync(tx) => syncs.push(tx),
+                        Request::Stop => {
+                            self.update_cpu();
+                            return Ok(());
+                        }
+                    }
+                }
+            }
+            if !syncs.is_empty() {
+                // Error is not Clone: the first caller gets the cause, the
+                // others that the same round failed.
+                let mut r = self.barrier();
+                for tx in syncs {
+                    let _ = tx.send(std::mem::replace(&mut r, Err(Error::SyncFailed)));
+                }
+            } else if let Some(why) = self.reading_due(Instant::now())
+                && let Err(e) = self.compare(why)
+            {
+                // A failed reading is retried once the budget allows; the
+                // table stays as it was meanwhile.
+                tracing::warn!(error = %e, ?why, "reading the mount table failed");
+                self.need_resync = true;
+                self.budget.charge(RETRY_COST_NS, Instant::now());
+            }
+            self.update_cpu();
+        }
+    }
+
+    /// When the loop must wake without an event: a pending reading or the
+    /// audit.
+    fn next_deadline(&mut self) -> Option<Instant> {
+        let now = Instant::now();
+        let mut next: Option<Instant> = None;
+        let mut at = |t: Instant| next = Some(next.map_or(t, |n| n.min(t)));
+        if self.need_resync {
+            at(now + self.budget.wait(now));
+        }
+        if let Some(since) = self.dirty_since {
+            let mut t = now + self.budget.wait(now);
+            if self.watch.is_some() {
+                t = t.max(self.last_event + self.opts.quiet);
+            }
+            at(t.min(since + self.opts.max_delay));
+        }
+        if let Some(iv) = self.opts.audit_interval {
+            at(self.last_reading + iv);
+        }
+        next
+    }
+
+    /// Whether a whole-table reading should run now, and why.
+    fn reading_due(&mut self, now: Instant) -> Option<Why> {
+        let budget_ok = self.budget.wait(now).is_zero();
+        if self.need_resync && budget_ok {
+            return Some(Why::Overflow);
+        }
+        if let Some(since) = self.dirty_since {
+            let quiet = self.watch.is_none() || now >= self.last_event + self.opts.quiet;
+            if (budget_ok && quiet) || now >= since + self.opts.max_delay {
+                return Some(Why::Changed);
+            }
+        }
+        if let Some(iv) = self.opts.audit_interval
+            && now >= self.last_reading + iv
+        {
+            return Some(Why::Audit);
+        }
+        None
+    }
+
+    /// `sync()`: drain the queue, then compare.
+    fn barrier(&mut self) -> Result<()> {
+        self.drain_events()?;
+        self.compare(Why::Sync)?;
+        if let Some(e) = self.log_error.take() {
+            return Err(Error::Log(e));
+        }
+        if let (Some(log), Some(a)) = (&self.log, self.last_appended) {
+            log.wait_durable(a)?;
+        }
+        Ok(())
+    }
+
+    /// Reads the whole table afresh and applies the differences.
+    pub(super) fn compare(&mut self, why: Why) -> Result<()> {
+        let start_cpu = thread_cpu_ns();
+        // Re-arm POLLPRI before reading, so a change during the reading
+        // raises a new one instead of being lost.
+        self.rearm_pollpri();
+        self.dirty_since = None;
+        if why == Why::Overflow || why == Why::Sync {
+            // Events queued before the reading are older than it.
+            self.drain_events()?;
+        }
+        self.need_resync = false;
+        let fresh = self.read_fresh()?;
+        let changes = {
+            let mut t = self.table.write().unwrap_or_else(|p| p.into_inner());
+            t.reconcile(fresh)
+        };
+        if why == Why::Overflow {
+            let n = changes.len().to_string();
+            self.mark(
+                b"mount events lost: table re-read",
+                &[("changes", n.as_bytes())],
+            );
+            // Detaches of mounts that were gone before they were read may
+            // have been lost with the overflow.
+            self.gone.clear();
+        }
+        tracing::debug!(?why, changes = changes.len(), "compared the mount table");
+        self.emit(&changes);
+        let now = Instant::now();
+        self.last_reading = now;
+        let cost = thread_cpu_ns().saturating_sub(start_cpu);
+        self.budget.charge(cost, now);
+        self.stats.readings.fetch_add(1, Ordering::Relaxed);
+        self.stats.reading_cpu_ns.fetch_add(cost, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn read_fresh(&mut self) -> Result<Vec<crate::Mount>> {
+        match self.backend {
+            Backend::Fanotify => source::read_statmount(&mut self.sm, &mut self.ids),
+            Backend::Mountinfo => self.mountinfo.read(),
+        }
+    }
+
+    /// poll(2) on /proc/self/mountinfo reports POLLPRI once per change of
+    /// the namespace's event counter and re-arms itself; a zero-timeout poll
+    /// consumes a pending one.
+    fn rearm_pollpri(&self) {
+        let mut fds = [PollFd::from_borrowed_fd(
+            self.mountinfo.as_fd(),
+            PollFlags::PRI,
+        )];
+        let _ = poll(&mut fds, Some(&rustix::time::Timespec::default()));
+    }
+
+    /// Appends a MARK record from the tracker: the table was read whole
+    /// (at the start, or after events were lost), so a consumer knows where
+    /// the records stop being one per event.
+    fn mark(&mut self, name: &[u8], extra: &[(&'static str, &[u8])]) {
+        let Some(log) = &self.log else { return };
+        let backend = self.backend.to_string();
+        let mut fields = vec![
+            weir_log::Field {
+                key: "source",
+                value: b"mounts",
+            },
+            weir_log::Field {
+                key: "backend",
+                value: backend.as_bytes(),
+            },
+        ];
+        fields.extend(
+            extra
+                .iter()
+                .map(|(k, v)| weir_log::Field { key: k, value: v }),
+        );
+        let r = weir_log::Record::new(weir_log::RecordType::MARK)
+            .name(name)
+            .fields(&fields);
+        match log.append(&r) {
+            Ok(a) => self.last_appended = Some(a),
+            Err(e) => {
+                tracing::error!(error = %e, "appending a mount MARK record failed");
+                self.log_error.get_or_insert(e);
+            }
+        }
+    }
+
+    /// Logs and reports changes that are already in the table.
+    pub(super) fn emit(&mut self, changes: &[Change]) {
+        if changes.is_empty() {
+            return;
+        }
+        self.stats
+            .changes
+            .fetch_add(changes.len() as u64, Ordering::Relaxed);
+        for c in changes {
+            if let Some(log) = &self.log {
+                match record::append(log, c) {
+                    Ok(a) => self.last_appended = Some(a),
+                    Err(e) => {
+                        tracing::error!(error = %e, "appending a mount record failed");
+                        self.log_error.get_or_insert(e);
+                    }
+                }
+            }
+            if let Some(f) = &mut self.on_change {
+                f(c);
+            }
+        }
+    }
+
+    fn update_cpu(&self) {
+        self.stats.cpu_ns.store(thread_cpu_ns(), Ordering::Relaxed);
+    }
+}
+
+/// What a failed reading costs the budget, so that retries are spaced out
+/// (at 5%, one per 200 ms).
+const RETRY_COST_NS: u64 = 10_000_000;
+
+pub(super) fn sys(call: &'static str, errno: rustix::io::Errno) -> Error {
+    Error::Sys(weir_sys::Error::Syscall { call, errno })
+}
