@@ -1,7 +1,5 @@
 //! A change to the table: what a tracker reports and logs.
 
-use std::fmt;
-
 use crate::model::Mount;
 
 /// One change to the mount table.
@@ -182,68 +180,23 @@ impl Change {
         out
     }
 
+    /// The change's name, as the record type names it without `MOUNT_`:
+    /// `ATTACH`, `DETACH`, `MOVE` or `CHANGE`.
+    pub fn name(&self) -> &'static str {
+        match self.kind {
+            ChangeKind::Attach(_) | ChangeKind::AttachGone { .. } => "ATTACH",
+            ChangeKind::Detach(_) | ChangeKind::DetachGone { .. } => "DETACH",
+            ChangeKind::Move { .. } => "MOVE",
+            ChangeKind::Change { .. } => "CHANGE",
+        }
+    }
+
     /// The id of the mount the change is about.
     pub fn id(&self) -> u64 {
         match &self.kind {
             ChangeKind::Attach(m) | ChangeKind::Detach(m) => m.id,
             ChangeKind::AttachGone { id } | ChangeKind::DetachGone { id } => *id,
             ChangeKind::Move { new, .. } | ChangeKind::Change { new, .. } => new.id,
-        }
-    }
-}
-
-/// One line per change, for `weir mounts watch`:
-/// `ATTACH 2147483700 /mnt/x tmpfs src=tmpfs rw,relatime`.
-impl fmt::Display for Change {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let p = |b: &[u8]| String::from_utf8_lossy(b).escape_debug().to_string();
-        match &self.kind {
-            ChangeKind::Attach(m) => write!(
-                f,
-                "ATTACH {} {} {} {} {}",
-                m.id,
-                p(&m.mount_point),
-                p(&m.fstype_full()),
-                p(&m.source),
-                p(&m.options())
-            ),
-            ChangeKind::AttachGone { id } => write!(f, "ATTACH {id} (gone before it was read)"),
-            ChangeKind::Detach(m) => write!(f, "DETACH {} {}", m.id, p(&m.mount_point)),
-            ChangeKind::DetachGone { id } => write!(f, "DETACH {id}"),
-            ChangeKind::Move { old, new } => write!(
-                f,
-                "MOVE {} {} -> {}",
-                new.id,
-                p(&old.mount_point),
-                p(&new.mount_point)
-            ),
-            ChangeKind::Change { old, new } => {
-                let d = Attrs::between(old, new);
-                write!(
-                    f,
-                    "CHANGE {} {} {}:",
-                    new.id,
-                    p(&new.mount_point),
-                    d.to_text()
-                )?;
-                if d.contains(Attrs::OPTIONS) {
-                    write!(f, " options={}", new.flags.to_text())?;
-                }
-                if d.contains(Attrs::SUPER) {
-                    write!(f, " super={}", p(&new.super_options()))?;
-                }
-                if d.contains(Attrs::PROPAGATION) {
-                    write!(
-                        f,
-                        " propagation={}",
-                        new.propagation.to_text().replace(' ', ",")
-                    )?;
-                }
-                if d.contains(Attrs::SOURCE) {
-                    write!(f, " source={}", p(&new.source))?;
-                }
-                Ok(())
-            }
         }
     }
 }

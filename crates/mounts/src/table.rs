@@ -176,13 +176,7 @@ mod tests {
         let changes = t.reconcile(fresh.clone());
         let kinds: Vec<String> = changes
             .iter()
-            .map(|c| {
-                format!("{}", c)
-                    .split(' ')
-                    .take(2)
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            })
+            .map(|c| format!("{} {}", c.name(), c.id()))
             .collect();
         assert_eq!(
             kinds,

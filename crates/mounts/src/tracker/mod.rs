@@ -217,6 +217,12 @@ impl Tracker {
         self.stats.snapshot()
     }
 
+    /// Whether the thread has ended on its own: an error it could not
+    /// recover from, which `stop` returns.
+    pub fn is_finished(&self) -> bool {
+        self.thread.as_ref().is_none_or(|t| t.is_finished())
+    }
+
     /// Stops the thread and returns its outcome.
     pub fn stop(mut self) -> Result<()> {
         self.shutdown()
