@@ -11,6 +11,8 @@ command -v mkfs.btrfs >/dev/null || need+=(btrfs-progs)
 command -v pvcreate >/dev/null || need+=(lvm2)
 command -v filefrag >/dev/null || need+=(e2fsprogs)
 command -v unshare >/dev/null || need+=(util-linux)
+command -v setpriv >/dev/null || need+=(util-linux)
+command -v findmnt >/dev/null || need+=(util-linux)
 command -v losetup >/dev/null || need+=(mount)
 if ((${#need[@]})); then
   if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then

@@ -2,8 +2,12 @@
 
 use std::path::PathBuf;
 
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
 use weir_log::{RecordType, TypeMask};
+use weir_mounts::BackendChoice;
+
+use crate::mounts_table::Columns;
 
 /// weir: storage-state engine for Linux.
 #[derive(Debug, Parser)]
@@ -27,6 +31,8 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: LogCommand,
     },
+    /// List the mount table, or watch it change.
+    Mounts(MountsArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -113,6 +119,87 @@ pub(crate) struct JsonArg {
     pub(crate) json: bool,
 }
 
+/// `weir mounts [OPTIONS]` lists; `weir mounts watch` watches. The listing
+/// options belong to the listing only, hence the conflict with subcommands.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub(crate) struct MountsArgs {
+    #[command(subcommand)]
+    pub(crate) command: Option<MountsCommand>,
+
+    #[command(flatten)]
+    pub(crate) list: MountsListArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum MountsCommand {
+    /// Track the mount table in the foreground: log every change and print
+    /// a line for it, until SIGINT or SIGTERM.
+    Watch(MountsWatchArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct MountsListArgs {
+    /// Print a JSON array, one object per mount.
+    #[arg(long)]
+    pub(crate) json: bool,
+
+    /// Columns, comma-separated, case-insensitive: ID, PARENT, OLD_ID,
+    /// TARGET, ROOT, SOURCE, FSTYPE, OPTIONS, VFS_OPTIONS, FS_OPTIONS,
+    /// PROPAGATION, MAJ:MIN.
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "COLUMNS",
+        default_value = "TARGET,SOURCE,FSTYPE,OPTIONS",
+        value_parser = parse_columns
+    )]
+    pub(crate) columns: Columns,
+
+    /// How to read the table: fanotify (listmount + statmount), mountinfo
+    /// (/proc/self/mountinfo), or auto (fanotify if available).
+    #[arg(long, value_name = "BACKEND", default_value = "auto", value_parser = backend_parser())]
+    pub(crate) backend: BackendChoice,
+
+    /// Say on stderr which backend was used, and why if it fell back.
+    #[arg(short, long)]
+    pub(crate) verbose: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct MountsWatchArgs {
+    /// How to watch: fanotify (mount events), mountinfo (re-reading
+    /// /proc/self/mountinfo whenever it changes), or auto (fanotify if
+    /// available).
+    #[arg(long, value_name = "BACKEND", default_value = "auto", value_parser = backend_parser())]
+    pub(crate) backend: BackendChoice,
+
+    /// The share of one CPU, in percent, that whole-table readings may use.
+    #[arg(long, value_name = "PERCENT", default_value_t = 5.0, value_parser = parse_percent)]
+    pub(crate) budget: f64,
+
+    /// Compare the whole table this often even when nothing announced a
+    /// change (propagation changes announce nothing); 0 turns it off.
+    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    pub(crate) audit_secs: u64,
+}
+
+fn backend_parser() -> impl TypedValueParser<Value = BackendChoice> {
+    PossibleValuesParser::new(["auto", "fanotify", "mountinfo"])
+        .try_map(|s| s.parse::<BackendChoice>())
+}
+
+fn parse_columns(s: &str) -> Result<Columns, String> {
+    Columns::parse(s)
+}
+
+fn parse_percent(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(p) if p > 0.0 && p <= 100.0 => Ok(p),
+        _ => Err("expected a percentage above 0 and at most 100".to_owned()),
+    }
+}
+
 fn parse_type(s: &str) -> Result<RecordType, String> {
     RecordType::parse(s).map_err(|e| e.to_string())
 }
@@ -148,5 +235,37 @@ mod tests {
         let m = t.mask.unwrap();
         assert!(m.contains(RecordType::CREAT) && !m.contains(RecordType::MARK));
         assert!(Cli::try_parse_from(["weir", "log", "write", "--type", "NOPE"]).is_err());
+    }
+
+    #[test]
+    fn parses_mounts_options() {
+        let cli = Cli::try_parse_from(["weir", "mounts", "-o", "id,maj:min", "--json"]).unwrap();
+        let Command::Mounts(m) = cli.command else {
+            panic!("not mounts: {:?}", cli.command);
+        };
+        assert!(m.command.is_none() && m.list.json && !m.list.verbose);
+        assert_eq!(m.list.backend, BackendChoice::Auto);
+        assert_eq!(m.list.columns.0.len(), 2);
+
+        let cli =
+            Cli::try_parse_from(["weir", "mounts", "watch", "--backend", "mountinfo"]).unwrap();
+        let Command::Mounts(MountsArgs {
+            command: Some(MountsCommand::Watch(w)),
+            ..
+        }) = cli.command
+        else {
+            panic!("not watch: {:?}", cli.command);
+        };
+        assert_eq!(w.backend, BackendChoice::Mountinfo);
+        assert_eq!((w.budget, w.audit_secs), (5.0, 30));
+
+        for bad in [
+            &["weir", "mounts", "--backend", "bogus"][..],
+            &["weir", "mounts", "-o", "TARGET,NOPE"],
+            &["weir", "mounts", "--json", "watch"],
+            &["weir", "mounts", "watch", "--budget", "0"],
+        ] {
+            assert!(Cli::try_parse_from(bad).is_err(), "{bad:?}");
+        }
     }
 }

@@ -28,8 +28,9 @@ struct JsonRecord<'a> {
     fields: Fields<'a>,
 }
 
-/// Bytes as a string if they are UTF-8, else as an array of numbers.
-struct Bytes<'a>(&'a [u8]);
+/// Bytes as a string if they are UTF-8, else as an array of numbers. Also
+/// the form of paths in `weir mounts --json`.
+pub(crate) struct Bytes<'a>(pub(crate) &'a [u8]);
 
 impl Serialize for Bytes<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

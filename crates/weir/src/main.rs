@@ -1,4 +1,5 @@
-//! `weir`: the daemon (`weir run`) and the command-line tools (`weir log ...`).
+//! `weir`: the daemon (`weir run`) and the command-line tools (`weir log ...`,
+//! `weir mounts ...`).
 //!
 //! This binary is glue: argument parsing lives in `cli`, the state directory
 //! in `state_dir`, and each command family in its own module under `cmd`.
@@ -9,6 +10,9 @@
 mod cli;
 mod cmd;
 mod json;
+mod mounts_json;
+mod mounts_line;
+mod mounts_table;
 mod signals;
 mod state_dir;
 mod text;
@@ -39,6 +43,10 @@ fn init_tracing(command: &cli::Command) {
     let default = match command {
         cli::Command::Run => "info",
         cli::Command::Log { .. } => "warn",
+        cli::Command::Mounts(m) => match m.command {
+            Some(cli::MountsCommand::Watch(_)) => "info",
+            None => "warn",
+        },
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));

@@ -6,24 +6,35 @@ mod log_stats;
 mod log_tail;
 mod log_verify;
 mod log_write;
+mod mounts;
+mod mounts_watch;
 mod run;
 
 use anyhow::Result;
 
-use crate::cli::{Cli, Command, LogCommand};
+use crate::cli::{Cli, Command, LogCommand, MountsCommand};
 use crate::state_dir::StateDir;
 
 /// Runs the command `cli` names.
 pub(crate) fn dispatch(cli: Cli) -> Result<()> {
-    let state = StateDir::resolve(cli.state_dir)?;
+    // Resolved up front but checked only by the commands that use it:
+    // listing mounts needs no state directory, nor $HOME to find one.
+    let state = StateDir::resolve(cli.state_dir);
     match cli.command {
-        Command::Run => run::run(&state),
-        Command::Log { command } => match command {
-            LogCommand::Write(a) => log_write::write(&state, &a),
-            LogCommand::Tail(a) => log_tail::tail(&state, a),
-            LogCommand::Consumer { command } => log_consumer::consumer(&state, command),
-            LogCommand::Verify => log_verify::verify(&state),
-            LogCommand::Stats(a) => log_stats::stats(&state, a.json),
+        Command::Run => run::run(&state?),
+        Command::Log { command } => {
+            let state = state?;
+            match command {
+                LogCommand::Write(a) => log_write::write(&state, &a),
+                LogCommand::Tail(a) => log_tail::tail(&state, a),
+                LogCommand::Consumer { command } => log_consumer::consumer(&state, command),
+                LogCommand::Verify => log_verify::verify(&state),
+                LogCommand::Stats(a) => log_stats::stats(&state, a.json),
+            }
+        }
+        Command::Mounts(m) => match m.command {
+            None => mounts::list(&m.list),
+            Some(MountsCommand::Watch(a)) => mounts_watch::watch(&state?, &a),
         },
     }
 }

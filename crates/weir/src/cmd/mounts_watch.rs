@@ -1,0 +1,82 @@
+//! `weir mounts watch`: the mount tracker in the foreground, until SIGINT
+//! or SIGTERM.
+//!
+//! It opens the log as its writer, exactly as `weir run` does, and lets the
+//! tracker append a MOUNT_* record for every change; it also prints each
+//! change as a line on stdout, flushed at once, so a pipe sees it when it
+//! happens. A closed stdout stops it like a signal. The backend, and why
+//! `auto` fell back, always goes to stderr: a watcher that silently polls
+//! is worth knowing about.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow};
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+use weir_mounts::{Change, OnChange, Tracker, TrackerOptions};
+
+use super::mounts::error_chain;
+use crate::cli::MountsWatchArgs;
+use crate::mounts_line::change_line;
+use crate::state_dir::StateDir;
+
+pub(super) fn watch(state: &StateDir, args: &MountsWatchArgs) -> Result<()> {
+    // Handlers first, as in `weir run`: a signal must stop us cleanly.
+    let mut signals = Signals::new([SIGTERM, SIGINT]).context("cannot install signal handlers")?;
+    let log = Arc::new(state.open_writer()?);
+    let opts = TrackerOptions {
+        backend: args.backend,
+        budget: args.budget / 100.0,
+        audit_interval: (args.audit_secs > 0).then(|| Duration::from_secs(args.audit_secs)),
+        ..TrackerOptions::default()
+    };
+    let handle = signals.handle();
+    let on_change: OnChange = Box::new(move |c: &Change| {
+        if print(c).is_err() {
+            // The reader went away (`| head`): end as on a signal.
+            handle.close();
+        }
+    });
+    let tracker = match Tracker::start(Some(log.clone()), opts, Some(on_change)) {
+        Ok(t) => t,
+        Err(e) => {
+            // The tracker's error is the one to report; the log still
+            // closes durably.
+            if let Err(c) = close(log) {
+                tracing::warn!(error = format!("{c:#}"), "closing the log");
+            }
+            return Err(anyhow::Error::new(e).context("starting the mount tracker"));
+        }
+    };
+    let why = tracker.fallback_reason().map_or_else(String::new, |e| {
+        format!(" (fanotify unavailable: {})", error_chain(e))
+    });
+    eprintln!(
+        "weir: watching mounts with the {} backend{why}",
+        tracker.backend()
+    );
+
+    // Until a signal, a closed stdout, or the tracker's own end (an error
+    // it cannot recover from, reported by `stop`).
+    let closed = signals.handle();
+    while !closed.is_closed() && signals.pending().next().is_none() && !tracker.is_finished() {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let stopped = tracker.stop().context("the mount tracker failed");
+    stopped.and(close(log))
+}
+
+/// One change as a line on stdout, flushed even when stdout is a pipe.
+fn print(c: &Change) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}", change_line(c))?;
+    out.flush()
+}
+
+/// Closes the log durably once the tracker has let go of it.
+fn close(log: Arc<weir_log::Log>) -> Result<()> {
+    let log = Arc::try_unwrap(log).map_err(|_| anyhow!("the log is still in use"))?;
+    log.close().context("closing the log")
+}
