@@ -35,8 +35,14 @@ pub struct TrackerOptions {
     /// Under fanotify, a comparison waits until events have been quiet this
     /// long, so a storm is compared once at its end. Default 20 ms.
     pub quiet: Duration,
+    /// The least time between two readings that a change (POLLPRI) asks
+    /// for, so that a storm is read in batches rather than per change: each
+    /// reading holds the kernel's namespace lock and slows the mounters.
+    /// `sync()` does not wait for it. Default 50 ms.
+    pub min_interval: Duration,
     /// The longest a known change waits for its reading, budget or not.
-    /// Default 2 s.
+    /// Under fanotify, a storm that never pauses is compared this often.
+    /// Default 5 s.
     pub max_delay: Duration,
     /// How often to compare the whole table even when nothing said it
     /// changed. Propagation changes (`mount --make-shared`) raise no
@@ -51,7 +57,8 @@ impl Default for TrackerOptions {
             backend: BackendChoice::Auto,
             budget: 0.05,
             quiet: Duration::from_millis(20),
-            max_delay: Duration::from_secs(2),
+            min_interval: Duration::from_millis(50),
+            max_delay: Duration::from_secs(5),
             audit_interval: Some(Duration::from_secs(30)),
         }
     }

@@ -199,7 +199,8 @@ impl Worker {
             at(now + self.budget.wait(now));
         }
         if let Some(since) = self.dirty_since {
-            let mut t = now + self.budget.wait(now);
+            let mut t =
+                (now + self.budget.wait(now)).max(self.last_reading + self.opts.min_interval);
             if self.watch.is_some() {
                 t = t.max(self.last_event + self.opts.quiet);
             }
@@ -219,7 +220,8 @@ impl Worker {
         }
         if let Some(since) = self.dirty_since {
             let quiet = self.watch.is_none() || now >= self.last_event + self.opts.quiet;
-            if (budget_ok && quiet) || now >= since + self.opts.max_delay {
+            let spaced = now >= self.last_reading + self.opts.min_interval;
+            if (budget_ok && quiet && spaced) || now >= since + self.opts.max_delay {
                 return Some(Why::Changed);
             }
         }
