@@ -15,6 +15,7 @@ mod mutexlog;
 mod overhead;
 mod recovery;
 mod report;
+mod storm;
 mod timed;
 
 use clap::{Parser, Subcommand};
@@ -37,9 +38,14 @@ enum Cmd {
     Frag(frag::Args),
     /// Time to open a large log after a SIGKILL, and after a clean close.
     Recovery(recovery::Args),
+    /// Mount storms (mount(8) and raw mount(2)) under weir's two backends and findmnt --poll (needs root).
+    MountStorm(storm::Args),
     /// Internal: one `frag` part, run inside a private mount namespace.
     #[command(hide = true)]
     FragPart(frag::PartArgs),
+    /// Internal: `mount-storm`, run inside a private mount namespace.
+    #[command(hide = true)]
+    MountStormInner(storm::InnerArgs),
     /// Internal: the writer that `recovery` kills.
     #[command(hide = true)]
     RecoveryFill(recovery::FillArgs),
@@ -51,6 +57,8 @@ fn main() -> anyhow::Result<()> {
         Cmd::Append(a) => append::run(a),
         Cmd::Frag(a) => frag::run(a),
         Cmd::Recovery(a) => recovery::run(a),
+        Cmd::MountStorm(a) => storm::run(a),
+        Cmd::MountStormInner(a) => storm::inner(a),
         Cmd::FragPart(a) => frag::part(a),
         Cmd::RecoveryFill(a) => recovery::fill(a),
     }

@@ -1,0 +1,214 @@
+//! The storm itself: a tmpfs holding one source directory and the target
+//! directories `d0..dN`, and the two ways of bind-mounting onto them.
+//!
+//! - mount(8): `mount --bind SRC dI`, one process per mount, waited for in
+//!   turn, then `umount dI` each, like the anchor's shell loop (`storm.sh`).
+//! - raw: `mount(2)` with `MS_BIND`, then `umount2(2)`, all in this process,
+//!   like the anchor's `storm_raw.c`: no fork or exec, so the watcher's
+//!   share of the cost shows.
+//!
+//! Everything is made inside the private mount namespace the benchmark
+//! runs in. The workspace's tmpfs is detached lazily on drop, which takes
+//! every bind mount beneath it along, whatever error cut a storm short.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use rustix::mount::{MountFlags, UnmountFlags, mount, mount_bind, unmount};
+
+/// How the storm's mounts are made.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, PartialOrd, Ord, clap::ValueEnum)]
+pub(crate) enum Loop {
+    /// `mount(8)` and `umount(8)`, one process per mount.
+    #[value(name = "mount8")]
+    Mount8,
+    /// `mount(2)` and `umount2(2)` from this process.
+    Raw,
+}
+
+impl Loop {
+    pub(crate) const ALL: [Loop; 2] = [Loop::Mount8, Loop::Raw];
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Loop::Mount8 => "mount(8)",
+            Loop::Raw => "raw",
+        }
+    }
+
+    /// The name on the command line and in the JSON.
+    pub(crate) fn arg(self) -> &'static str {
+        match self {
+            Loop::Mount8 => "mount8",
+            Loop::Raw => "raw",
+        }
+    }
+}
+
+/// The storm's tmpfs and its directories.
+pub(crate) struct Workspace {
+    // Dropped after the tmpfs is detached (see Drop), so the directory is
+    // empty by then and can be removed.
+    tmp: Option<tempfile::TempDir>,
+    src: PathBuf,
+    targets: Vec<PathBuf>,
+    logs: PathBuf,
+    mount_tool: PathBuf,
+    umount_tool: PathBuf,
+}
+
+impl Workspace {
+    /// Mounts a tmpfs on a fresh temporary directory and makes the source,
+    /// `n` targets and a directory for logs on it.
+    pub(crate) fn new(n: usize, mount_tool: PathBuf, umount_tool: PathBuf) -> Result<Workspace> {
+        let tmp = tempfile::Builder::new()
+            .prefix("weir-bench-storm.")
+            .tempdir()
+            .context("create the storm directory")?;
+        let root = tmp.path().to_path_buf();
+        mount(
+            "weir-bench-storm",
+            &root,
+            "tmpfs",
+            MountFlags::NOSUID | MountFlags::NODEV,
+            c"mode=0755",
+        )
+        .with_context(|| format!("mount a tmpfs on {}", root.display()))?;
+        let ws = Workspace {
+            tmp: Some(tmp),
+            src: root.join("src"),
+            targets: (0..n).map(|i| root.join(format!("d{i}"))).collect(),
+            logs: root.join("logs"),
+            mount_tool,
+            umount_tool,
+        };
+        // From here on, Drop detaches the tmpfs.
+        std::fs::create_dir(&ws.src)?;
+        std::fs::write(
+            ws.src.join("file"),
+            b"bind-mounted by weir-bench mount-storm\n",
+        )?;
+        std::fs::create_dir(&ws.logs)?;
+        for t in &ws.targets {
+            std::fs::create_dir(t).with_context(|| format!("mkdir {}", t.display()))?;
+        }
+        Ok(ws)
+    }
+
+    /// The directory bind-mounted everywhere.
+    pub(crate) fn src(&self) -> &Path {
+        &self.src
+    }
+
+    /// Target `i`.
+    pub(crate) fn target(&self, i: usize) -> &Path {
+        &self.targets[i]
+    }
+
+    /// How many targets there are.
+    pub(crate) fn len(&self) -> usize {
+        self.targets.len()
+    }
+
+    /// A fresh, empty directory for one log (on the tmpfs, so the log's
+    /// writes cost no disk I/O that a real disk would make noisy).
+    pub(crate) fn log_dir(&self, name: &str) -> Result<PathBuf> {
+        let d = self.logs.join(name);
+        if d.exists() {
+            std::fs::remove_dir_all(&d)?;
+        }
+        std::fs::create_dir(&d)?;
+        Ok(d)
+    }
+
+    /// Bind-mounts the source on targets `0..n`.
+    pub(crate) fn attach(&self, lp: Loop, n: usize) -> Result<()> {
+        self.check(n)?;
+        match lp {
+            Loop::Mount8 => {
+                for t in &self.targets[..n] {
+                    let mut c = Command::new(&self.mount_tool);
+                    c.arg("--bind").arg(&self.src).arg(t);
+                    run_quiet(&mut c)?;
+                }
+            }
+            Loop::Raw => {
+                for t in &self.targets[..n] {
+                    mount_bind(&self.src, t)
+                        .with_context(|| format!("mount --bind onto {}", t.display()))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Unmounts targets `0..n`.
+    pub(crate) fn detach(&self, lp: Loop, n: usize) -> Result<()> {
+        self.check(n)?;
+        match lp {
+            Loop::Mount8 => {
+                for t in &self.targets[..n] {
+                    run_quiet(Command::new(&self.umount_tool).arg(t))?;
+                }
+            }
+            Loop::Raw => {
+                for t in &self.targets[..n] {
+                    unmount(t, UnmountFlags::empty())
+                        .with_context(|| format!("umount {}", t.display()))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Unmounts whatever is still mounted on targets `0..n` after a failed
+    /// run, so the next run starts clean; errors (not mounted) are ignored.
+    pub(crate) fn cleanup(&self, n: usize) {
+        for t in &self.targets[..n.min(self.targets.len())] {
+            let _ = unmount(t, UnmountFlags::DETACH);
+        }
+    }
+
+    fn check(&self, n: usize) -> Result<()> {
+        if n > self.targets.len() {
+            bail!("{n} mounts asked for, {} targets made", self.targets.len());
+        }
+        Ok(())
+    }
+
+    /// Times `attach` or `detach`: wall seconds.
+    pub(crate) fn timed(&self, f: impl FnOnce(&Self) -> Result<()>) -> Result<f64> {
+        let t = Instant::now();
+        f(self)?;
+        Ok(t.elapsed().as_secs_f64())
+    }
+}
+
+impl Drop for Workspace {
+    fn drop(&mut self) {
+        if let Some(tmp) = self.tmp.take() {
+            // Lazy: detaches the tmpfs with every bind mount still beneath
+            // it, even ones some process still uses.
+            if let Err(e) = unmount(tmp.path(), UnmountFlags::DETACH) {
+                eprintln!("  umount -l {}: {e}", tmp.path().display());
+            }
+            drop(tmp);
+        }
+    }
+}
+
+/// Runs a mount tool as the shell loop does (stderr passes through, so a
+/// failure explains itself); fails when it fails.
+fn run_quiet(c: &mut Command) -> Result<()> {
+    let st = c
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .status()
+        .with_context(|| format!("run {c:?}"))?;
+    if !st.success() {
+        bail!("{c:?} failed ({st})");
+    }
+    Ok(())
+}
