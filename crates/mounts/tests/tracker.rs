@@ -296,3 +296,25 @@ fn table_matches_kernel_on_mountinfo() {
         table_matches_kernel(BackendChoice::Mountinfo);
     }
 }
+
+/// Regression: when several `sync()` calls were served by one reading, only
+/// the first got `Ok`; the others got `SyncFailed` although nothing failed.
+/// Needs no privilege: it only reads the table.
+#[test]
+fn concurrent_syncs_all_succeed() {
+    let opts = TrackerOptions {
+        backend: BackendChoice::Mountinfo,
+        ..TrackerOptions::default()
+    };
+    let t = Arc::new(Tracker::start(None, opts, None).expect("start tracker"));
+    let threads: Vec<_> = (0..8)
+        .map(|_| {
+            let t = t.clone();
+            std::thread::spawn(move || (0..50).all(|_| t.sync().is_ok()))
+        })
+        .collect();
+    for th in threads {
+        assert!(th.join().unwrap(), "a sync failed");
+    }
+    assert!(!t.is_empty());
+}

@@ -152,8 +152,11 @@ impl Worker {
             if pri {
                 self.dirty_since.get_or_insert_with(Instant::now);
             }
-            if fan {
-                self.drain_events()?;
+            if fan && let Err(e) = self.drain_events() {
+                // Events may be lost with the failed batch: a full reading
+                // repairs the table, as after an overflow.
+                tracing::warn!(error = %e, "reading mount events failed");
+                self.need_resync = true;
             }
             let mut syncs = Vec::new();
             if woke {
@@ -170,11 +173,16 @@ impl Worker {
                 }
             }
             if !syncs.is_empty() {
-                // Error is not Clone: the first caller gets the cause, the
-                // others that the same round failed.
+                // Error is not Clone: on failure the first caller gets the
+                // cause, the others that the same round failed.
                 let mut r = self.barrier();
                 for tx in syncs {
-                    let _ = tx.send(std::mem::replace(&mut r, Err(Error::SyncFailed)));
+                    let next = if r.is_ok() {
+                        Ok(())
+                    } else {
+                        Err(Error::SyncFailed)
+                    };
+                    let _ = tx.send(std::mem::replace(&mut r, next));
                 }
             } else if let Some(why) = self.reading_due(Instant::now())
                 && let Err(e) = self.compare(why)
