@@ -46,10 +46,9 @@ impl Error {
     /// Builds [`Error::Syscall`] from the thread's current `errno`, for the
     /// calls made through `libc` that return -1 and set it.
     pub(crate) fn last_os(call: &'static str) -> Error {
-        let raw = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
         Error::Syscall {
             call,
-            errno: Errno::from_raw_os_error(raw),
+            errno: last_errno(),
         }
     }
 
@@ -61,6 +60,12 @@ impl Error {
 
 /// A `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The thread's current `errno`, for the calls made through `libc` that
+/// return -1 and set it.
+pub(crate) fn last_errno() -> Errno {
+    Errno::from_raw_os_error(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
+}
 
 #[cfg(test)]
 mod tests {

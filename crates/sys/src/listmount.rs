@@ -8,6 +8,7 @@
 
 use rustix::io::Errno;
 
+use crate::error::last_errno;
 use crate::mnt_id_req::{MntIdReq, SYS_LISTMOUNT};
 use crate::{Error, Result};
 
@@ -89,10 +90,6 @@ fn sys_listmount(req: &MntIdReq, ids: &mut [u64]) -> Result<usize, Errno> {
         )
     };
     usize::try_from(r).map_err(|_| last_errno())
-}
-
-fn last_errno() -> Errno {
-    Errno::from_raw_os_error(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ mod decode;
 
 use rustix::io::Errno;
 
+use crate::error::last_errno;
 use crate::mnt_id_req::{MntIdReq, SYS_STATMOUNT};
 use crate::{Error, Result};
 
@@ -50,6 +51,18 @@ pub mod mask {
     /// `STATMOUNT_MNT_GIDMAP`: an idmapped mount's gid map (6.15; not
     /// decoded).
     pub const MNT_GIDMAP: u64 = 0x0000_4000;
+
+    /// Every bit that has a field in [`StatMount`](super::StatMount).
+    pub const DECODED: u64 = SB_BASIC
+        | MNT_BASIC
+        | PROPAGATE_FROM
+        | MNT_ROOT
+        | MNT_POINT
+        | FS_TYPE
+        | MNT_NS_ID
+        | MNT_OPTS
+        | FS_SUBTYPE
+        | SB_SOURCE;
 }
 
 /// Mount attribute bits in [`MntBasic::attr`] (`MOUNT_ATTR_*`, the
@@ -252,28 +265,14 @@ fn sys_statmount(req: &MntIdReq, buf: &mut [u8]) -> Result<(), Errno> {
             0 as libc::c_uint,
         )
     };
-    if r < 0 {
-        let raw = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
-        Err(Errno::from_raw_os_error(raw))
-    } else {
-        Ok(())
-    }
+    if r < 0 { Err(last_errno()) } else { Ok(()) }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const ALL: u64 = mask::SB_BASIC
-        | mask::MNT_BASIC
-        | mask::PROPAGATE_FROM
-        | mask::MNT_ROOT
-        | mask::MNT_POINT
-        | mask::FS_TYPE
-        | mask::MNT_NS_ID
-        | mask::MNT_OPTS
-        | mask::FS_SUBTYPE
-        | mask::SB_SOURCE;
+    const ALL: u64 = mask::DECODED;
 
     fn root_id() -> Option<u64> {
         match crate::statx::mount_id_unique(std::path::Path::new("/")) {

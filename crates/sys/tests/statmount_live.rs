@@ -10,16 +10,7 @@ use weir_sys::statmount::{StatMount, Statmounter, attr, mask, propagation, sb};
 use weir_sys::statx::mount_id_unique;
 
 /// Every bit `StatMount` decodes.
-const ALL: u64 = mask::SB_BASIC
-    | mask::MNT_BASIC
-    | mask::PROPAGATE_FROM
-    | mask::MNT_ROOT
-    | mask::MNT_POINT
-    | mask::FS_TYPE
-    | mask::MNT_NS_ID
-    | mask::MNT_OPTS
-    | mask::FS_SUBTYPE
-    | mask::SB_SOURCE;
+const ALL: u64 = mask::DECODED;
 
 /// `TMPFS_MAGIC` from `include/uapi/linux/magic.h`.
 const TMPFS_MAGIC: u64 = 0x0102_1994;

@@ -5,17 +5,7 @@ use proptest::prelude::*;
 
 use super::*;
 
-/// Every mask bit that has a field in [`StatMount`].
-const DECODED: u64 = mask::SB_BASIC
-    | mask::MNT_BASIC
-    | mask::PROPAGATE_FROM
-    | mask::MNT_ROOT
-    | mask::MNT_POINT
-    | mask::FS_TYPE
-    | mask::MNT_NS_ID
-    | mask::MNT_OPTS
-    | mask::FS_SUBTYPE
-    | mask::SB_SOURCE;
+const DECODED: u64 = mask::DECODED;
 
 fn put32(b: &mut [u8], o: usize, v: u32) {
     b[o..o + 4].copy_from_slice(&v.to_ne_bytes());
