@@ -61,18 +61,8 @@ impl MountFlags {
 
     /// The flags as mountinfo prints them: `rw,nosuid,relatime`.
     pub fn to_text(self) -> String {
-        let mut s = String::from(if self.contains(MountFlags::RDONLY) {
-            "ro"
-        } else {
-            "rw"
-        });
-        for (f, name) in MountFlags::NAMED {
-            if self.contains(f) {
-                s.push(',');
-                s.push_str(name);
-            }
-        }
-        s
+        let named = MountFlags::NAMED.iter().filter(|(f, _)| self.contains(*f));
+        flags_text(self.contains(MountFlags::RDONLY), named.map(|(_, n)| *n))
     }
 }
 
@@ -116,23 +106,30 @@ impl SuperFlags {
     pub fn insert(&mut self, other: SuperFlags) {
         self.0 |= other.0;
     }
+
+    /// The flags as mountinfo prints them before the filesystem's own
+    /// options: `ro,sync`.
+    pub fn to_text(self) -> String {
+        let named = SuperFlags::NAMED.iter().filter(|(f, _)| self.contains(*f));
+        flags_text(self.contains(SuperFlags::RDONLY), named.map(|(_, n)| *n))
+    }
 }
 
 impl fmt::Debug for SuperFlags {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut s = String::from(if self.contains(SuperFlags::RDONLY) {
-            "ro"
-        } else {
-            "rw"
-        });
-        for (flag, name) in SuperFlags::NAMED {
-            if self.contains(flag) {
-                s.push(',');
-                s.push_str(name);
-            }
-        }
-        f.write_str(&s)
+        f.write_str(&self.to_text())
     }
+}
+
+/// `ro` or `rw`, then the names of the flags that are set, comma-separated:
+/// how mountinfo prints both flag sets.
+fn flags_text<'a>(rdonly: bool, names: impl Iterator<Item = &'a str>) -> String {
+    let mut s = String::from(if rdonly { "ro" } else { "rw" });
+    for name in names {
+        s.push(',');
+        s.push_str(name);
+    }
+    s
 }
 
 /// How mount events propagate to and from this mount.
@@ -234,7 +231,7 @@ impl Mount {
     /// The superblock options as mountinfo prints them: the superblock flags
     /// (`rw`, `sync`, ...) then the filesystem's own options.
     pub fn super_options(&self) -> Vec<u8> {
-        let mut s = format!("{:?}", self.super_flags).into_bytes();
+        let mut s = self.super_flags.to_text().into_bytes();
         if !self.fs_options.is_empty() {
             s.push(b',');
             s.extend_from_slice(&self.fs_options);

@@ -72,17 +72,7 @@ pub fn render_line_into(m: &Mount, out: &mut Vec<u8>) {
     out.push(b' ');
     escape_into(&m.source, MANGLE, out);
     out.push(b' ');
-    out.extend_from_slice(if m.super_flags.contains(SuperFlags::RDONLY) {
-        b"ro"
-    } else {
-        b"rw"
-    });
-    for (f, name) in SuperFlags::NAMED {
-        if m.super_flags.contains(f) {
-            out.push(b',');
-            out.extend_from_slice(name.as_bytes());
-        }
-    }
+    out.extend_from_slice(m.super_flags.to_text().as_bytes());
     if let Some((&first, rest)) = m.fs_options.split_first() {
         out.push(b',');
         let word = m
