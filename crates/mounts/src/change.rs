@@ -86,6 +86,27 @@ impl Attrs {
         (Attrs::IDENTITY, "identity"),
     ];
 
+    /// The attributes a CHANGE carries values of: the attribute, the field
+    /// of its new value and the field of its old one.
+    pub const VALUED: [(Attrs, &'static str, &'static str); 4] = [
+        (Attrs::OPTIONS, "options", "old_options"),
+        (Attrs::SUPER, "super", "old_super"),
+        (Attrs::PROPAGATION, "propagation", "old_propagation"),
+        (Attrs::SOURCE, "source", "old_source"),
+    ];
+
+    /// The value of one attribute of `m`, as records and watch lines show
+    /// it; `None` for an attribute that is not in [`Attrs::VALUED`].
+    pub fn value_of(self, m: &Mount) -> Option<Vec<u8>> {
+        match self {
+            Attrs::OPTIONS => Some(m.flags.to_text().into_bytes()),
+            Attrs::SUPER => Some(m.super_options()),
+            Attrs::PROPAGATION => Some(m.propagation.to_text().into_bytes()),
+            Attrs::SOURCE => Some(m.source.to_vec()),
+            _ => None,
+        }
+    }
+
     /// Compares two readings of a mount.
     pub fn between(a: &Mount, b: &Mount) -> Attrs {
         let mut d = 0;

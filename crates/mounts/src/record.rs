@@ -57,41 +57,13 @@ pub fn append(log: &Log, c: &Change) -> weir_log::Result<weir_log::Appended> {
         ChangeKind::Change { old, new } => {
             let d = Attrs::between(old, new);
             fields.push(("changed", d.to_text().into_bytes()));
-            let mut both = |key: &'static str, old_key: &'static str, o: Vec<u8>, n: Vec<u8>| {
-                fields.push((key, n));
-                fields.push((old_key, o));
-            };
-            if d.contains(Attrs::OPTIONS) {
-                both(
-                    "options",
-                    "old_options",
-                    old.flags.to_text().into_bytes(),
-                    new.flags.to_text().into_bytes(),
-                );
-            }
-            if d.contains(Attrs::SUPER) {
-                both(
-                    "super",
-                    "old_super",
-                    old.super_options(),
-                    new.super_options(),
-                );
-            }
-            if d.contains(Attrs::PROPAGATION) {
-                both(
-                    "propagation",
-                    "old_propagation",
-                    old.propagation.to_text().into_bytes(),
-                    new.propagation.to_text().into_bytes(),
-                );
-            }
-            if d.contains(Attrs::SOURCE) {
-                both(
-                    "source",
-                    "old_source",
-                    old.source.to_vec(),
-                    new.source.to_vec(),
-                );
+            for (a, key, old_key) in Attrs::VALUED {
+                if d.contains(a)
+                    && let (Some(n), Some(o)) = (a.value_of(new), a.value_of(old))
+                {
+                    fields.push((key, n));
+                    fields.push((old_key, o));
+                }
             }
             (new.id, new.parent_id, &new.mount_point)
         }

@@ -46,21 +46,17 @@ pub(crate) fn change_line(c: &Change) -> String {
         ChangeKind::Change { old, new } => {
             let d = Attrs::between(old, new);
             let _ = write!(s, " {} {}:", escape(&new.mount_point), d.to_text());
-            if d.contains(Attrs::OPTIONS) {
-                let _ = write!(s, " options={}", new.flags.to_text());
-            }
-            if d.contains(Attrs::SUPER) {
-                let _ = write!(s, " super={}", escape(&new.super_options()));
-            }
-            if d.contains(Attrs::PROPAGATION) {
-                let _ = write!(
-                    s,
-                    " propagation={}",
-                    new.propagation.to_text().replace(' ', ",")
-                );
-            }
-            if d.contains(Attrs::SOURCE) {
-                let _ = write!(s, " source={}", escape(&new.source));
+            for (a, key, _) in Attrs::VALUED {
+                if d.contains(a)
+                    && let Some(v) = a.value_of(new)
+                {
+                    let mut v = escape(&v);
+                    if a == Attrs::PROPAGATION {
+                        // `shared:1 master:2`: one word on a line of words.
+                        v = v.replace(' ', ",");
+                    }
+                    let _ = write!(s, " {key}={v}");
+                }
             }
         }
     }
