@@ -135,12 +135,8 @@ impl Tracker {
     ) -> Result<Tracker> {
         let chosen = backend::choose(opts.backend)?;
         let wake = Arc::new(
-            eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK).map_err(|e| {
-                Error::Sys(weir_sys::Error::Syscall {
-                    call: "eventfd",
-                    errno: e,
-                })
-            })?,
+            eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)
+                .map_err(|e| worker::sys("eventfd", e))?,
         );
         let table = Arc::new(RwLock::new(Table::default()));
         let stats = Arc::new(SharedStats::default());
@@ -237,12 +233,8 @@ impl Tracker {
 
     fn send(&self, r: Request) -> Result<()> {
         self.requests.send(r).map_err(|_| Error::Stopped)?;
-        rustix::io::write(&*self.wake, &1u64.to_ne_bytes()).map_err(|e| {
-            Error::Sys(weir_sys::Error::Syscall {
-                call: "write(eventfd)",
-                errno: e,
-            })
-        })?;
+        rustix::io::write(&*self.wake, &1u64.to_ne_bytes())
+            .map_err(|e| worker::sys("write(eventfd)", e))?;
         Ok(())
     }
 

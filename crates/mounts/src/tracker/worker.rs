@@ -241,9 +241,9 @@ impl Worker {
         None
     }
 
-    /// `sync()`: drain the queue, then compare.
+    /// `sync()`: compare (which drains the queue first), then wait until
+    /// the records are durable.
     fn barrier(&mut self) -> Result<()> {
-        self.drain_events()?;
         self.compare(Why::Sync)?;
         if let Some(e) = self.log_error.take() {
             return Err(Error::Log(e));
