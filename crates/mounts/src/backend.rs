@@ -119,17 +119,9 @@ pub struct Snapshot {
 /// listmount + statmount for fanotify, the mountinfo parser otherwise.
 pub fn snapshot(choice: BackendChoice) -> Result<Snapshot> {
     let chosen = choose(choice)?;
-    let mut mounts = match chosen.backend {
-        Backend::Fanotify => {
-            let mut sm = weir_sys::statmount::Statmounter::new();
-            source::read_statmount(&mut sm, &mut Vec::new())?
-        }
-        Backend::Mountinfo => source::read_mountinfo()?,
-    };
-    mounts.sort_by_key(|m| m.id);
     Ok(Snapshot {
         backend: chosen.backend,
         fallback: chosen.fallback,
-        mounts,
+        mounts: source::read_sorted(chosen.backend)?,
     })
 }

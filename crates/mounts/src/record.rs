@@ -5,7 +5,7 @@
 //! - name: the mount point, raw bytes.
 //! - fields: text values (paths stay raw bytes).
 
-use weir_log::{Field, Log, Record, RecordType};
+use weir_log::{Field, Log, LogRecord, Record, RecordType};
 
 use crate::change::{Attrs, Change, ChangeKind, Seen};
 use crate::model::Mount;
@@ -25,6 +25,14 @@ pub fn record_type(c: &Change) -> RecordType {
         ChangeKind::Move { .. } => RecordType::MOUNT_MOVE,
         ChangeKind::Change { .. } => RecordType::MOUNT_CHANGE,
     }
+}
+
+/// The mount id a MOUNT_* record is about (its target), or `None` when the
+/// target is not the 8 bytes this module writes.
+pub fn mount_id(r: &LogRecord) -> Option<u64> {
+    <[u8; 8]>::try_from(r.target.as_slice())
+        .ok()
+        .map(u64::from_be_bytes)
 }
 
 /// Appends the record of one change; returns what `append` returned.

@@ -7,6 +7,7 @@
 
 use weir_sys::statmount::{StatMount, Statmounter, attr, mask, propagation, sb};
 
+use crate::backend::Backend;
 use crate::model::{Mount, MountFlags, Propagation, SuperFlags};
 use crate::mountinfo::MountinfoFile;
 use crate::{Error, Result};
@@ -145,6 +146,18 @@ pub fn stat_one(sm: &mut Statmounter, id: u64) -> Result<Option<Mount>> {
         Err(e) if e.errno() == Some(rustix::io::Errno::NOENT) => Ok(None),
         Err(e) => Err(Error::Sys(e)),
     }
+}
+
+/// One reading of the whole table with `backend`'s source (listmount +
+/// statmount for fanotify, mountinfo otherwise), sorted by id: what a
+/// tracker's table must equal.
+pub fn read_sorted(backend: Backend) -> Result<Vec<Mount>> {
+    let mut mounts = match backend {
+        Backend::Fanotify => read_statmount(&mut Statmounter::new(), &mut Vec::new())?,
+        Backend::Mountinfo => read_mountinfo()?,
+    };
+    mounts.sort_by_key(|m| m.id);
+    Ok(mounts)
 }
 
 /// One reading of the whole table from /proc/self/mountinfo.

@@ -39,7 +39,7 @@ fn at<'a>(mounts: &'a [Mount], p: &Path) -> Option<&'a Mount> {
 }
 
 fn id_of(r: &LogRecord) -> u64 {
-    u64::from_be_bytes(r.target.as_slice().try_into().expect("8-byte target"))
+    weir_mounts::record::mount_id(r).expect("8-byte target")
 }
 
 fn tmpfs(target: &Path) {
@@ -270,15 +270,7 @@ fn table_matches_kernel(backend: BackendChoice) {
         }
     }
     t.sync().unwrap();
-    let mut fresh = match backend {
-        BackendChoice::Mountinfo => weir_mounts::source::read_mountinfo().unwrap(),
-        _ => weir_mounts::source::read_statmount(
-            &mut weir_sys::statmount::Statmounter::new(),
-            &mut Vec::new(),
-        )
-        .unwrap(),
-    };
-    fresh.sort_by_key(|m| m.id);
+    let fresh = weir_mounts::source::read_sorted(t.backend()).unwrap();
     assert_eq!(t.mounts(), fresh);
     t.stop().unwrap();
 }
