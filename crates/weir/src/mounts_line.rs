@@ -14,6 +14,7 @@ use std::fmt::Write as _;
 
 use weir_mounts::{Attrs, Change, ChangeKind};
 
+use crate::mounts_table::propagation_word;
 use crate::text::escape;
 
 /// One change as a line, without the newline.
@@ -47,15 +48,13 @@ pub(crate) fn change_line(c: &Change) -> String {
             let d = Attrs::between(old, new);
             let _ = write!(s, " {} {}:", escape(&new.mount_point), d.to_text());
             for (a, key, _) in Attrs::VALUED {
-                if d.contains(a)
-                    && let Some(v) = a.value_of(new)
-                {
-                    let mut v = escape(&v);
-                    if a == Attrs::PROPAGATION {
-                        // `shared:1 master:2`: one word on a line of words.
-                        v = v.replace(' ', ",");
-                    }
-                    let _ = write!(s, " {key}={v}");
+                if !d.contains(a) {
+                    continue;
+                }
+                if a == Attrs::PROPAGATION {
+                    let _ = write!(s, " {key}={}", propagation_word(&new.propagation));
+                } else if let Some(v) = a.value_of(new) {
+                    let _ = write!(s, " {key}={}", escape(&v));
                 }
             }
         }

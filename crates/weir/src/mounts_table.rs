@@ -8,7 +8,7 @@
 
 use std::fmt::Write as _;
 
-use weir_mounts::Mount;
+use weir_mounts::{Mount, Propagation};
 
 use crate::text::escape;
 
@@ -66,8 +66,7 @@ impl Column {
             Column::Options => escape(&m.options()),
             Column::VfsOptions => m.flags.to_text(),
             Column::FsOptions => escape(&m.super_options()),
-            // Commas, as in `weir mounts watch`: a cell holds no blank.
-            Column::Propagation => m.propagation.to_text().replace(' ', ","),
+            Column::Propagation => propagation_word(&m.propagation),
             Column::MajMin => m.dev_text(),
         }
     }
@@ -128,6 +127,12 @@ pub(crate) fn render(cols: &Columns, mounts: &[Mount]) -> String {
         out.push('\n');
     }
     out
+}
+
+/// The propagation with commas for blanks (`shared:1,master:2`): one word,
+/// for a table cell and a `weir mounts watch` line.
+pub(crate) fn propagation_word(p: &Propagation) -> String {
+    p.to_text().replace(' ', ",")
 }
 
 #[cfg(test)]

@@ -39,15 +39,20 @@ fn describe(backend: Backend, fallback: Option<&weir_mounts::Error>) -> String {
     match (backend, fallback) {
         (Backend::Fanotify, _) => "fanotify (listmount + statmount)".to_owned(),
         (Backend::Mountinfo, None) => "mountinfo (/proc/self/mountinfo)".to_owned(),
-        (Backend::Mountinfo, Some(e)) => {
-            format!("mountinfo (fanotify unavailable: {})", error_chain(e))
-        }
+        (Backend::Mountinfo, Some(e)) => format!("mountinfo{}", fallback_note(Some(e))),
     }
+}
+
+/// ` (fanotify unavailable: <causes>)` when `auto` fell back, else nothing.
+pub(super) fn fallback_note(fallback: Option<&weir_mounts::Error>) -> String {
+    fallback.map_or_else(String::new, |e| {
+        format!(" (fanotify unavailable: {})", error_chain(e))
+    })
 }
 
 /// An error and its causes, `: `-separated, as `main` prints errors: the
 /// cause (EPERM, ENOSYS) is what tells a user why fanotify is unavailable.
-pub(super) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     let mut s = e.to_string();
     let mut cause = e.source();
     while let Some(c) = cause {

@@ -10,21 +10,21 @@
 
 use std::io::Write;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow};
-use signal_hook::consts::{SIGINT, SIGTERM};
-use signal_hook::iterator::Signals;
 use weir_mounts::{Change, OnChange, Tracker, TrackerOptions};
 
-use super::mounts::error_chain;
+use super::mounts::fallback_note;
 use crate::cli::MountsWatchArgs;
 use crate::mounts_line::change_line;
+use crate::signals;
 use crate::state_dir::StateDir;
 
 pub(super) fn watch(state: &StateDir, args: &MountsWatchArgs) -> Result<()> {
     // Handlers first, as in `weir run`: a signal must stop us cleanly.
-    let mut signals = Signals::new([SIGTERM, SIGINT]).context("cannot install signal handlers")?;
+    let stop = signals::stop_flag()?;
     let log = Arc::new(state.open_writer()?);
     let opts = TrackerOptions {
         backend: args.backend,
@@ -32,11 +32,11 @@ pub(super) fn watch(state: &StateDir, args: &MountsWatchArgs) -> Result<()> {
         audit_interval: (args.audit_secs > 0).then(|| Duration::from_secs(args.audit_secs)),
         ..TrackerOptions::default()
     };
-    let handle = signals.handle();
+    let stop_on_close = stop.clone();
     let on_change: OnChange = Box::new(move |c: &Change| {
         if print(c).is_err() {
             // The reader went away (`| head`): end as on a signal.
-            handle.close();
+            stop_on_close.store(true, Ordering::Relaxed);
         }
     });
     let tracker = match Tracker::start(Some(log.clone()), opts, Some(on_change)) {
@@ -50,9 +50,7 @@ pub(super) fn watch(state: &StateDir, args: &MountsWatchArgs) -> Result<()> {
             return Err(anyhow::Error::new(e).context("starting the mount tracker"));
         }
     };
-    let why = tracker.fallback_reason().map_or_else(String::new, |e| {
-        format!(" (fanotify unavailable: {})", error_chain(e))
-    });
+    let why = fallback_note(tracker.fallback_reason());
     eprintln!(
         "weir: watching mounts with the {} backend{why}",
         tracker.backend()
@@ -60,8 +58,7 @@ pub(super) fn watch(state: &StateDir, args: &MountsWatchArgs) -> Result<()> {
 
     // Until a signal, a closed stdout, or the tracker's own end (an error
     // it cannot recover from, reported by `stop`).
-    let closed = signals.handle();
-    while !closed.is_closed() && signals.pending().next().is_none() && !tracker.is_finished() {
+    while !stop.load(Ordering::Relaxed) && !tracker.is_finished() {
         std::thread::sleep(Duration::from_millis(100));
     }
     let stopped = tracker.stop().context("the mount tracker failed");

@@ -1,7 +1,6 @@
 //! Running privileged scenarios safely: whether this host can (root, the
 //! tools), and a shell script run inside a private mount namespace, so
 //! that nothing it mounts is seen outside it or outlives it.
-#![allow(dead_code)]
 
 use std::ffi::OsStr;
 use std::path::Path;
