@@ -321,15 +321,14 @@ pub(crate) fn run(a: Args) -> Result<()> {
         "  default_2t_per_s {:.0} (target >= 5,000,000); durable_64w_speedup {:.1} (target >= 20)",
         default_2t, speedup_64
     );
-    let finite = |x: f64, v: Value| if x.is_finite() { v } else { Value::Null };
     report::emit(&json!({
         "bench": "append",
         "record_bytes": RECORD_BYTES,
         "rounds": rounds,
         "default": default,
         "durable": durable,
-        "default_2t_per_s": finite(default_2t, json!(default_2t.round() as u64)),
-        "durable_64w_speedup": finite(speedup_64, json!(round(speedup_64, 2))),
+        "default_2t_per_s": report::num(default_2t, 0),
+        "durable_64w_speedup": report::num(speedup_64, 2),
     }));
     Ok(())
 }

@@ -249,7 +249,12 @@ fn run_part(dev: &LoopDev, mnt: &Path, part: &str, a: &Args, seg: u64) -> Result
         "--outer-ns".into(),
         loopdev::mount_ns()?.into(),
     ];
-    let out = loopdev::run_self_in_private_ns(&args)?;
+    let out = loopdev::self_in_private_ns(&args)?
+        .output()
+        .context("run unshare")?;
+    if !out.status.success() {
+        bail!("child in a private mount namespace failed ({})", out.status);
+    }
     let text = String::from_utf8(out.stdout)?;
     let line = text.lines().last().context("frag-part printed nothing")?;
     serde_json::from_str(line).with_context(|| format!("frag-part printed {line:?}"))

@@ -1,6 +1,6 @@
-//! Privileged scaffolding for `frag`: finding the tools, a loop device over
-//! a sparse image, `mkfs.btrfs`, and mounts confined to a private mount
-//! namespace.
+//! Privileged scaffolding for `frag` and `mount-storm`: finding the tools, a
+//! loop device over a sparse image, `mkfs.btrfs`, and mounts confined to a
+//! private mount namespace.
 //!
 //! The host must be left as found, even on error: the loop device and the
 //! mount are guards that undo themselves on drop. Mounting happens only in a
@@ -128,22 +128,29 @@ pub(crate) fn mount_ns() -> Result<String> {
     Ok(p.to_string_lossy().into_owned())
 }
 
-/// Runs this executable with `args` in a new private mount namespace and
-/// returns its output. The child's stderr passes through.
-pub(crate) fn run_self_in_private_ns(args: &[OsString]) -> Result<Output> {
+/// The command that runs this executable with `args` in a new private mount
+/// namespace (`unshare -m --propagation private`), stdin closed and stderr
+/// passing through. The caller runs it (`output` or `status`) and judges the
+/// exit status.
+pub(crate) fn self_in_private_ns(args: &[OsString]) -> Result<Command> {
     let exe = std::env::current_exe().context("find own executable")?;
-    let out = Command::new("unshare")
-        .args(["-m", "--propagation", "private"])
+    let mut cmd = Command::new(find_tool("unshare").context("unshare not found")?);
+    cmd.args(["-m", "--propagation", "private"])
         .arg(exe)
         .args(args)
         .stdin(Stdio::null())
-        .stderr(Stdio::inherit())
-        .output()
-        .context("run unshare")?;
-    if !out.status.success() {
-        bail!("child in a private mount namespace failed ({})", out.status);
+        .stderr(Stdio::inherit());
+    Ok(cmd)
+}
+
+/// Fails unless this process is in a mount namespace other than
+/// `outer_ns`, so that nothing it mounts reaches the host.
+pub(crate) fn ensure_private_ns(outer_ns: &str) -> Result<()> {
+    let ns = mount_ns()?;
+    if ns == outer_ns {
+        bail!("refusing to mount: still in the caller's mount namespace {ns}");
     }
-    Ok(out)
+    Ok(())
 }
 
 /// A mount made inside the private namespace; unmounted on drop.
@@ -156,10 +163,7 @@ impl Mount {
     /// Mounts `dev` on `target`. Refuses unless this process is in a mount
     /// namespace other than `outer_ns`, so the host never sees the mount.
     pub(crate) fn new(dev: &str, target: &Path, outer_ns: &str) -> Result<Mount> {
-        let ns = mount_ns()?;
-        if ns == outer_ns {
-            bail!("refusing to mount: still in the caller's mount namespace {ns}");
-        }
+        ensure_private_ns(outer_ns)?;
         run_tool(Command::new("mount").args(["-t", "btrfs", dev]).arg(target))?;
         Ok(Mount {
             target: target.to_path_buf(),

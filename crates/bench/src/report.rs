@@ -1,6 +1,7 @@
 //! How results are reported: the one JSON line every benchmark ends with,
 //! the `skipped` line when it cannot run, and the small statistics (median,
-//! rounding) used to turn repeated measurements into one figure.
+//! quantile, rounding, JSON numbers) used to turn repeated measurements into
+//! one figure.
 
 use serde_json::{Value, json};
 
@@ -31,10 +32,33 @@ pub(crate) fn median(v: &[f64]) -> f64 {
     }
 }
 
+/// The `q` quantile (0..=1) of `v`, nearest rank.
+pub(crate) fn quantile(v: &[f64], q: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let rank = ((q * s.len() as f64).ceil() as usize).clamp(1, s.len());
+    s[rank - 1]
+}
+
 /// `x` rounded to `digits` decimals, for JSON that stays readable.
 pub(crate) fn round(x: f64, digits: i32) -> f64 {
     let p = 10f64.powi(digits);
     (x * p).round() / p
+}
+
+/// `x` rounded to `digits` decimals as a JSON number (an integer for 0
+/// digits), or null when it is not finite: NaN stands for "not measured".
+pub(crate) fn num(x: f64, digits: i32) -> Value {
+    if !x.is_finite() {
+        Value::Null
+    } else if digits == 0 {
+        json!(x.round() as i64)
+    } else {
+        json!(round(x, digits))
+    }
 }
 
 /// A line describing the machine and its load, printed before measuring so

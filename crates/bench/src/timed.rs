@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, anyhow};
+use rustix::time::{ClockId, clock_gettime};
 
 struct Shared {
     start: Barrier,
@@ -60,9 +61,15 @@ impl Timed {
     }
 }
 
+/// Clock `id` in ns: with the CPU clocks, the scheduler's runtime of this
+/// process or of the calling thread.
+pub(crate) fn clock_ns(id: ClockId) -> u64 {
+    let t = clock_gettime(id);
+    u64::try_from(t.tv_sec).unwrap_or(0) * 1_000_000_000 + u64::try_from(t.tv_nsec).unwrap_or(0)
+}
+
 fn process_cpu_s() -> f64 {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
-    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
+    clock_ns(ClockId::ProcessCPUTime) as f64 / 1e9
 }
 
 /// Runs `n` workers for `secs` seconds. Each returns a count of work done.

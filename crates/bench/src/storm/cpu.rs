@@ -10,12 +10,9 @@
 //! A child is read from `/proc/<pid>/task/*/schedstat`.
 
 use anyhow::{Context, Result};
-use rustix::time::{ClockId, clock_gettime};
+use rustix::time::ClockId;
 
-fn clock_ns(id: ClockId) -> u64 {
-    let t = clock_gettime(id);
-    u64::try_from(t.tv_sec).unwrap_or(0) * 1_000_000_000 + u64::try_from(t.tv_nsec).unwrap_or(0)
-}
+use crate::timed::clock_ns;
 
 /// CPU ns of every thread of this process but the calling one (the driver).
 pub(crate) fn others_ns() -> u64 {

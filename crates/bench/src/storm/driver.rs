@@ -107,11 +107,6 @@ impl Workspace {
         &self.targets[i]
     }
 
-    /// How many targets there are.
-    pub(crate) fn len(&self) -> usize {
-        self.targets.len()
-    }
-
     /// A fresh, empty directory for one log (on the tmpfs, so the log's
     /// writes cost no disk I/O that a real disk would make noisy).
     pub(crate) fn log_dir(&self, name: &str) -> Result<PathBuf> {
@@ -171,7 +166,8 @@ impl Workspace {
         }
     }
 
-    fn check(&self, n: usize) -> Result<()> {
+    /// Fails unless there are at least `n` targets.
+    pub(crate) fn check(&self, n: usize) -> Result<()> {
         if n > self.targets.len() {
             bail!("{n} mounts asked for, {} targets made", self.targets.len());
         }

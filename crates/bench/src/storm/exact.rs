@@ -14,46 +14,41 @@ use std::fmt;
 
 use anyhow::Result;
 use weir_log::{LogRecord, Reader, RecordType};
-use weir_mounts::record::FLAG_COMPARE;
+use weir_mounts::record::{self, FLAG_COMPARE};
 use weir_mounts::{Backend, Mount, Tracker};
-use weir_sys::statmount::Statmounter;
-
-/// The kernel's table read afresh with `backend`'s source, sorted by id.
-pub(crate) fn kernel_table(backend: Backend) -> Result<Vec<Mount>> {
-    let mut v = match backend {
-        Backend::Fanotify => {
-            weir_mounts::source::read_statmount(&mut Statmounter::new(), &mut Vec::new())?
-        }
-        Backend::Mountinfo => weir_mounts::source::read_mountinfo()?,
-    };
-    v.sort_by_key(|m| m.id);
-    Ok(v)
-}
 
 /// The ids of a table.
 pub(crate) fn ids(t: &[Mount]) -> BTreeSet<u64> {
     t.iter().map(|m| m.id).collect()
 }
 
-/// Compares the tracker's table with a fresh reading (after a `sync`, so
-/// that every change made so far is in it). `None` when equal, else the
-/// first difference.
-pub(crate) fn table_diff(tracker: &Tracker, backend: Backend) -> Result<Option<String>> {
-    tracker.sync()?;
-    let fresh = kernel_table(backend)?;
+/// The ids in the kernel's table now, as `backend` names them. Only the ids
+/// are needed, so the fanotify backend's listmount is not followed by a
+/// statmount of every mount.
+pub(crate) fn kernel_ids(backend: Backend) -> Result<BTreeSet<u64>> {
+    Ok(match backend {
+        Backend::Fanotify => weir_sys::listmount::listmount_all()?.into_iter().collect(),
+        Backend::Mountinfo => ids(&weir_mounts::source::read_mountinfo()?),
+    })
+}
+
+/// Compares the tracker's table with `fresh`, the kernel's read with
+/// `weir_mounts::source::read_sorted` after a `sync` (so that every change
+/// made so far is in both). `None` when equal, else the first difference.
+pub(crate) fn table_diff(tracker: &Tracker, fresh: &[Mount]) -> Option<String> {
     let mine = tracker.mounts();
     if mine == fresh {
-        return Ok(None);
+        return None;
     }
-    let first = mine.iter().zip(&fresh).find(|(a, b)| a != b).map_or_else(
+    let first = mine.iter().zip(fresh).find(|(a, b)| a != b).map_or_else(
         || "one table is a prefix of the other".to_owned(),
         |(a, b)| format!("weir has {a:?}, the kernel {b:?}"),
     );
-    Ok(Some(format!(
+    Some(format!(
         "weir's table has {} mounts, the kernel's {}; first difference: {first}",
         mine.len(),
         fresh.len()
-    )))
+    ))
 }
 
 /// The log's mount records, counted per id.
@@ -67,14 +62,11 @@ pub(crate) struct Tally {
     /// ATTACH or DETACH records found by a whole-table comparison (after an
     /// overflow, or by the mountinfo backend) rather than from an event.
     pub(crate) compared: u64,
-    /// Index of the last record seen.
-    pub(crate) last: u64,
 }
 
 impl Tally {
     /// Counts one record.
     pub(crate) fn add(&mut self, r: &LogRecord) {
-        self.last = r.index;
         let map = match r.kind {
             RecordType::MOUNT_ATTACH => &mut self.attach,
             RecordType::MOUNT_DETACH => &mut self.detach,
@@ -84,11 +76,11 @@ impl Tally {
             }
             _ => return,
         };
-        let Ok(id) = <[u8; 8]>::try_from(r.target.as_slice()) else {
+        let Some(id) = record::mount_id(r) else {
             self.other += 1;
             return;
         };
-        *map.entry(u64::from_be_bytes(id)).or_default() += 1;
+        *map.entry(id).or_default() += 1;
         if r.flags & FLAG_COMPARE != 0 {
             self.compared += 1;
         }

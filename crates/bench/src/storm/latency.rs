@@ -16,8 +16,8 @@ use weir_log::{Reader, RecordType};
 use weir_mounts::Backend;
 
 use super::driver::Workspace;
-use super::summary::num;
 use super::watchers::Weir;
+use crate::report::{num, quantile};
 
 /// Between two mounts: "outside a storm" means longer apart than the
 /// tracker's 50 ms least interval between whole readings, so no mount meets
@@ -30,17 +30,6 @@ const GIVE_UP: Duration = Duration::from_secs(10);
 struct Latency {
     attach_ms: Vec<f64>,
     detach_ms: Vec<f64>,
-}
-
-/// The `q` quantile (0..=1) of `v`, nearest rank.
-fn quantile(v: &[f64], q: f64) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let rank = ((q * s.len() as f64).ceil() as usize).clamp(1, s.len());
-    s[rank - 1]
 }
 
 /// Waits until `reader` returns a record of `kind` named `name`; other
@@ -67,11 +56,8 @@ fn wait_for(reader: &mut Reader, kind: RecordType, name: &[u8], t0: Instant) -> 
 
 /// Measures `m` single mounts under a fresh tracker with `backend`.
 fn run(ws: &Workspace, backend: Backend, m: usize) -> Result<Latency> {
-    if m > ws.len() {
-        bail!("{m} latency mounts asked for, {} targets made", ws.len());
-    }
+    ws.check(m)?;
     let w = Weir::start(ws, backend, &format!("latency-{backend}"))?;
-    w.tracker.sync()?;
     let mut reader = w.log.reader(w.log.last_index() + 1);
     let mut lat = Latency {
         attach_ms: Vec::with_capacity(m),

@@ -11,6 +11,7 @@ use std::path::Path;
 
 use anyhow::{Result, bail};
 use weir_log::{Reader, RecordType};
+use weir_mounts::Mount;
 
 use super::cpu;
 use super::driver::{Loop, Workspace};
@@ -127,16 +128,26 @@ struct Before {
 
 fn before(w: &Weir) -> Result<Before> {
     Ok(Before {
-        ids: exact::ids(&exact::kernel_table(w.backend)?),
+        ids: exact::kernel_ids(w.tracker.backend())?,
         len: w.tracker.len(),
     })
 }
 
-/// Checks the table and the log after a phase whose mounts are `ids`:
-/// every kind in `kinds` must hold exactly once per mount (the detach
-/// phase checks ATTACH again, so a late duplicate cannot slip through).
+/// After a phase: syncs the tracker, so that every change made so far is
+/// in its table and every record is durable, then reads the kernel's table
+/// once, for both the storm's ids and the comparison.
+fn synced_table(w: &Weir) -> Result<Vec<Mount>> {
+    w.tracker.sync()?;
+    Ok(weir_mounts::source::read_sorted(w.tracker.backend())?)
+}
+
+/// Checks the table (against `fresh`, from [`synced_table`]) and the log
+/// after a phase whose mounts are `ids`: every kind in `kinds` must hold
+/// exactly once per mount (the detach phase checks ATTACH again, so a late
+/// duplicate cannot slip through).
 fn check(
     w: &Weir,
+    fresh: &[Mount],
     reader: &mut Reader,
     tally: &mut Tally,
     kinds: &[RecordType],
@@ -144,7 +155,7 @@ fn check(
     p: &mut Phase,
 ) -> Result<()> {
     let mut problems = Vec::new();
-    if let Some(d) = exact::table_diff(&w.tracker, w.backend)? {
+    if let Some(d) = exact::table_diff(&w.tracker, fresh) {
         problems.push(d);
     }
     // sync() made every record durable, hence visible.
@@ -209,8 +220,8 @@ pub(crate) fn measure(
     let rss1 = cpu::rss_kib(None)?;
     let mut storm = BTreeSet::new();
     if let (Some(wr), Some(b), Some(r)) = (weir, &b, reader.as_mut()) {
-        let after = exact::ids(&exact::kernel_table(wr.backend)?);
-        storm = after.difference(&b.ids).copied().collect();
+        let fresh = synced_table(wr)?;
+        storm = exact::ids(&fresh).difference(&b.ids).copied().collect();
         if storm.len() != n {
             bail!(
                 "{n} mounts made, but {} new ids in the kernel's table",
@@ -218,13 +229,14 @@ pub(crate) fn measure(
             );
         }
         let kinds = [RecordType::MOUNT_ATTACH];
-        check(wr, r, &mut tally, &kinds, &storm, &mut attach)?;
+        check(wr, &fresh, r, &mut tally, &kinds, &storm, &mut attach)?;
     }
 
     let mut detach = phase(ws, &w, base_len, |ws| ws.detach(lp, n))?;
     if let (Some(wr), Some(r)) = (weir, reader.as_mut()) {
+        let fresh = synced_table(wr)?;
         let kinds = [RecordType::MOUNT_DETACH, RecordType::MOUNT_ATTACH];
-        check(wr, r, &mut tally, &kinds, &storm, &mut detach)?;
+        check(wr, &fresh, r, &mut tally, &kinds, &storm, &mut detach)?;
     }
     drop(reader);
     w.stop()?;

@@ -29,7 +29,6 @@ mod watchers;
 
 use std::ffi::OsString;
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
@@ -150,15 +149,13 @@ pub(crate) fn run(a: Args) -> Result<()> {
         .iter()
         .position(|a| a == "mount-storm")
         .context("mount-storm not found in the arguments")?;
-    let exe = std::env::current_exe().context("find own executable")?;
-    let st = Command::new(find_tool("unshare").context("unshare not found")?)
-        .args(["-m", "--propagation", "private"])
-        .arg(exe)
-        .arg("mount-storm-inner")
-        .arg("--outer-ns")
-        .arg(loopdev::mount_ns()?)
-        .args(&argv[pos + 1..])
-        .stdin(Stdio::null())
+    let mut args: Vec<OsString> = vec![
+        "mount-storm-inner".into(),
+        "--outer-ns".into(),
+        loopdev::mount_ns()?.into(),
+    ];
+    args.extend_from_slice(&argv[pos + 1..]);
+    let st = loopdev::self_in_private_ns(&args)?
         .status()
         .context("run unshare")?;
     if !st.success() {
@@ -169,10 +166,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
 
 /// The hidden `mount-storm-inner`: the whole benchmark, in the namespace.
 pub(crate) fn inner(ia: InnerArgs) -> Result<()> {
-    let ns = loopdev::mount_ns()?;
-    if ns == ia.outer_ns {
-        bail!("refusing to mount: still in the caller's mount namespace {ns}");
-    }
+    loopdev::ensure_private_ns(&ia.outer_ns)?;
     let a = ia.args;
     let tool = |t: &str| find_tool(t).with_context(|| format!("{t} not found"));
     let (mount, umount, findmnt) = (tool("mount")?, tool("umount")?, tool("findmnt")?);

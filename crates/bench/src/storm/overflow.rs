@@ -152,7 +152,7 @@ fn run(ws: &Workspace, weir: &Path, n: usize) -> Result<Overflow> {
     // Let it settle into poll(2) with its start-up allocations done.
     std::thread::sleep(Duration::from_millis(300));
     let rss_kib_start = cpu::rss_kib(Some(w.id()))?;
-    let before = exact::ids(&exact::kernel_table(Backend::Fanotify)?);
+    let before = exact::kernel_ids(Backend::Fanotify)?;
 
     w.signal(Signal::STOP)?;
     let t = Instant::now();
@@ -163,7 +163,7 @@ fn run(ws: &Workspace, weir: &Path, n: usize) -> Result<Overflow> {
         std::thread::sleep(Duration::from_millis(1));
     }
     let made = ws.timed(|ws| ws.attach(Loop::Raw, n))?;
-    let after = exact::ids(&exact::kernel_table(Backend::Fanotify)?);
+    let after = exact::kernel_ids(Backend::Fanotify)?;
     let new: BTreeSet<u64> = after.difference(&before).copied().collect();
     if new.len() != n {
         bail!("{n} mounts made but {} new ids in the table", new.len());

@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 use super::driver::Loop;
 use super::measure::Measurement;
 use super::watchers::Mode;
-use crate::report::{median, round};
+use crate::report::{median, num, round};
 
 /// Figures of one (loop, count, watcher).
 #[derive(Clone, Copy, Debug)]
@@ -65,6 +65,7 @@ impl Results {
             )
         });
         let cpu_s = med(&|m| m.cpu_s());
+        let tracker_cpu_s = med(&|m| m.tracker_cpu_s());
         let rss: Vec<f64> = v.iter().filter_map(|m| m.rss_per_mount).collect();
         Some(Cell {
             rounds: v.len(),
@@ -74,11 +75,11 @@ impl Results {
             ratio: wall_s / none_wall,
             paired_ratio: paired,
             cpu_s,
-            tracker_cpu_s: med(&|m| m.tracker_cpu_s()),
+            tracker_cpu_s,
             readings: med(&|m| (m.attach.readings + m.detach.readings) as f64),
             reading_cpu_s: med(&|m| m.attach.reading_cpu_s + m.detach.reading_cpu_s),
             cpu_per_2000: cpu_s * 2000.0 / n as f64,
-            tracker_per_2000: med(&|m| m.tracker_cpu_s()) * 2000.0 / n as f64,
+            tracker_per_2000: tracker_cpu_s * 2000.0 / n as f64,
             cpu_share: med(&|m| m.cpu_s() / m.wall_s()),
             rss_per_mount: (!rss.is_empty()).then(|| median(&rss)),
         })
@@ -184,13 +185,4 @@ fn cell_json(c: &Cell) -> Value {
         "cpu_share": round(c.cpu_share, 4),
         "rss_bytes_per_mount": c.rss_per_mount.map(|r| r.round()),
     })
-}
-
-/// A JSON number, or null for NaN (no measurement).
-pub(crate) fn num(x: f64, digits: i32) -> Value {
-    if x.is_finite() {
-        json!(round(x, digits))
-    } else {
-        Value::Null
-    }
 }

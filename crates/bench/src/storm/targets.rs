@@ -4,21 +4,24 @@
 use serde_json::{Map, Value, json};
 
 use super::driver::Loop;
-use super::summary::{Cell, Results, num};
+use super::summary::{Cell, Results};
 use super::watchers::Mode;
+use crate::report::num;
 
 const M8: Loop = Loop::Mount8;
 const RAW: Loop = Loop::Raw;
 
-fn worst(r: &Results, counts: &[usize], lp: Loop, mode: Mode, f: fn(&Cell) -> f64) -> f64 {
-    r.worst(lp, mode, counts, f)
+fn ratio(c: &Cell) -> f64 {
+    c.ratio
+}
+
+fn per_2000(c: &Cell) -> f64 {
+    c.cpu_per_2000
 }
 
 /// Prints the targets and the figures.
 pub(crate) fn print(r: &Results, counts: &[usize]) {
-    let w = |lp, mode, f| worst(r, counts, lp, mode, f);
-    let ratio: fn(&Cell) -> f64 = |c| c.ratio;
-    let per_2000: fn(&Cell) -> f64 = |c| c.cpu_per_2000;
+    let w = |lp, mode, f: fn(&Cell) -> f64| r.worst(lp, mode, counts, f);
     println!("  targets (worst over counts):");
     println!(
         "    mount(8) wall with weir / unwatched: fanotify x{:.3}, mountinfo x{:.3} (target <= 1.05; findmnt x{:.3}, re-parsers were x1.24 in the anchor)",
@@ -49,9 +52,7 @@ pub(crate) fn print(r: &Results, counts: &[usize]) {
 
 /// The headline keys of the JSON line; null where nothing was measured.
 pub(crate) fn json(r: &Results, counts: &[usize]) -> Map<String, Value> {
-    let w = |lp, mode, f, digits| num(worst(r, counts, lp, mode, f), digits);
-    let ratio: fn(&Cell) -> f64 = |c| c.ratio;
-    let per_2000: fn(&Cell) -> f64 = |c| c.cpu_per_2000;
+    let w = |lp, mode, f: fn(&Cell) -> f64, digits| num(r.worst(lp, mode, counts, f), digits);
     let largest = counts.iter().copied().max().unwrap_or(0);
     let rss = |mode| {
         r.cell(M8, largest, mode)

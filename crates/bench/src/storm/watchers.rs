@@ -79,13 +79,13 @@ const SETTLE_LIMIT: Duration = Duration::from_secs(120);
 pub(crate) struct Weir {
     pub(crate) tracker: Tracker,
     pub(crate) log: Arc<Log>,
-    pub(crate) backend: Backend,
     dir: PathBuf,
 }
 
 impl Weir {
     /// Starts a tracker with `backend` and a fresh log, with the library's
-    /// default options (what `weir mounts watch` runs).
+    /// default options (what `weir mounts watch` runs), and syncs it: what
+    /// the start left to do is done before any clock runs.
     pub(crate) fn start(ws: &Workspace, backend: Backend, name: &str) -> Result<Weir> {
         let dir = ws.log_dir(name)?;
         let log = Arc::new(Log::open(&dir, Options::default())?);
@@ -99,12 +99,8 @@ impl Weir {
         };
         let tracker = Tracker::start(Some(log.clone()), opts, None)
             .with_context(|| format!("start a {backend} tracker"))?;
-        Ok(Weir {
-            tracker,
-            log,
-            backend,
-            dir,
-        })
+        tracker.sync()?;
+        Ok(Weir { tracker, log, dir })
     }
 
     /// Stops the tracker, closes the log durably and removes it.
@@ -174,10 +170,7 @@ impl Watcher {
             },
             Mode::Fanotify | Mode::Mountinfo => {
                 let backend = mode.backend().context("a weir mode has a backend")?;
-                let w = Weir::start(ws, backend, tag)?;
-                // Whatever the start left to do is done before the clock runs.
-                w.tracker.sync()?;
-                Watcher::Weir(w)
+                Watcher::Weir(Weir::start(ws, backend, tag)?)
             }
         })
     }
@@ -212,7 +205,7 @@ impl Watcher {
                     if t.elapsed() > SETTLE_LIMIT {
                         bail!(
                             "the {} tracker holds {} mounts, not {expected}, {} s after the storm",
-                            w.backend,
+                            w.tracker.backend(),
                             w.tracker.len(),
                             SETTLE_LIMIT.as_secs()
                         );
