@@ -1,0 +1,176 @@
+//! What weir knows about a VG from its metadata: [`VgMeta`], its PVs
+//! ([`PvMeta`]) and LVs ([`LvMeta`]), and LVM's 32-character [`Uuid`].
+//!
+//! Sizes are kept in the units the metadata uses (512-byte sectors, and
+//! extents); the `*_bytes` helpers convert, saturating, since a hostile text
+//! may hold any number.
+
+use std::fmt;
+
+/// Bytes per sector in LVM metadata.
+pub const SECTOR: u64 = 512;
+
+/// An LVM uuid: 32 characters from `[0-9A-Za-z]`, shown in LVM's dashed
+/// 6-4-4-4-4-4-6 form.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Uuid(pub [u8; 32]);
+
+impl Uuid {
+    /// Parses the undashed form (as in the pv_header) or the dashed form
+    /// (as in metadata text). `None` unless it is exactly 32 characters of
+    /// `[0-9A-Za-z]` once dashes are removed.
+    pub fn parse(s: &[u8]) -> Option<Uuid> {
+        let mut out = [0u8; 32];
+        let mut n = 0;
+        for &b in s {
+            if b == b'-' {
+                continue;
+            }
+            if !b.is_ascii_alphanumeric() || n == 32 {
+                return None;
+            }
+            out[n] = b;
+            n += 1;
+        }
+        (n == 32).then_some(Uuid(out))
+    }
+
+    /// The 32 characters without dashes.
+    pub fn as_str(&self) -> &str {
+        // Constructed only from ASCII alphanumerics.
+        std::str::from_utf8(&self.0).unwrap_or("")
+    }
+}
+
+impl fmt::Display for Uuid {
+    /// LVM's dashed form, e.g. `HVjR5j-d0tK-j9jq-2vIT-B3XQ-WGSd-VQqFEU`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = self.as_str();
+        let cuts = [0, 6, 10, 14, 18, 22, 26, 32];
+        for w in cuts.windows(2) {
+            if w[0] > 0 {
+                f.write_str("-")?;
+            }
+            f.write_str(&s[w[0]..w[1]])?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Uuid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Uuid({self})")
+    }
+}
+
+/// One VG's metadata, as its authoritative text states it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VgMeta {
+    /// The VG name (the text's top-level section name).
+    pub name: String,
+    /// `id`.
+    pub id: Uuid,
+    /// `seqno`: bumped by every metadata write; the highest wins.
+    pub seqno: u64,
+    /// `status`, e.g. `["RESIZEABLE", "READ", "WRITE"]`.
+    pub status: Vec<String>,
+    /// `extent_size`, in sectors.
+    pub extent_size: u64,
+    /// `metadata_copies` (0: unmanaged, every mda in use).
+    pub metadata_copies: u64,
+    /// `physical_volumes`, in text order.
+    pub pvs: Vec<PvMeta>,
+    /// `logical_volumes`, in text order.
+    pub lvs: Vec<LvMeta>,
+}
+
+/// One PV as its VG's metadata lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PvMeta {
+    /// The section name the LVs' segments refer to (`pv0`, `pv1`, ...).
+    pub key: String,
+    /// `id`.
+    pub id: Uuid,
+    /// `device`: where the PV was last seen; a hint, often stale.
+    pub device_hint: String,
+    /// `status`, e.g. `["ALLOCATABLE"]`.
+    pub status: Vec<String>,
+    /// `flags`, e.g. `["MISSING"]` once LVM has marked it missing.
+    pub flags: Vec<String>,
+    /// `dev_size`, in sectors.
+    pub dev_size: u64,
+    /// `pe_start`, in sectors.
+    pub pe_start: u64,
+    /// `pe_count`, in extents.
+    pub pe_count: u64,
+    /// Extents allocated to LVs on this PV, from the segments' `stripes`.
+    pub pe_alloc: u64,
+}
+
+/// One LV as its VG's metadata lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LvMeta {
+    /// The section name.
+    pub name: String,
+    /// `id`.
+    pub id: Uuid,
+    /// `status`.
+    pub status: Vec<String>,
+    /// `VISIBLE` is in `status`: LVM's `lv_count` counts only these.
+    pub visible: bool,
+    /// The sum of its segments' `extent_count`.
+    pub extents: u64,
+}
+
+impl VgMeta {
+    /// The extent size in bytes.
+    pub fn extent_bytes(&self) -> u64 {
+        self.extent_size.saturating_mul(SECTOR)
+    }
+
+    /// The VG size in bytes: every PV's extents.
+    pub fn size_bytes(&self) -> u64 {
+        let pe: u64 = self.pvs.iter().fold(0, |a, p| a.saturating_add(p.pe_count));
+        pe.saturating_mul(self.extent_bytes())
+    }
+
+    /// The free space in bytes: extents not allocated to any LV.
+    pub fn free_bytes(&self) -> u64 {
+        let free: u64 = self.pvs.iter().fold(0, |a, p| {
+            a.saturating_add(p.pe_count.saturating_sub(p.pe_alloc))
+        });
+        free.saturating_mul(self.extent_bytes())
+    }
+
+    /// LVM's `lv_count`: the visible LVs.
+    pub fn lv_count(&self) -> usize {
+        self.lvs.iter().filter(|l| l.visible).count()
+    }
+
+    /// The PV with this uuid.
+    pub fn pv(&self, id: &Uuid) -> Option<&PvMeta> {
+        self.pvs.iter().find(|p| &p.id == id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uuid_round_trips_dashed_and_plain() {
+        let plain = b"HVjR5jd0tKj9jq2vITB3XQWGSdVQqFEU";
+        let u = Uuid::parse(plain).unwrap();
+        assert_eq!(u.to_string(), "HVjR5j-d0tK-j9jq-2vIT-B3XQ-WGSd-VQqFEU");
+        assert_eq!(Uuid::parse(u.to_string().as_bytes()), Some(u));
+    }
+
+    #[test]
+    fn uuid_rejects_bad_length_and_bytes() {
+        assert_eq!(Uuid::parse(b"short"), None);
+        assert_eq!(Uuid::parse(&[b'a'; 33]), None);
+        let mut bad = *b"HVjR5jd0tKj9jq2vITB3XQWGSdVQqFEU";
+        bad[3] = b'\xff';
+        assert_eq!(Uuid::parse(&bad), None);
+    }
+}
