@@ -2,14 +2,16 @@
 //!
 //! It wraps the Linux calls that `rustix` does not (yet) offer, or offers
 //! without the newest flags: `listmount(2)`, `statmount(2)`, fanotify mount
-//! notifications (`FAN_REPORT_MNT`, Linux 6.15+) and `statx(2)` with
-//! `STATX_MNT_ID_UNIQUE`. It is modelled on rustix: kernel names are kept,
-//! and each `unsafe` block is a small fence around one system call with a
-//! `// SAFETY:` comment.
+//! notifications (`FAN_REPORT_MNT`, Linux 6.15+), `statx(2)` with
+//! `STATX_MNT_ID_UNIQUE`, and `recvmsg(2)` on the uevent netlink socket
+//! ([`uevent`]), whose kernel credentials (pid 0) rustix cannot hold. It is
+//! modelled on rustix: kernel names are kept, and each `unsafe` block is a
+//! small fence around one system call with a `// SAFETY:` comment.
 //!
 //! The kernel's answers are decoded by safe code that reads byte slices
 //! (never pointer casts), so the decoders ([`statmount::decode`],
-//! [`fanotify::decode_events`]) are total on hostile bytes and fuzzed.
+//! [`fanotify::decode_events`], [`uevent::decode_creds`]) are total on
+//! hostile bytes and fuzzed or property-tested.
 //!
 //! The constants are defined here rather than taken from `libc`: distro
 //! headers (Debian 12 ships 6.1) and the `libc` crate lag behind the kernel.
@@ -22,5 +24,6 @@ pub mod listmount;
 mod mnt_id_req;
 pub mod statmount;
 pub mod statx;
+pub mod uevent;
 
 pub use error::{Error, Result};

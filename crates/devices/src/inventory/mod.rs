@@ -1,0 +1,149 @@
+//! [`Inventory`]: every block device, what probing it found, and the VGs
+//! assembled from the PVs — kept exact one uevent at a time.
+//!
+//! [`Inventory::scan`] reads everything once (at start, for a listing).
+//! After that [`Inventory::on_uevent`] costs one sysfs snapshot of the
+//! device the event names and, when it is worth reading, one probe: O(1)
+//! in the number of devices, which is seed 000's whole point. When the
+//! kernel dropped uevents, [`Inventory::resync`] reads everything again and
+//! logs the difference.
+
+mod apply;
+
+use std::collections::{BTreeMap, HashMap};
+
+use weir_lvm::assembly::{Assembly, PvReport, VgReport};
+use weir_lvm::probe::TextCache;
+
+use crate::change::Change;
+use crate::devnum::DevNum;
+use crate::filter::Filter;
+use crate::probe::{Probe, probe_all};
+use crate::sysfs::{BlockDevice, Sysfs};
+use crate::{Error, Result};
+
+/// One block device and what probing it found.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    /// Its sysfs snapshot.
+    pub device: BlockDevice,
+    /// The probe's result.
+    pub probe: Probe,
+}
+
+/// Counters, for status reports and benchmarks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Uevents applied (block devices only).
+    pub uevents: u64,
+    /// Devices probed (whole scans included).
+    pub probes: u64,
+    /// Bytes read from devices by probes, texts included.
+    pub bytes_read: u64,
+    /// Whole re-reads after lost uevents.
+    pub resyncs: u64,
+}
+
+/// The block devices and LVM state of the system.
+#[derive(Debug)]
+pub struct Inventory {
+    sysfs: Sysfs,
+    filter: Filter,
+    cache: TextCache,
+    devices: BTreeMap<DevNum, Entry>,
+    names: HashMap<String, DevNum>,
+    assembly: Assembly<DevNum>,
+    /// Devices whose sysfs attributes could not be read, with why.
+    unreadable: Vec<(String, Error)>,
+    counters: Counters,
+}
+
+impl Inventory {
+    /// Reads every block device under `sysfs` and probes those `filter`
+    /// accepts, in parallel. Returns the inventory and the changes a start
+    /// logs: a `VG_COMPLETE` (flagged `scan`) for each VG already complete.
+    pub fn scan(sysfs: Sysfs, filter: Filter) -> Result<(Inventory, Vec<Change>)> {
+        let mut inv = Inventory {
+            sysfs,
+            filter,
+            cache: TextCache::new(),
+            devices: BTreeMap::new(),
+            names: HashMap::new(),
+            assembly: Assembly::new(),
+            unreadable: Vec::new(),
+            counters: Counters::default(),
+        };
+        let scan = inv.sysfs.scan()?;
+        let (probes, bytes) = probe_all(&scan.devices, &inv.filter, &inv.cache);
+        inv.counters.probes += scan.devices.len() as u64;
+        inv.counters.bytes_read += bytes;
+        inv.unreadable = scan.failed;
+        let mut changes = Vec::new();
+        for (device, probe) in scan.devices.into_iter().zip(probes) {
+            let dn = DevNum::of(&device);
+            let events = match probe.pv() {
+                Some(pv) => inv.assembly.add(dn, crate::probe::seen(pv)),
+                None => Vec::new(),
+            };
+            inv.names.insert(device.name.clone(), dn);
+            inv.devices.insert(dn, Entry { device, probe });
+            // Only completions are logged at start: the MARK stands for
+            // every device and PV found.
+            changes.extend(
+                apply::lvm_changes(&inv.devices, events, true)
+                    .into_iter()
+                    .filter(|c| matches!(c.kind, crate::ChangeKind::VgComplete { .. })),
+            );
+        }
+        Ok((inv, changes))
+    }
+
+    /// The devices, by number.
+    pub fn devices(&self) -> impl Iterator<Item = &Entry> {
+        self.devices.values()
+    }
+
+    /// The device with number `dn`.
+    pub fn get(&self, dn: DevNum) -> Option<&Entry> {
+        self.devices.get(&dn)
+    }
+
+    /// The device called `name`.
+    pub fn by_name(&self, name: &str) -> Option<&Entry> {
+        self.devices.get(self.names.get(name)?)
+    }
+
+    /// Devices whose sysfs attributes could not be read at the last scan.
+    pub fn unreadable(&self) -> &[(String, Error)] {
+        &self.unreadable
+    }
+
+    /// The VGs, as `vgs` reports them.
+    pub fn vgs(&self) -> Vec<VgReport> {
+        self.assembly.vgs()
+    }
+
+    /// The PVs, as `pvs` reports them (by device number; see
+    /// [`Inventory::get`] for the device).
+    pub fn pvs(&self) -> Vec<PvReport<DevNum>> {
+        self.assembly.pvs()
+    }
+
+    /// How many devices carry a PV label.
+    pub fn pv_count(&self) -> usize {
+        self.devices
+            .values()
+            .filter(|e| e.probe.pv().is_some())
+            .count()
+    }
+
+    /// The counters.
+    pub fn counters(&self) -> Counters {
+        self.counters
+    }
+
+    /// The metadata text cache's counters: texts read and bytes.
+    pub fn text_stats(&self) -> weir_lvm::probe::CacheStats {
+        self.cache.stats()
+    }
+}

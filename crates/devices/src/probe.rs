@@ -1,0 +1,156 @@
+//! Probing block devices for LVM: one device as a uevent asks, or every
+//! device at once, in parallel, for a listing or a start.
+//!
+//! A device is read only when LVM itself would read it: it has a size, it
+//! is not a disk with partitions (LVM's "partitioned" filter: the PVs are
+//! on the partitions) and the [`Filter`] accepts it. The read is weir-lvm's
+//! [`probe`](weir_lvm::probe::probe) over an `O_DIRECT` [`BlockReader`]: the
+//! label and mda headers, and a metadata text only when the shared
+//! [`TextCache`] has not seen it.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use weir_lvm::assembly::PvSeen;
+use weir_lvm::probe::{Pv, TextCache, probe};
+
+use crate::Error;
+use crate::devread::BlockReader;
+use crate::filter::Filter;
+use crate::sysfs::{BlockDevice, Kind};
+
+/// The most threads a whole scan uses: the reads are small and the devices
+/// independent, so a few threads hide the latency of each.
+const MAX_THREADS: usize = 16;
+
+/// Why a device was not read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Skip {
+    /// Size 0: an unattached loop device, an empty drive.
+    Empty,
+    /// A disk with partitions: its PVs, if any, are on the partitions.
+    Partitioned,
+    /// The device filter rejects it.
+    Filtered,
+}
+
+impl Skip {
+    /// A word for listings.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Skip::Empty => "empty",
+            Skip::Partitioned => "partitioned",
+            Skip::Filtered => "filtered",
+        }
+    }
+}
+
+/// What probing a device found.
+#[derive(Clone, Debug)]
+pub enum Probe {
+    /// Not read, and why.
+    Skipped(Skip),
+    /// Read: no LVM label.
+    NotPv,
+    /// Read: a PV.
+    Pv(Arc<Pv>),
+    /// It could not be opened or read, or its label is bad: listed with
+    /// the reason, never fatal.
+    Failed(Arc<Error>),
+}
+
+impl Probe {
+    /// The PV, if it is one.
+    pub fn pv(&self) -> Option<&Arc<Pv>> {
+        match self {
+            Probe::Pv(pv) => Some(pv),
+            _ => None,
+        }
+    }
+}
+
+/// Why `dev` is not to be read, if it is not.
+pub fn skip_reason(dev: &BlockDevice, filter: &Filter) -> Option<Skip> {
+    if dev.size_bytes == 0 {
+        return Some(Skip::Empty);
+    }
+    if matches!(&dev.kind, Kind::Disk { partitions } if !partitions.is_empty()) {
+        return Some(Skip::Partitioned);
+    }
+    let path = dev.dev_path();
+    let accepted = path.to_str().is_some_and(|p| filter.accepts(p));
+    (!accepted).then_some(Skip::Filtered)
+}
+
+/// Probes one device; returns what it found and the bytes read from the
+/// device (texts the cache already held cost nothing).
+pub fn probe_device(dev: &BlockDevice, filter: &Filter, cache: &TextCache) -> (Probe, u64) {
+    if let Some(skip) = skip_reason(dev, filter) {
+        return (Probe::Skipped(skip), 0);
+    }
+    let reader = match BlockReader::open(dev.dev_path()) {
+        Ok(r) => r,
+        Err(e) => return (Probe::Failed(Arc::new(e)), 0),
+    };
+    let found = match probe(&reader, cache) {
+        Ok(Some(pv)) => Probe::Pv(Arc::new(pv)),
+        Ok(None) => Probe::NotPv,
+        Err(e) => Probe::Failed(Arc::new(Error::Lvm(e))),
+    };
+    (found, reader.bytes_read())
+}
+
+/// Probes every device of `devs`, in parallel; the results are in the
+/// order of `devs`, with the total bytes read.
+pub fn probe_all(devs: &[BlockDevice], filter: &Filter, cache: &TextCache) -> (Vec<Probe>, u64) {
+    let threads = std::thread::available_parallelism()
+        .map_or(4, |n| n.get() * 4)
+        .clamp(1, MAX_THREADS)
+        .min(devs.len().max(1));
+    let next = AtomicUsize::new(0);
+    let mut parts: Vec<Vec<(usize, Probe, u64)>> = Vec::new();
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut out = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(dev) = devs.get(i) else { break };
+                        let (p, n) = probe_device(dev, filter, cache);
+                        out.push((i, p, n));
+                    }
+                    out
+                })
+            })
+            .collect();
+        parts = workers
+            .into_iter()
+            .map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect();
+    });
+    let mut found: Vec<Option<Probe>> = vec![None; devs.len()];
+    let mut bytes = 0;
+    for (i, p, n) in parts.into_iter().flatten() {
+        found[i] = Some(p);
+        bytes += n;
+    }
+    let probes = found
+        .into_iter()
+        // Every index below the length was taken by exactly one worker.
+        .map(|p| p.expect("each device is probed once"))
+        .collect();
+    (probes, bytes)
+}
+
+/// What assembly needs of a probed PV.
+pub fn seen(pv: &Pv) -> PvSeen {
+    PvSeen {
+        uuid: pv.uuid(),
+        device_size: pv.header.device_size,
+        pe_start: pv.header.pe_start().unwrap_or(0),
+        mda_count: u32::try_from(pv.mda_count()).unwrap_or(u32::MAX),
+        mda_in_use: u32::try_from(pv.mda_in_use()).unwrap_or(u32::MAX),
+        vg: pv.vg.clone(),
+    }
+}
