@@ -33,6 +33,12 @@ pub(crate) enum Command {
     },
     /// List the mount table, or watch it change.
     Mounts(MountsArgs),
+    /// List block devices (lsblk-like), or watch them and LVM's VGs change.
+    Devices(DevicesArgs),
+    /// List LVM physical volumes, read from the devices' labels.
+    Pvs(LvmListArgs),
+    /// List LVM volume groups, assembled from the devices' metadata.
+    Vgs(LvmListArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -182,6 +188,58 @@ pub(crate) struct MountsWatchArgs {
     /// change (propagation changes announce nothing); 0 turns it off.
     #[arg(long, value_name = "SECS", default_value_t = 30)]
     pub(crate) audit_secs: u64,
+}
+
+/// `weir devices [OPTIONS]` lists; `weir devices watch` watches.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub(crate) struct DevicesArgs {
+    #[command(subcommand)]
+    pub(crate) command: Option<DevicesCommand>,
+
+    #[command(flatten)]
+    pub(crate) list: LvmListArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum DevicesCommand {
+    /// Track block devices in the foreground from kernel uevents: log
+    /// DEVICE_*, PV_* and VG_* records and print a line for each, until
+    /// SIGINT or SIGTERM.
+    Watch(DevicesWatchArgs),
+}
+
+/// What `weir devices`, `weir pvs` and `weir vgs` share.
+#[derive(Debug, Args)]
+pub(crate) struct LvmListArgs {
+    /// Print a JSON array, one object per row.
+    #[arg(long)]
+    pub(crate) json: bool,
+
+    #[command(flatten)]
+    pub(crate) filter: FilterArgs,
+}
+
+/// Which devices are scanned, in lvm.conf's devices/filter syntax.
+#[derive(Debug, Args)]
+pub(crate) struct FilterArgs {
+    /// A device filter pattern, `a|REGEX|` to accept or `r|REGEX|` to
+    /// reject, matched against /dev/NAME; the first match decides, and a
+    /// device no pattern matches is accepted. Repeatable, in order.
+    #[arg(long = "filter", value_name = "PATTERN")]
+    pub(crate) patterns: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DevicesWatchArgs {
+    /// Run `CMD VGNAME` each time a VG becomes complete (for example
+    /// `vgchange -aay --autoactivation event`), and log its exit status.
+    /// CMD is split on whitespace; no shell is involved.
+    #[arg(long, value_name = "CMD")]
+    pub(crate) on_vg_complete: Option<String>,
+
+    #[command(flatten)]
+    pub(crate) filter: FilterArgs,
 }
 
 fn backend_parser() -> impl TypedValueParser<Value = BackendChoice> {

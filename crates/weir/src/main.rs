@@ -9,13 +9,17 @@
 
 mod cli;
 mod cmd;
+mod devices_line;
 mod json;
+mod lvm_json;
+mod lvm_view;
 mod mounts_json;
 mod mounts_line;
 mod mounts_table;
 mod signals;
 mod state_dir;
 mod text;
+mod text_table;
 mod time_fmt;
 
 use std::process::ExitCode;
@@ -47,6 +51,11 @@ fn init_tracing(command: &cli::Command) {
             Some(cli::MountsCommand::Watch(_)) => "info",
             None => "warn",
         },
+        cli::Command::Devices(d) => match d.command {
+            Some(cli::DevicesCommand::Watch(_)) => "info",
+            None => "warn",
+        },
+        cli::Command::Pvs(_) | cli::Command::Vgs(_) => "warn",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));

@@ -1,18 +1,20 @@
 //! The commands, one module per family, and the dispatch from parsed
 //! arguments to them.
 
+mod devices_watch;
 mod log_consumer;
 mod log_stats;
 mod log_tail;
 mod log_verify;
 mod log_write;
+mod lvm;
 mod mounts;
 mod mounts_watch;
 mod run;
 
 use anyhow::Result;
 
-use crate::cli::{Cli, Command, LogCommand, MountsCommand};
+use crate::cli::{Cli, Command, DevicesCommand, LogCommand, MountsCommand};
 use crate::state_dir::StateDir;
 
 /// Runs the command `cli` names.
@@ -36,6 +38,12 @@ pub(crate) fn dispatch(cli: Cli) -> Result<()> {
             None => mounts::list(&m.list),
             Some(MountsCommand::Watch(a)) => mounts_watch::watch(&state?, &a),
         },
+        Command::Devices(d) => match d.command {
+            None => lvm::list(lvm::Listing::Devices, &d.list),
+            Some(DevicesCommand::Watch(a)) => devices_watch::watch(&state?, &a),
+        },
+        Command::Pvs(a) => lvm::list(lvm::Listing::Pvs, &a),
+        Command::Vgs(a) => lvm::list(lvm::Listing::Vgs, &a),
     }
 }
 

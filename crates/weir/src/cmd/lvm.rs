@@ -1,0 +1,86 @@
+//! `weir devices`, `weir pvs` and `weir vgs`: one scan of every block
+//! device, read in parallel with `O_DIRECT` (a label and the mda headers
+//! per device, each distinct metadata text once), shown as a table or a
+//! JSON array.
+//!
+//! A device that cannot be opened or read is listed with the reason (in
+//! `weir devices`, and as a warning on stderr); it never fails the command.
+
+use std::io::Write;
+
+use anyhow::{Context, Result};
+use weir_devices::{DevNum, Filter, Inventory, Probe, Sysfs};
+
+use crate::cli::{FilterArgs, LvmListArgs};
+use crate::{lvm_json, lvm_view};
+
+/// What is listed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Listing {
+    Devices,
+    Pvs,
+    Vgs,
+}
+
+pub(super) fn list(what: Listing, args: &LvmListArgs) -> Result<()> {
+    let inv = scan(&args.filter)?;
+    if what != Listing::Devices {
+        warn_unreadable(&inv);
+    }
+    let path = |dn: DevNum| {
+        inv.get(dn).map_or_else(
+            || dn.to_string(),
+            |e| e.device.dev_path().display().to_string(),
+        )
+    };
+    let text = match (what, args.json) {
+        (Listing::Vgs, true) => lvm_json::vgs_json(&inv.vgs()),
+        (Listing::Vgs, false) => lvm_view::vgs_table(&inv.vgs()),
+        (Listing::Pvs, true) => lvm_json::pvs_json(&sorted_pvs(&inv, &path), path),
+        (Listing::Pvs, false) => lvm_view::pvs_table(&sorted_pvs(&inv, &path), path),
+        (Listing::Devices, true) => lvm_json::devices_json(&inv),
+        (Listing::Devices, false) => lvm_view::devices_table(&inv),
+    };
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(())
+}
+
+/// The filter the arguments give.
+pub(super) fn filter(args: &FilterArgs) -> Result<Filter> {
+    Filter::parse(&args.patterns).context("--filter")
+}
+
+fn scan(args: &FilterArgs) -> Result<Inventory> {
+    let (inv, _) =
+        Inventory::scan(Sysfs::default(), filter(args)?).context("reading block devices")?;
+    Ok(inv)
+}
+
+/// PVs sorted by device path, as LVM sorts them.
+fn sorted_pvs(
+    inv: &Inventory,
+    path: &impl Fn(DevNum) -> String,
+) -> Vec<weir_lvm::assembly::PvReport<DevNum>> {
+    let mut pvs = inv.pvs();
+    pvs.sort_by_cached_key(|p| path(p.device));
+    pvs
+}
+
+/// Devices that could not be read, said once each on stderr: a PV among
+/// them would be missing from the listing.
+fn warn_unreadable(inv: &Inventory) {
+    for e in inv.devices() {
+        if let Probe::Failed(err) = &e.probe {
+            eprintln!(
+                "weir: warning: {}: {}",
+                e.device.dev_path().display(),
+                lvm_view::error_chain(err.as_ref())
+            );
+        }
+    }
+    for (name, err) in inv.unreadable() {
+        eprintln!("weir: warning: {name}: {}", lvm_view::error_chain(err));
+    }
+}
