@@ -1,12 +1,13 @@
-//! Privileged scaffolding for `frag` and `mount-storm`: finding the tools, a
-//! loop device over a sparse image, `mkfs.btrfs`, and mounts confined to a
-//! private mount namespace.
+//! Privileged scaffolding for `frag`, `mount-storm` and `lvm`: finding the
+//! tools, loop devices over sparse images, `mkfs.btrfs`, and mounts confined
+//! to a private mount namespace.
 //!
 //! The host must be left as found, even on error: the loop device and the
 //! mount are guards that undo themselves on drop. Mounting happens only in a
 //! child re-executed under `unshare -m --propagation private`, so the mount
 //! never shows in the host's namespace and vanishes with the child. Only the
-//! loop device this process attached is detached, by its path.
+//! loop device this process attached is detached, by its path, and only
+//! while the kernel still shows our image behind it.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -50,6 +51,11 @@ pub(crate) fn run_tool(cmd: &mut Command) -> Result<Output> {
 pub(crate) struct LoopDev {
     path: String,
     direct_io: bool,
+    /// The backing file, as the kernel names it, to recognise the device
+    /// as still ours before detaching it.
+    image: PathBuf,
+    /// No message on a successful detach (`lvm` detaches a thousand).
+    quiet: bool,
 }
 
 impl LoopDev {
@@ -67,11 +73,30 @@ impl LoopDev {
             direct_io = false;
             run_tool(Command::new("losetup").args(["-f", "--show"]).arg(image))
         })?;
-        let path = String::from_utf8(out.stdout)?.trim().to_owned();
+        LoopDev::from_losetup(&out, image, direct_io, false)
+    }
+
+    /// Attaches `image` to a free loop device the plain way (`losetup
+    /// --show -f`, buffered I/O), as a disk appears to the kernel; detached
+    /// without a message.
+    pub(crate) fn attach_plain(image: &Path) -> Result<LoopDev> {
+        let out = run_tool(Command::new("losetup").args(["--show", "-f"]).arg(image))?;
+        LoopDev::from_losetup(&out, image, false, true)
+    }
+
+    fn from_losetup(out: &Output, image: &Path, direct_io: bool, quiet: bool) -> Result<LoopDev> {
+        let path = std::str::from_utf8(&out.stdout)?.trim().to_owned();
         if !path.starts_with("/dev/loop") {
             bail!("losetup printed {path:?}, not a loop device");
         }
-        Ok(LoopDev { path, direct_io })
+        // The kernel shows the absolute path the file was opened by.
+        let image = std::fs::canonicalize(image).unwrap_or_else(|_| image.to_path_buf());
+        Ok(LoopDev {
+            path,
+            direct_io,
+            image,
+            quiet,
+        })
     }
 
     /// The device path, `/dev/loopN`.
@@ -83,16 +108,42 @@ impl LoopDev {
     pub(crate) fn direct_io(&self) -> bool {
         self.direct_io
     }
+
+    /// The kernel name, `loopN`, under `/sys/block`.
+    pub(crate) fn name(&self) -> &str {
+        self.path.trim_start_matches("/dev/")
+    }
+
+    /// Whether the kernel still shows our image behind the device: a device
+    /// detached by someone else may since have been given to another user.
+    pub(crate) fn holds_image(&self) -> bool {
+        let p = format!("/sys/block/{}/loop/backing_file", self.name());
+        std::fs::read_to_string(p).is_ok_and(|s| {
+            let s = s.trim_end_matches('\n');
+            let s = s.strip_suffix(" (deleted)").unwrap_or(s);
+            Path::new(s) == self.image
+        })
+    }
 }
 
 impl Drop for LoopDev {
     fn drop(&mut self) {
+        if !self.holds_image() {
+            eprintln!(
+                "  not detaching {}: {} is no longer behind it",
+                self.path,
+                self.image.display()
+            );
+            return;
+        }
         // A mount from a namespace that just exited can hold the device for
         // a moment; losetup -d then marks it autoclear, or we retry.
         for _ in 0..20 {
             match run_tool(Command::new("losetup").arg("-d").arg(&self.path)) {
                 Ok(_) => {
-                    eprintln!("  detached {}", self.path);
+                    if !self.quiet {
+                        eprintln!("  detached {}", self.path);
+                    }
                     return;
                 }
                 Err(e) => {

@@ -11,6 +11,7 @@ mod append;
 mod frag;
 mod fsinfo;
 mod loopdev;
+mod lvm;
 mod mutexlog;
 mod overhead;
 mod recovery;
@@ -40,6 +41,8 @@ enum Cmd {
     Recovery(recovery::Args),
     /// Mount storms (mount(8) and raw mount(2)) under weir's two backends and findmnt --poll (needs root).
     MountStorm(storm::Args),
+    /// LVM2 against weir: cold vgs at 350 and 1000 PVs, event activation of 1000 PVs, parity (needs root, lvm2).
+    Lvm(lvm::Args),
     /// Internal: one `frag` part, run inside a private mount namespace.
     #[command(hide = true)]
     FragPart(frag::PartArgs),
@@ -58,6 +61,7 @@ fn main() -> anyhow::Result<()> {
         Cmd::Frag(a) => frag::run(a),
         Cmd::Recovery(a) => recovery::run(a),
         Cmd::MountStorm(a) => storm::run(a),
+        Cmd::Lvm(a) => lvm::run(a),
         Cmd::MountStormInner(a) => storm::inner(a),
         Cmd::FragPart(a) => frag::part(a),
         Cmd::RecoveryFill(a) => recovery::fill(a),

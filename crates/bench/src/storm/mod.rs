@@ -16,7 +16,7 @@
 //! itself under `unshare -m --propagation private`, so no mount reaches the
 //! host, and all vanish with the child whatever goes wrong.
 
-mod cpu;
+pub(crate) mod cpu;
 mod driver;
 mod exact;
 mod latency;
@@ -24,7 +24,7 @@ mod measure;
 mod overflow;
 mod summary;
 mod targets;
-mod watch_child;
+pub(crate) mod watch_child;
 mod watchers;
 
 use std::ffi::OsString;

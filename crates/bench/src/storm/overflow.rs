@@ -10,7 +10,7 @@
 //! mount in a process that does nothing else.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -22,7 +22,7 @@ use weir_mounts::{Backend, Mount};
 use super::cpu;
 use super::driver::{Loop, Workspace};
 use super::exact::{self, LogCheck, Tally};
-use super::watch_child::Watch;
+use super::watch_child::{Watch, find_weir};
 use super::watchers::{WEIR_STILL, wait_still};
 use crate::report::round;
 
@@ -66,20 +66,6 @@ pub(crate) fn queue_limit() -> Result<u64> {
         .trim()
         .parse()
         .with_context(|| format!("parse {p}"))
-}
-
-/// The `weir` binary built next to this one, or why there is none.
-fn find_weir() -> std::result::Result<PathBuf, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find own executable: {e}"))?;
-    let w = exe.with_file_name("weir");
-    if w.is_file() {
-        Ok(w)
-    } else {
-        Err(format!(
-            "{} not found (build it: cargo build -p weir, same profile)",
-            w.display()
-        ))
-    }
 }
 
 /// Waits until the log holds a record for every one of `ids` of `kind`,

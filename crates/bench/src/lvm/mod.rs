@@ -1,0 +1,223 @@
+//! `lvm`: weir against LVM2 on the same devices, in the same run, for the
+//! targets of issue 4: cold `weir vgs` against `lvm vgs` at 350 and 1000
+//! PVs, the bytes each reads per PV, parity of `weir vgs/pvs --json` with
+//! LVM's reports, and event activation of 1000 PVs under `weir devices
+//! watch` against one `lvm pvscan --cache` per device as udev runs it.
+//!
+//! Timeline: for each fleet size, ascending, a VG over N PVs on loop
+//! devices (sparse 8 MiB images, real `pvcreate`/`vgcreate`), the `vgs`
+//! timings, and teardown; the largest fleet also gets parity, activation
+//! and the pvscan baseline before its teardown. The anchor is
+//! `/work/shared/anchors/lvm/lvm_probe.sh`, whose discipline this follows:
+//! a private `LVM_SYSTEM_DIR`, only our devices touched, `/run/lvm` online
+//! files of our PVs and VG removed, everything torn down on error and on
+//! Ctrl-C.
+
+mod activation;
+mod env;
+mod fleet;
+mod parity;
+mod pvscan;
+mod stop;
+mod summary;
+mod vgs;
+mod weir_cli;
+
+use std::path::Path;
+
+use anyhow::{Result, bail};
+use serde_json::{Value, json};
+
+use crate::loopdev::{self, find_tool};
+use crate::report;
+use crate::storm::watch_child::find_weir;
+use env::LvmEnv;
+use fleet::Fleet;
+use stop::Stop;
+use summary::Results;
+
+const BENCH: &str = "lvm";
+
+/// Options of `lvm`.
+#[derive(clap::Args, Debug, Clone)]
+pub(crate) struct Args {
+    /// Short run (about a minute): fleets of 50 and 100 PVs, activation of
+    /// 100, 3 timed runs.
+    #[arg(long)]
+    quick: bool,
+    /// Fleet sizes for the `vgs` timings; the largest also gets parity,
+    /// activation and the pvscan baseline [default: 350,1000; 50,100 with
+    /// --quick].
+    #[arg(long, value_delimiter = ',')]
+    counts: Option<Vec<usize>>,
+    /// Timed runs of each `vgs`; medians are reported [default: 5, or 3
+    /// with --quick].
+    #[arg(long)]
+    runs: Option<usize>,
+}
+
+impl Args {
+    fn counts(&self) -> Vec<usize> {
+        let mut c = self.counts.clone().unwrap_or_else(|| {
+            if self.quick {
+                vec![50, 100]
+            } else {
+                vec![350, 1000]
+            }
+        });
+        c.sort_unstable();
+        c.dedup();
+        c
+    }
+
+    fn runs(&self) -> usize {
+        self.runs.unwrap_or(if self.quick { 3 } else { 5 })
+    }
+}
+
+/// Runs the benchmark.
+pub(crate) fn run(a: Args) -> Result<()> {
+    if !loopdev::is_root() {
+        return report::skipped(BENCH, "needs root (loop devices, LVM2)");
+    }
+    let Some(lvm) = find_tool("lvm") else {
+        return report::skipped(BENCH, "lvm not found (install lvm2)");
+    };
+    if find_tool("losetup").is_none() {
+        return report::skipped(BENCH, "losetup not found");
+    }
+    if !Path::new("/dev/loop-control").exists() {
+        return report::skipped(BENCH, "no /dev/loop-control (loop module not loaded)");
+    }
+    let weir = match find_weir() {
+        Ok(w) => w,
+        Err(why) => return report::skipped(BENCH, &why),
+    };
+    let counts = a.counts();
+    if counts.is_empty() || counts[0] < 2 {
+        bail!("--counts needs fleet sizes of at least 2 PVs");
+    }
+    if a.runs() == 0 {
+        bail!("--runs must be positive");
+    }
+    let stop = Stop::install()?;
+    let env = LvmEnv::new(lvm)?;
+    let vg = format!("weirbench{}", std::process::id());
+
+    println!("lvm: weir against LVM2 on one VG over N PVs (loop devices over sparse 8 MiB images)");
+    println!(
+        "  fleets {counts:?}; {} timed runs of each vgs, alternating, after one warm-up each; VG {vg}",
+        a.runs()
+    );
+    println!(
+        "  the largest fleet also: parity, event activation under `weir devices watch`, the `lvm pvscan --cache` baseline"
+    );
+    println!("  {}", report::host_note());
+    println!();
+
+    let mut res = Results::default();
+    let mut failures = Vec::new();
+    let r = measure_all(&env, &vg, &weir, &a, &stop, &mut res, &mut failures);
+    // As the anchor does: LVM regenerates them on demand, without our PVs.
+    for f in ["/run/lvm/hints", "/run/lvm/newhints"] {
+        let _ = std::fs::remove_file(f);
+    }
+    if let Err(e) = r {
+        // A child killed by the same Ctrl-C fails first; say what happened.
+        return Err(if stop.raised() {
+            e.context("interrupted; everything torn down")
+        } else {
+            e
+        });
+    }
+
+    println!();
+    res.print();
+    for f in &failures {
+        println!("  FAILED: {f}");
+    }
+    let mut out = serde_json::Map::new();
+    out.insert("bench".into(), json!(BENCH));
+    out.insert("quick".into(), json!(a.quick));
+    out.insert("counts".into(), json!(counts));
+    out.insert("runs".into(), json!(a.runs()));
+    out.extend(res.json());
+    out.insert("failures".into(), json!(failures));
+    report::emit(&Value::Object(out));
+    if !failures.is_empty() {
+        bail!("{} part(s) failed; see `failures`", failures.len());
+    }
+    Ok(())
+}
+
+/// Every fleet, ascending: setup, `vgs` timings, the extra parts on the
+/// largest, teardown (by drop, also on error).
+fn measure_all(
+    env: &LvmEnv,
+    vg: &str,
+    weir: &Path,
+    a: &Args,
+    stop: &Stop,
+    res: &mut Results,
+    failures: &mut Vec<String>,
+) -> Result<()> {
+    let counts = a.counts();
+    let largest = counts[counts.len() - 1];
+    for &n in &counts {
+        eprintln!("  N={n}: setting up");
+        let mut fleet = Fleet::create(env, vg, n, stop)?;
+        eprintln!("  N={n}: timing vgs");
+        let lvm_vgs = || env.cmd(["vgs"]);
+        res.vgs.push(vgs::measure(
+            &fleet,
+            &lvm_vgs,
+            weir,
+            a.runs(),
+            stop,
+            failures,
+        )?);
+        if n == largest {
+            largest_only(env, &mut fleet, weir, stop, res, failures)?;
+        }
+        eprintln!("  N={n}: tearing down");
+        drop(fleet);
+    }
+    Ok(())
+}
+
+/// Parity, activation and the pvscan baseline on the largest fleet. weir's
+/// failures are recorded and the rest goes on; LVM's end the run.
+fn largest_only(
+    env: &LvmEnv,
+    fleet: &mut Fleet<'_>,
+    weir: &Path,
+    stop: &Stop,
+    res: &mut Results,
+    failures: &mut Vec<String>,
+) -> Result<()> {
+    let n = fleet.n();
+    eprintln!("  N={n}: parity");
+    match parity::check(env, fleet, weir) {
+        Ok(p) => res.parity = Some(p),
+        Err(e) => failures.push(format!("parity: {e:#}")),
+    }
+    stop.check()?;
+    eprintln!("  N={n}: event activation");
+    let state = env.scratch("watch-state")?;
+    match activation::run(fleet, weir, &state, stop, failures) {
+        Ok(a) => res.activation = Some(a),
+        Err(e) => {
+            stop.check()?;
+            // The devices must all be back for the baseline.
+            if fleet.attached() != n {
+                return Err(
+                    e.context("activation failed and the devices could not all be re-attached")
+                );
+            }
+            failures.push(format!("activation: {e:#}"));
+        }
+    }
+    eprintln!("  N={n}: pvscan baseline");
+    res.pvscan = Some(pvscan::measure(env, fleet, stop)?);
+    Ok(())
+}
