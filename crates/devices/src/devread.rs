@@ -51,31 +51,65 @@ impl BlockReader {
     /// and logical block size (`BLKSSZGET`; 4096 for a regular file).
     pub fn open(path: impl AsRef<Path>) -> Result<BlockReader> {
         let path = path.as_ref();
+        let fd = Self::open_fd(path)?;
+        let open_err = |e: Errno| Error::Open {
+            path: path.to_owned(),
+            source: e.into(),
+        };
+        let st = rustix::fs::fstat(&fd.0).map_err(open_err)?;
+        let size = rustix::fs::seek(&fd.0, SeekFrom::End(0)).map_err(open_err)?;
+        let align = if FileType::from_raw_mode(st.st_mode) == FileType::BlockDevice {
+            let bs = rustix::fs::ioctl_blksszget(&fd.0).map_err(open_err)?;
+            u32::try_from(bs).ok()
+        } else {
+            None
+        };
+        Ok(Self::with(path, fd, size, align))
+    }
+
+    /// Opens block device `path` whose size and logical block size sysfs
+    /// has just given, saving the three calls that [`open`](Self::open)
+    /// makes to learn them (a uevent's probe is a handful of calls, so
+    /// they count). If the device shrank since, reads past its new end
+    /// fail as they would past any end.
+    pub fn open_known(
+        path: impl AsRef<Path>,
+        size: u64,
+        logical_block_size: Option<u32>,
+    ) -> Result<BlockReader> {
+        let path = path.as_ref();
+        let fd = Self::open_fd(path)?;
+        Ok(Self::with(path, fd, size, logical_block_size))
+    }
+
+    /// Opens with `O_DIRECT`, or buffered if the open refuses it.
+    fn open_fd(path: &Path) -> Result<(OwnedFd, bool)> {
         let open_err = |e: Errno| Error::Open {
             path: path.to_owned(),
             source: e.into(),
         };
         let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY;
-        let (fd, direct) = match rustix::fs::open(path, flags | OFlags::DIRECT, Mode::empty()) {
-            Ok(fd) => (fd, true),
-            Err(Errno::INVAL) => (
+        match rustix::fs::open(path, flags | OFlags::DIRECT, Mode::empty()) {
+            Ok(fd) => Ok((fd, true)),
+            Err(Errno::INVAL) => Ok((
                 rustix::fs::open(path, flags, Mode::empty()).map_err(open_err)?,
                 false,
-            ),
-            Err(e) => return Err(open_err(e)),
-        };
-        let st = rustix::fs::fstat(&fd).map_err(open_err)?;
-        let size = rustix::fs::seek(&fd, SeekFrom::End(0)).map_err(open_err)?;
-        let align = if FileType::from_raw_mode(st.st_mode) == FileType::BlockDevice {
-            let bs = rustix::fs::ioctl_blksszget(&fd).map_err(open_err)?;
-            usize::try_from(bs)
-                .ok()
-                .filter(|b| b.is_power_of_two() && (512..=MAX_ALIGN).contains(b))
-                .unwrap_or(DEFAULT_ALIGN)
-        } else {
-            DEFAULT_ALIGN
-        };
-        Ok(BlockReader {
+            )),
+            Err(e) => Err(open_err(e)),
+        }
+    }
+
+    fn with(
+        path: &Path,
+        (fd, direct): (OwnedFd, bool),
+        size: u64,
+        block_size: Option<u32>,
+    ) -> BlockReader {
+        let align = block_size
+            .and_then(|b| usize::try_from(b).ok())
+            .filter(|b| b.is_power_of_two() && (512..=MAX_ALIGN).contains(b))
+            .unwrap_or(DEFAULT_ALIGN);
+        BlockReader {
             fd,
             path: path.to_owned(),
             size,
@@ -83,7 +117,7 @@ impl BlockReader {
             direct: AtomicBool::new(direct),
             bytes_read: AtomicU64::new(0),
             reads: AtomicU64::new(0),
-        })
+        }
     }
 
     /// The path it was opened by.

@@ -88,10 +88,11 @@ pub fn probe_device(dev: &BlockDevice, filter: &Filter, cache: &TextCache) -> (P
     if let Some(skip) = skip_reason(dev, filter) {
         return (Probe::Skipped(skip), 0);
     }
-    let reader = match BlockReader::open(dev.dev_path()) {
-        Ok(r) => r,
-        Err(e) => return (Probe::Failed(Arc::new(e)), 0),
-    };
+    let reader =
+        match BlockReader::open_known(dev.dev_path(), dev.size_bytes, dev.logical_block_size) {
+            Ok(r) => r,
+            Err(e) => return (Probe::Failed(Arc::new(e)), 0),
+        };
     let found = match probe(&reader, cache) {
         Ok(Some(pv)) => Probe::Pv(Arc::new(pv)),
         Ok(None) => Probe::NotPv,

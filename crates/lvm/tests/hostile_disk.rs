@@ -260,9 +260,9 @@ fn a_raw_locn_claiming_1_gib_is_a_clean_error_without_reading_it() {
         }
         other => panic!("{other:?}"),
     }
-    // Only the label and the mda_header were read.
-    assert_eq!(dev.total.get(), 2048 + MDA_HEADER_SIZE as u64);
-    assert_eq!(dev.largest.get(), 2048);
+    // Only the head was read: the label and, at 4 KiB, the mda_header.
+    assert_eq!(dev.total.get(), weir_lvm::probe::HEAD_SIZE as u64);
+    assert_eq!(dev.largest.get(), weir_lvm::probe::HEAD_SIZE as u64);
 }
 
 #[test]

@@ -13,7 +13,7 @@ use support::patch::{LABEL_AT, MDA1_AT, fix_label_crc, fix_mda_crc, get_u32, get
 use weir_lvm::crc;
 use weir_lvm::label::{self, LABEL_ID, LABEL_SCAN_SIZE, LABEL_SIZE, LABEL_TYPE};
 use weir_lvm::mda::{self, MAGIC, MDA_HEADER_SIZE, TEXT_SIZE_MAX};
-use weir_lvm::probe::{TextCache, probe};
+use weir_lvm::probe::{HEAD_SIZE, TextCache, probe};
 use weir_lvm::pv_header::{self, PvHeader};
 
 /// mdacopies/pv2: two mdas, one at each end of the device.
@@ -159,7 +159,7 @@ proptest! {
         let Ok(Some(pv)) = probe(&img, &TextCache::new()) else {
             return Ok(());
         };
-        prop_assert!(pv.header_bytes_read <= 2048 + 512 * pv.mda_count() as u64);
+        prop_assert!(pv.header_bytes_read <= HEAD_SIZE as u64 + 512 * pv.mda_count() as u64);
         prop_assert_eq!(pv.vg.is_some(), pv.chosen_mda.is_some());
         if let Some(c) = pv.chosen_mda {
             prop_assert_eq!(pv.text_key, pv.mdas[c].text_key);

@@ -77,7 +77,7 @@ fn a_pv_without_mdas_has_no_vg_of_its_own() {
         .unwrap();
     assert_eq!((pv.mda_count(), pv.mda_in_use()), (0, 0));
     assert!(pv.vg.is_none() && pv.text_key.is_none());
-    assert_eq!(pv.header_bytes_read, 2048);
+    assert_eq!(pv.header_bytes_read, weir_lvm::probe::HEAD_SIZE as u64);
     assert_eq!(cache.stats().texts_read, 0);
 }
 

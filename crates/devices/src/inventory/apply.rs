@@ -31,8 +31,9 @@ impl Inventory {
         match ev.action {
             Action::Remove => known.map_or_else(Vec::new, |dn| self.drop_device(dn, false)),
             // add, change, move, online, offline, bind...: whatever it was,
-            // the device's state now is in sysfs.
-            _ => match self.sysfs.device(&name) {
+            // the device's state now is in sysfs. A change on a known
+            // device re-reads only what a change can change.
+            _ => match self.read_device(ev) {
                 Ok(dev) => self.put(dev, false),
                 // Gone already: its remove event is queued behind this one,
                 // but the device is gone now.
@@ -45,6 +46,21 @@ impl Inventory {
                 }
             },
         }
+    }
+
+    /// The device's current snapshot: for a `change` on the device the
+    /// event's number names, a refresh of what a change can change; else a
+    /// whole read.
+    fn read_device(&self, ev: &Uevent) -> Result<BlockDevice> {
+        let name = ev.name();
+        if ev.action == Action::Change
+            && let (Some(major), Some(minor)) = (ev.major, ev.minor)
+            && let Some(old) = self.devices.get(&DevNum { major, minor })
+            && old.device.name == name
+        {
+            return self.sysfs.refresh(&old.device, ev.diskseq);
+        }
+        self.sysfs.device(name)
     }
 
     /// Reads every device again and applies the difference, flagged `scan`:

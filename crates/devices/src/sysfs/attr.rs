@@ -93,12 +93,19 @@ impl<'fd> AttrReader<'fd> {
             Err(e) => return Err(e.into()),
         };
         let mut len = 0;
-        // sysfs answers in one read; loop for other file systems (a tree
-        // in a tempdir), up to one byte past the limit.
+        // sysfs answers in one read, and a short read of a regular file (a
+        // tree in a tempdir) is its end: read again only when the buffer
+        // filled, up to one byte past the limit. One read per attribute
+        // instead of two matters: a uevent reads several.
         while len < self.buf.len() {
             match rustix::io::read(&fd, &mut self.buf[len..]) {
                 Ok(0) => break,
-                Ok(n) => len += n,
+                Ok(n) => {
+                    len += n;
+                    if len < self.buf.len() {
+                        break;
+                    }
+                }
                 Err(Errno::INTR) => continue,
                 Err(e) => return Err(e.into()),
             }

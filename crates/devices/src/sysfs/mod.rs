@@ -90,6 +90,39 @@ impl Sysfs {
         device::read(dir.as_fd(), name, true)
     }
 
+    /// A fresh snapshot of `old` after a `change` uevent whose MAJOR and
+    /// MINOR are `old`'s: only the attributes such an event can change are
+    /// read again (`diskseq` only if the event did not carry it).
+    pub fn refresh(&self, old: &BlockDevice, diskseq: Option<u64>) -> Result<BlockDevice> {
+        if !device::valid_name(&old.name) {
+            return Err(Error::BadName {
+                name: old.name.clone(),
+            });
+        }
+        // One open by path rather than two (class/block, then the entry).
+        let path = self.root.join("class/block").join(&old.name);
+        let dir = match rustix::fs::open(
+            &path,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            Ok(fd) => fd,
+            Err(rustix::io::Errno::NOENT) => {
+                return Err(Error::Vanished {
+                    name: old.name.clone(),
+                });
+            }
+            Err(e) => {
+                return Err(Error::Sysfs {
+                    name: old.name.clone(),
+                    attr: ".",
+                    source: e.into(),
+                });
+            }
+        };
+        device::refresh(dir.as_fd(), old, diskseq)
+    }
+
     /// The names in `class/block`, sorted.
     pub fn names(&self) -> Result<Vec<String>> {
         let path = self.root.join("class/block");

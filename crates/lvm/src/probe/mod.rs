@@ -1,9 +1,10 @@
 //! [`probe`]: everything one device says about LVM, for as little I/O as
 //! possible.
 //!
-//! 1. One read of the first 2 KiB: the label in sectors 0–3 and the
-//!    pv_header. No label: not a PV.
-//! 2. One 512-byte read per metadata area: its mda_header.
+//! 1. One read of the first 4.5 KiB ([`HEAD_SIZE`]): the label in sectors
+//!    0–3 and the pv_header, and the first mda_header where LVM puts it
+//!    (at 4 KiB). No label: not a PV.
+//! 2. One 512-byte read per other metadata area: its mda_header.
 //! 3. For each area in use (not ignored) holding a committed text, the
 //!    text's [`TextKey`] is looked up in the shared [`TextCache`]; only a
 //!    miss reads the text and parses it. An ignored area is never read past
@@ -13,8 +14,8 @@
 //!    view of its VG; copies that differ or fail are listed as
 //!    [`Disagreement`]s, not errors.
 //!
-//! So a PV costs 2 KiB plus 512 bytes per mda (LVM writes at most two),
-//! and each distinct text is read once across all PVs. Only a bad label or
+//! So a PV costs 4.5 KiB, plus 512 bytes for a second mda (LVM writes at
+//! most two), and each distinct text is read once across all PVs. Only a bad label or
 //! pv_header fails the probe; a bad mda is reported in its [`MdaInfo`].
 
 mod cache;
@@ -135,16 +136,21 @@ impl Pv {
     }
 }
 
+/// The first read of a device: the label sectors and, where LVM puts the
+/// first metadata area (at 4 KiB), its header, so that a PV costs one read
+/// and one request to the device, not two.
+pub const HEAD_SIZE: usize = 4096 + MDA_HEADER_SIZE;
+
 /// Probes one device. `Ok(None)`: it has no LVM label. `Err`: its label or
 /// pv_header is bad, or the first read failed.
 pub fn probe<R: ReadAt + ?Sized>(dev: &R, cache: &TextCache) -> crate::Result<Option<Pv>> {
     let size = dev.size();
     let sector = LABEL_SIZE as u64;
-    let head_len = size.min(LABEL_SCAN_SIZE as u64) / sector * sector;
-    // At most LABEL_SCAN_SIZE, so the cast is lossless.
-    let mut head = [0u8; LABEL_SCAN_SIZE];
-    let head = &mut head[..head_len as usize];
-    if head.is_empty() {
+    let head_len = size.min(HEAD_SIZE as u64) / sector * sector;
+    // At most HEAD_SIZE, so the cast is lossless.
+    let mut head_buf = [0u8; HEAD_SIZE];
+    let head = &mut head_buf[..head_len as usize];
+    if head.len() < LABEL_SIZE {
         return Ok(None);
     }
     dev.read_exact_at(0, head)
@@ -153,7 +159,8 @@ pub fn probe<R: ReadAt + ?Sized>(dev: &R, cache: &TextCache) -> crate::Result<Op
             offset: 0,
             source,
         })?;
-    let Some(found) = label::find(head)? else {
+    let head = &*head;
+    let Some(found) = label::find(&head[..head.len().min(LABEL_SCAN_SIZE)])? else {
         return Ok(None);
     };
     let header = pv_header::parse(found.bytes, found.label.pv_header_offset)?;
@@ -161,7 +168,7 @@ pub fn probe<R: ReadAt + ?Sized>(dev: &R, cache: &TextCache) -> crate::Result<Op
     let mut header_bytes_read = head_len;
     let mut mdas = Vec::with_capacity(header.metadata_areas.len());
     for &area in &header.metadata_areas {
-        let (info, read) = probe_mda(dev, area, cache);
+        let (info, read) = probe_mda(dev, head, area, cache);
         header_bytes_read += read;
         mdas.push(info);
     }
@@ -181,7 +188,12 @@ pub fn probe<R: ReadAt + ?Sized>(dev: &R, cache: &TextCache) -> crate::Result<Op
 
 /// Reads one area's header and, if in use, its text through the cache.
 /// Returns the bytes of header read.
-fn probe_mda<R: ReadAt + ?Sized>(dev: &R, area: DiskLocn, cache: &TextCache) -> (MdaInfo, u64) {
+fn probe_mda<R: ReadAt + ?Sized>(
+    dev: &R,
+    head: &[u8],
+    area: DiskLocn,
+    cache: &TextCache,
+) -> (MdaInfo, u64) {
     let mut info = MdaInfo {
         area,
         header: None,
@@ -207,15 +219,26 @@ fn probe_mda<R: ReadAt + ?Sized>(dev: &R, area: DiskLocn, cache: &TextCache) -> 
         return (info, 0);
     }
     let mut bytes = [0u8; MDA_HEADER_SIZE];
-    if let Err(source) = dev.read_exact_at(area.offset, &mut bytes) {
-        info.problem = Some(Arc::new(crate::Error::Io {
-            what: "mda_header",
-            offset: area.offset,
-            source,
-        }));
-        return (info, 0);
-    }
-    let read = MDA_HEADER_SIZE as u64;
+    let in_head = usize::try_from(area.offset)
+        .ok()
+        .and_then(|start| head.get(start..start.checked_add(MDA_HEADER_SIZE)?));
+    let read = match in_head {
+        Some(b) => {
+            bytes.copy_from_slice(b);
+            0
+        }
+        None => {
+            if let Err(source) = dev.read_exact_at(area.offset, &mut bytes) {
+                info.problem = Some(Arc::new(crate::Error::Io {
+                    what: "mda_header",
+                    offset: area.offset,
+                    source,
+                }));
+                return (info, 0);
+            }
+            MDA_HEADER_SIZE as u64
+        }
+    };
     let header = match mda::parse_header(&bytes, area.offset) {
         Ok(h) => h,
         Err(e) => {
