@@ -60,7 +60,7 @@ impl BlockReader {
         let size = rustix::fs::seek(&fd.0, SeekFrom::End(0)).map_err(open_err)?;
         let align = if FileType::from_raw_mode(st.st_mode) == FileType::BlockDevice {
             let bs = rustix::fs::ioctl_blksszget(&fd.0).map_err(open_err)?;
-            u32::try_from(bs).ok()
+            Some(bs)
         } else {
             None
         };
