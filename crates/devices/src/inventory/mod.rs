@@ -19,7 +19,7 @@ use crate::change::Change;
 use crate::devnum::DevNum;
 use crate::filter::Filter;
 use crate::probe::{Probe, probe_all};
-use crate::sysfs::{BlockDevice, Sysfs};
+use crate::sysfs::{BlockDevice, Detail, Sysfs};
 use crate::{Error, Result};
 
 /// One block device and what probing it found.
@@ -63,6 +63,16 @@ impl Inventory {
     /// accepts, in parallel. Returns the inventory and the changes a start
     /// logs: a `VG_COMPLETE` (flagged `scan`) for each VG already complete.
     pub fn scan(sysfs: Sysfs, filter: Filter) -> Result<(Inventory, Vec<Change>)> {
+        Self::scan_with(sysfs, filter, Detail::Full)
+    }
+
+    /// [`scan`](Self::scan), reading each device's sysfs attributes with
+    /// `detail`: [`Detail::Probe`] is enough for `pvs` and `vgs`.
+    pub fn scan_with(
+        sysfs: Sysfs,
+        filter: Filter,
+        detail: Detail,
+    ) -> Result<(Inventory, Vec<Change>)> {
         let mut inv = Inventory {
             sysfs,
             filter,
@@ -73,7 +83,7 @@ impl Inventory {
             unreadable: Vec::new(),
             counters: Counters::default(),
         };
-        let scan = inv.sysfs.scan()?;
+        let scan = inv.sysfs.scan_with(detail)?;
         let (probes, bytes) = probe_all(&scan.devices, &inv.filter, &inv.cache);
         inv.counters.probes += scan.devices.len() as u64;
         inv.counters.bytes_read += bytes;

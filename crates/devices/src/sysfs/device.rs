@@ -98,6 +98,7 @@ pub(super) fn read(
     class_block: BorrowedFd<'_>,
     name: &str,
     list_partitions: bool,
+    detail: Detail,
 ) -> Result<BlockDevice> {
     let dir = match rustix::fs::openat(
         class_block,
@@ -139,16 +140,27 @@ pub(super) fn read(
     let partition: Option<u32> = r.number("partition").map_err(err("partition"))?;
     // Attributes a partition inherits from its disk, one directory up.
     let up = if partition.is_some() { "../" } else { "" };
-    let removable = r
-        .flag(&format!("{up}removable"))
-        .map_err(err("removable"))?;
-    let rotational = r
-        .flag(&format!("{up}queue/rotational"))
-        .map_err(err("queue/rotational"))?;
+    let full = detail == Detail::Full;
+    let removable = if full {
+        r.flag(&format!("{up}removable"))
+            .map_err(err("removable"))?
+    } else {
+        None
+    };
+    let rotational = if full {
+        r.flag(&format!("{up}queue/rotational"))
+            .map_err(err("queue/rotational"))?
+    } else {
+        None
+    };
     let logical_block_size = r
         .number(&format!("{up}queue/logical_block_size"))
         .map_err(err("queue/logical_block_size"))?;
-    let diskseq = r.number(&format!("{up}diskseq")).map_err(err("diskseq"))?;
+    let diskseq = if full {
+        r.number(&format!("{up}diskseq")).map_err(err("diskseq"))?
+    } else {
+        None
+    };
 
     let kind = match partition {
         Some(number) => Kind::Partition {
@@ -165,22 +177,25 @@ pub(super) fn read(
             },
         },
     };
-    let holders = list_dir(dir.as_fd(), name, "holders", |_| true)?;
-    let slaves = list_dir(dir.as_fd(), name, "slaves", |_| true)?;
-    let backing_file = r
-        .raw("loop/backing_file")
-        .map_err(err("loop/backing_file"))?
-        .filter(|v| !v.is_empty())
-        .map(|v| PathBuf::from(OsString::from_vec(v.to_vec())));
-    let model = r.text("device/model").map_err(err("device/model"))?;
-    let serial = match r.text("device/serial").map_err(err("device/serial"))? {
-        Some(s) => Some(s),
-        None => r.text("serial").map_err(err("serial"))?,
-    };
-    let wwid = match r.text("wwid").map_err(err("wwid"))? {
-        Some(s) => Some(s),
-        None => r.text("device/wwid").map_err(err("device/wwid"))?,
-    };
+    let mut d = Extra::default();
+    if full {
+        d.holders = list_dir(dir.as_fd(), name, "holders", |_| true)?;
+        d.slaves = list_dir(dir.as_fd(), name, "slaves", |_| true)?;
+        d.backing_file = r
+            .raw("loop/backing_file")
+            .map_err(err("loop/backing_file"))?
+            .filter(|v| !v.is_empty())
+            .map(|v| PathBuf::from(OsString::from_vec(v.to_vec())));
+        d.model = r.text("device/model").map_err(err("device/model"))?;
+        d.serial = match r.text("device/serial").map_err(err("device/serial"))? {
+            Some(s) => Some(s),
+            None => r.text("serial").map_err(err("serial"))?,
+        };
+        d.wwid = match r.text("wwid").map_err(err("wwid"))? {
+            Some(s) => Some(s),
+            None => r.text("device/wwid").map_err(err("device/wwid"))?,
+        };
+    }
     // Read last: every device has a `uevent`, so its absence now means the
     // device went away while we read it.
     let uevent = match r.raw("uevent").map_err(err("uevent"))? {
@@ -201,15 +216,38 @@ pub(super) fn read(
         rotational,
         logical_block_size,
         kind,
-        holders,
-        slaves,
-        backing_file,
-        model,
-        serial,
-        wwid,
+        holders: d.holders,
+        slaves: d.slaves,
+        backing_file: d.backing_file,
+        model: d.model,
+        serial: d.serial,
+        wwid: d.wwid,
         diskseq,
         devname,
     })
+}
+
+/// How much of a device [`read`] reads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Detail {
+    /// Every attribute.
+    #[default]
+    Full,
+    /// What probing for LVM needs: number, size, read-only, partition or
+    /// disk, logical block size and the /dev name; the rest stays empty.
+    /// A third of the reads, for `pvs` and `vgs` over thousands of devices.
+    Probe,
+}
+
+/// The attributes only [`Detail::Full`] reads.
+#[derive(Default)]
+struct Extra {
+    holders: Vec<String>,
+    slaves: Vec<String>,
+    backing_file: Option<PathBuf>,
+    model: Option<String>,
+    serial: Option<String>,
+    wwid: Option<String>,
 }
 
 /// Re-reads only what a `change` uevent can change on a known device:

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{Mode, OFlags};
 
 pub use attr::AttrError;
-pub use device::{BlockDevice, Kind};
+pub use device::{BlockDevice, Detail, Kind};
 
 use crate::{Error, Result};
 
@@ -87,7 +87,7 @@ impl Sysfs {
             });
         }
         let dir = self.class_block()?;
-        device::read(dir.as_fd(), name, true)
+        device::read(dir.as_fd(), name, true, Detail::Full)
     }
 
     /// A fresh snapshot of `old` after a `change` uevent whose MAJOR and
@@ -155,10 +155,15 @@ impl Sysfs {
     /// `class/block` fails the whole scan. Each disk's partitions are filled
     /// in from the partitions found, without listing its directory again.
     pub fn scan(&self) -> Result<Scan> {
+        self.scan_with(Detail::Full)
+    }
+
+    /// [`scan`](Self::scan), reading each device with `detail`.
+    pub fn scan_with(&self, detail: Detail) -> Result<Scan> {
         let dir = self.class_block()?;
         let mut scan = Scan::default();
         for name in self.names()? {
-            match device::read(dir.as_fd(), &name, false) {
+            match device::read(dir.as_fd(), &name, false, detail) {
                 Ok(d) => scan.devices.push(d),
                 Err(Error::Vanished { name }) => {
                     tracing::debug!(%name, "block device vanished during the scan");

@@ -9,6 +9,7 @@
 use std::io::Write;
 
 use anyhow::{Context, Result};
+use weir_devices::sysfs::Detail;
 use weir_devices::{DevNum, Filter, Inventory, Probe, Sysfs};
 
 use crate::cli::{FilterArgs, LvmListArgs};
@@ -23,7 +24,12 @@ pub(super) enum Listing {
 }
 
 pub(super) fn list(what: Listing, args: &LvmListArgs) -> Result<()> {
-    let inv = scan(&args.filter)?;
+    // pvs and vgs need only what probing needs from sysfs.
+    let detail = match what {
+        Listing::Devices => Detail::Full,
+        Listing::Pvs | Listing::Vgs => Detail::Probe,
+    };
+    let inv = scan(&args.filter, detail)?;
     if what != Listing::Devices {
         warn_unreadable(&inv);
     }
@@ -52,9 +58,9 @@ pub(super) fn filter(args: &FilterArgs) -> Result<Filter> {
     Filter::parse(&args.patterns).context("--filter")
 }
 
-fn scan(args: &FilterArgs) -> Result<Inventory> {
-    let (inv, _) =
-        Inventory::scan(Sysfs::default(), filter(args)?).context("reading block devices")?;
+fn scan(args: &FilterArgs, detail: Detail) -> Result<Inventory> {
+    let (inv, _) = Inventory::scan_with(Sysfs::default(), filter(args)?, detail)
+        .context("reading block devices")?;
     Ok(inv)
 }
 
