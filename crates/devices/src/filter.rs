@@ -66,7 +66,7 @@ pub enum FilterError {
         close: char,
     },
     /// The regex does not compile.
-    #[error("filter pattern #{index}: bad regex")]
+    #[error("filter pattern #{index}: bad regex: {reason}")]
     BadRegex {
         /// The pattern's position.
         index: usize,

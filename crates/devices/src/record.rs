@@ -45,11 +45,11 @@ pub fn append(
             fields.push(("changed", changed.join(",").into_bytes()));
             let (a, b) = (attributes(old), attributes(new));
             for key in changed {
-                let value = |attrs: &[(&'static str, String)]| {
+                let value = |attrs: &[(&'static str, Vec<u8>)]| {
                     attrs
                         .iter()
                         .find(|(k, _)| k == key)
-                        .map_or_else(Vec::new, |(_, v)| v.clone().into_bytes())
+                        .map_or_else(Vec::new, |(_, v)| v.clone())
                 };
                 fields.push((key, value(&b)));
                 fields.push((old_key(key), value(&a)));
@@ -131,8 +131,8 @@ pub fn mark(log: &Log, name: &str, extra: &[(&str, &[u8])]) -> weir_log::Result<
     Ok(())
 }
 
-fn push_all(fields: &mut Vec<(&'static str, Vec<u8>)>, attrs: Vec<(&'static str, String)>) {
-    fields.extend(attrs.into_iter().map(|(k, v)| (k, v.into_bytes())));
+fn push_all(fields: &mut Vec<(&'static str, Vec<u8>)>, attrs: Vec<(&'static str, Vec<u8>)>) {
+    fields.extend(attrs);
 }
 
 /// A device's target (its number), parent (its disk's, for a partition)

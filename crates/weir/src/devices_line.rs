@@ -27,14 +27,14 @@ pub(crate) fn change_line(c: &Change) -> String {
         ChangeKind::DeviceAdd(d) => {
             let _ = write!(s, " {} {}:{}", d.name, d.major, d.minor);
             for (k, v) in attributes(d).into_iter().filter(|(k, _)| *k != "dev") {
-                let _ = write!(s, " {k}={}", escape(v.as_bytes()));
+                let _ = write!(s, " {k}={}", escape(&v));
             }
         }
         ChangeKind::DeviceChange { new, changed, .. } => {
             let _ = write!(s, " {} {}:{}", new.name, new.major, new.minor);
             for (k, v) in attributes(new) {
                 if changed.contains(&k) {
-                    let _ = write!(s, " {k}={}", escape(v.as_bytes()));
+                    let _ = write!(s, " {k}={}", escape(&v));
                 }
             }
             // An attribute that went away shows as empty.
@@ -95,4 +95,194 @@ pub(crate) fn change_line(c: &Change) -> String {
         s.push_str(" (scan)");
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsString;
+    use std::os::unix::ffi::OsStringExt;
+    use std::path::PathBuf;
+
+    use weir_devices::DevNum;
+    use weir_devices::sysfs::{BlockDevice, Kind};
+    use weir_lvm::Uuid;
+    use weir_lvm::assembly::VgRef;
+
+    use super::*;
+
+    const PV: &str = "HVjR5jd0tKj9jq2vITB3XQWGSdVQqFEU";
+    const VG: &str = "TXpiRIZeOc6K6l0sQffFVKqq1S0uBSTh";
+
+    fn uuid(s: &str) -> Uuid {
+        Uuid::parse(s.as_bytes()).unwrap()
+    }
+
+    fn vg() -> VgRef {
+        VgRef {
+            name: "vg0".into(),
+            uuid: uuid(VG),
+            seqno: 3,
+        }
+    }
+
+    fn loop5(backing: &[u8]) -> BlockDevice {
+        BlockDevice {
+            name: "loop5".into(),
+            major: 7,
+            minor: 5,
+            size_bytes: 8 << 20,
+            read_only: false,
+            removable: Some(false),
+            rotational: Some(true),
+            logical_block_size: Some(512),
+            kind: Kind::Disk {
+                partitions: Vec::new(),
+            },
+            holders: Vec::new(),
+            slaves: Vec::new(),
+            backing_file: Some(PathBuf::from(OsString::from_vec(backing.to_vec()))),
+            model: None,
+            serial: None,
+            wwid: None,
+            diskseq: Some(9),
+            devname: None,
+        }
+    }
+
+    fn line(kind: ChangeKind) -> String {
+        change_line(&Change { kind, scan: false })
+    }
+
+    const DEV: DevNum = DevNum { major: 7, minor: 5 };
+
+    #[test]
+    fn device_add_lists_the_attributes_but_dev() {
+        assert_eq!(
+            line(ChangeKind::DeviceAdd(loop5(b"/var/tmp/pv5.img"))),
+            "DEVICE_ADD loop5 7:5 size=8388608 ro=0 type=loop removable=0 rotational=1 \
+             backing_file=/var/tmp/pv5.img diskseq=9"
+        );
+    }
+
+    #[test]
+    fn backing_files_are_escaped_into_one_line() {
+        let l = line(ChangeKind::DeviceAdd(loop5(b"/tmp/a b\nc\\d\xff.img")));
+        assert!(
+            l.contains(" backing_file=/tmp/a b\\x0ac\\\\d\\xff.img diskseq=9"),
+            "{l}"
+        );
+        assert!(!l.contains('\n'));
+    }
+
+    #[test]
+    fn device_change_shows_the_new_values_and_empties_for_the_gone() {
+        let old = loop5(b"/var/tmp/pv5.img");
+        let mut new = old.clone();
+        new.size_bytes = 0;
+        new.backing_file = None;
+        new.diskseq = Some(10);
+        let changed = weir_devices::change::changed_attributes(&old, &new);
+        let l = line(ChangeKind::DeviceChange {
+            old: Box::new(old.clone()),
+            new: Box::new(new.clone()),
+            changed,
+        });
+        assert_eq!(l, "DEVICE_CHANGE loop5 7:5 size=0 diskseq=10 backing_file=");
+        // The attach the other way round.
+        let changed = weir_devices::change::changed_attributes(&new, &old);
+        let l = line(ChangeKind::DeviceChange {
+            old: Box::new(new),
+            new: Box::new(loop5(b"/tmp/new\nline")),
+            changed,
+        });
+        assert_eq!(
+            l,
+            "DEVICE_CHANGE loop5 7:5 size=8388608 backing_file=/tmp/new\\x0aline diskseq=9"
+        );
+    }
+
+    #[test]
+    fn device_remove_names_the_device() {
+        assert_eq!(
+            line(ChangeKind::DeviceRemove(loop5(b"/x"))),
+            "DEVICE_REMOVE loop5 7:5"
+        );
+    }
+
+    #[test]
+    fn pv_found_with_and_without_its_vg_and_as_a_duplicate() {
+        let found = |vg: Option<VgRef>, duplicate_of: Option<String>| {
+            line(ChangeKind::PvFound {
+                dev: DEV,
+                name: "loop5".into(),
+                uuid: uuid(PV),
+                vg,
+                duplicate_of,
+            })
+        };
+        assert_eq!(
+            found(Some(vg()), None),
+            "PV_FOUND loop5 7:5 uuid=HVjR5j-d0tK-j9jq-2vIT-B3XQ-WGSd-VQqFEU vg=vg0"
+        );
+        assert_eq!(
+            found(None, None),
+            "PV_FOUND loop5 7:5 uuid=HVjR5j-d0tK-j9jq-2vIT-B3XQ-WGSd-VQqFEU"
+        );
+        assert_eq!(
+            found(Some(vg()), Some("loop2".into())),
+            "PV_FOUND loop5 7:5 uuid=HVjR5j-d0tK-j9jq-2vIT-B3XQ-WGSd-VQqFEU vg=vg0 \
+             duplicate_of=loop2"
+        );
+    }
+
+    #[test]
+    fn pv_lost() {
+        let lost = |vg| {
+            line(ChangeKind::PvLost {
+                dev: DEV,
+                name: "loop5".into(),
+                uuid: uuid(PV),
+                vg,
+            })
+        };
+        assert_eq!(
+            lost(Some(vg())),
+            "PV_LOST loop5 7:5 uuid=HVjR5j-d0tK-j9jq-2vIT-B3XQ-WGSd-VQqFEU vg=vg0"
+        );
+        assert_eq!(
+            lost(None),
+            "PV_LOST loop5 7:5 uuid=HVjR5j-d0tK-j9jq-2vIT-B3XQ-WGSd-VQqFEU"
+        );
+    }
+
+    #[test]
+    fn vg_complete_and_incomplete() {
+        assert_eq!(
+            line(ChangeKind::VgComplete {
+                vg: vg(),
+                pv_count: 2
+            }),
+            "VG_COMPLETE vg0 uuid=TXpiRI-ZeOc-6K6l-0sQf-fFVK-qq1S-0uBSTh seqno=3 pvs=2"
+        );
+        assert_eq!(
+            line(ChangeKind::VgIncomplete {
+                vg: vg(),
+                missing: vec![uuid(PV), uuid(VG)]
+            }),
+            "VG_INCOMPLETE vg0 uuid=TXpiRI-ZeOc-6K6l-0sQf-fFVK-qq1S-0uBSTh seqno=3 missing=2"
+        );
+    }
+
+    #[test]
+    fn a_change_found_by_a_scan_says_so() {
+        let c = Change {
+            kind: ChangeKind::VgComplete {
+                vg: vg(),
+                pv_count: 1,
+            },
+            scan: true,
+        };
+        assert!(change_line(&c).ends_with(" pvs=1 (scan)"));
+        assert!(change_line(&c).starts_with("VG_COMPLETE vg0 "));
+    }
 }
