@@ -123,15 +123,7 @@ pub(super) fn read(
     let (major, minor) = parse_devnum(&required(&mut r, "dev")?).map_err(err("dev"))?;
     let sectors: u64 =
         super::attr::parse_number(&required(&mut r, "size")?).map_err(err("size"))?;
-    let size_bytes = sectors.checked_mul(512).ok_or_else(|| {
-        sysfs_err(
-            name,
-            "size",
-            AttrError::Invalid {
-                what: "more bytes than a u64 holds",
-            },
-        )
-    })?;
+    let size_bytes = sectors_to_bytes(name, sectors)?;
     let read_only = r
         .flag("ro")
         .map_err(err("ro"))?
@@ -271,15 +263,7 @@ pub(super) fn refresh(
         .number("size")
         .map_err(err("size"))?
         .ok_or_else(|| sysfs_err(name, "size", AttrError::Missing))?;
-    let size_bytes = sectors.checked_mul(512).ok_or_else(|| {
-        sysfs_err(
-            name,
-            "size",
-            AttrError::Invalid {
-                what: "more bytes than a u64 holds",
-            },
-        )
-    })?;
+    let size_bytes = sectors_to_bytes(name, sectors)?;
     let read_only = r
         .flag("ro")
         .map_err(err("ro"))?
@@ -305,6 +289,19 @@ pub(super) fn refresh(
         diskseq,
         backing_file,
         ..old.clone()
+    })
+}
+
+/// sysfs's `size` (512-byte sectors, whatever the block size) in bytes.
+fn sectors_to_bytes(name: &str, sectors: u64) -> Result<u64> {
+    sectors.checked_mul(512).ok_or_else(|| {
+        sysfs_err(
+            name,
+            "size",
+            AttrError::Invalid {
+                what: "more bytes than a u64 holds",
+            },
+        )
     })
 }
 

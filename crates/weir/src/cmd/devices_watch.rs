@@ -7,14 +7,14 @@
 //! scan is done and uevents are flowing, it says so on stderr (`weir:
 //! watching block devices (...)`), so a script knows when it may start.
 
-use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, bail};
 use weir_devices::{Change, OnChange, Tracker, TrackerOptions};
 
+use super::foreground::{close_log, print_line};
 use super::lvm::filter;
 use crate::cli::DevicesWatchArgs;
 use crate::devices_line::change_line;
@@ -41,7 +41,7 @@ pub(super) fn watch(state: &StateDir, args: &DevicesWatchArgs) -> Result<()> {
     let log = Arc::new(state.open_writer()?);
     let stop_on_close = stop.clone();
     let on_change: OnChange = Box::new(move |c: &Change| {
-        if print(c).is_err() {
+        if print_line(&change_line(c)).is_err() {
             // The reader went away (`| head`): end as on a signal.
             stop_on_close.store(true, Ordering::Relaxed);
         }
@@ -49,7 +49,7 @@ pub(super) fn watch(state: &StateDir, args: &DevicesWatchArgs) -> Result<()> {
     let tracker = match Tracker::start(Some(log.clone()), opts, Some(on_change)) {
         Ok(t) => t,
         Err(e) => {
-            if let Err(c) = close(log) {
+            if let Err(c) = close_log(log) {
                 tracing::warn!(error = format!("{c:#}"), "closing the log");
             }
             return Err(anyhow::Error::new(e).context("starting the device tracker"));
@@ -67,18 +67,5 @@ pub(super) fn watch(state: &StateDir, args: &DevicesWatchArgs) -> Result<()> {
         std::thread::sleep(Duration::from_millis(100));
     }
     let stopped = tracker.stop().context("the device tracker failed");
-    stopped.and(close(log))
-}
-
-/// One change as a line on stdout, flushed even when stdout is a pipe.
-fn print(c: &Change) -> std::io::Result<()> {
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "{}", change_line(c))?;
-    out.flush()
-}
-
-/// Closes the log durably once the tracker has let go of it.
-fn close(log: Arc<weir_log::Log>) -> Result<()> {
-    let log = Arc::try_unwrap(log).map_err(|_| anyhow!("the log is still in use"))?;
-    log.close().context("closing the log")
+    stopped.and(close_log(log))
 }

@@ -2,6 +2,7 @@
 //! arguments to them.
 
 mod devices_watch;
+mod foreground;
 mod log_consumer;
 mod log_stats;
 mod log_tail;

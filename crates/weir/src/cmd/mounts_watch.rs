@@ -8,14 +8,14 @@
 //! `auto` fell back, always goes to stderr: a watcher that silently polls
 //! is worth knowing about.
 
-use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Context, Result};
 use weir_mounts::{Change, OnChange, Tracker, TrackerOptions};
 
+use super::foreground::{close_log, print_line};
 use super::mounts::fallback_note;
 use crate::cli::MountsWatchArgs;
 use crate::mounts_line::change_line;
@@ -34,7 +34,7 @@ pub(super) fn watch(state: &StateDir, args: &MountsWatchArgs) -> Result<()> {
     };
     let stop_on_close = stop.clone();
     let on_change: OnChange = Box::new(move |c: &Change| {
-        if print(c).is_err() {
+        if print_line(&change_line(c)).is_err() {
             // The reader went away (`| head`): end as on a signal.
             stop_on_close.store(true, Ordering::Relaxed);
         }
@@ -44,7 +44,7 @@ pub(super) fn watch(state: &StateDir, args: &MountsWatchArgs) -> Result<()> {
         Err(e) => {
             // The tracker's error is the one to report; the log still
             // closes durably.
-            if let Err(c) = close(log) {
+            if let Err(c) = close_log(log) {
                 tracing::warn!(error = format!("{c:#}"), "closing the log");
             }
             return Err(anyhow::Error::new(e).context("starting the mount tracker"));
@@ -62,18 +62,5 @@ pub(super) fn watch(state: &StateDir, args: &MountsWatchArgs) -> Result<()> {
         std::thread::sleep(Duration::from_millis(100));
     }
     let stopped = tracker.stop().context("the mount tracker failed");
-    stopped.and(close(log))
-}
-
-/// One change as a line on stdout, flushed even when stdout is a pipe.
-fn print(c: &Change) -> std::io::Result<()> {
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "{}", change_line(c))?;
-    out.flush()
-}
-
-/// Closes the log durably once the tracker has let go of it.
-fn close(log: Arc<weir_log::Log>) -> Result<()> {
-    let log = Arc::try_unwrap(log).map_err(|_| anyhow!("the log is still in use"))?;
-    log.close().context("closing the log")
+    stopped.and(close_log(log))
 }
