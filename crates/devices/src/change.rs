@@ -135,19 +135,20 @@ pub fn device_type(d: &BlockDevice) -> &'static str {
 /// The loop driver's major number (Documentation/admin-guide/devices.txt).
 const LOOP_MAJOR: u32 = 7;
 
-/// Every field [`attributes`] can list, in its order.
-const ATTRIBUTE_ORDER: [&str; 11] = [
-    "dev",
-    "size",
-    "ro",
-    "type",
-    "removable",
-    "rotational",
-    "backing_file",
-    "model",
-    "serial",
-    "wwid",
-    "diskseq",
+/// Every field [`attributes`] can list, in its order, with the name a
+/// DEVICE_CHANGE record gives its old value.
+pub const ATTRIBUTES: [(&str, &str); 11] = [
+    ("dev", "old_dev"),
+    ("size", "old_size"),
+    ("ro", "old_ro"),
+    ("type", "old_type"),
+    ("removable", "old_removable"),
+    ("rotational", "old_rotational"),
+    ("backing_file", "old_backing_file"),
+    ("model", "old_model"),
+    ("serial", "old_serial"),
+    ("wwid", "old_wwid"),
+    ("diskseq", "old_diskseq"),
 ];
 
 /// The attributes that differ between two snapshots of a device, in
@@ -160,8 +161,9 @@ pub fn changed_attributes(old: &BlockDevice, new: &BlockDevice) -> Vec<&'static 
             .find(|(k, _)| *k == key)
             .map(|(_, v)| v.clone())
     };
-    ATTRIBUTE_ORDER
+    ATTRIBUTES
         .into_iter()
+        .map(|(k, _)| k)
         .filter(|k| value(&a, k) != value(&b, k))
         .collect()
 }
@@ -295,7 +297,7 @@ mod tests {
             ..loop_dev()
         };
         let keys: Vec<&str> = attributes(&all).iter().map(|(k, _)| *k).collect();
-        assert_eq!(keys, ATTRIBUTE_ORDER);
+        assert_eq!(keys, ATTRIBUTES.map(|(k, _)| k));
     }
 
     #[test]

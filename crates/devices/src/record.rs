@@ -9,7 +9,7 @@
 
 use weir_log::{Appended, Field, Log, Record, RecordType};
 
-use crate::change::{Change, ChangeKind, attributes};
+use crate::change::{ATTRIBUTES, Change, ChangeKind, attributes};
 use crate::sysfs::{BlockDevice, Kind};
 
 /// Record flag: found by reading every device, not from a uevent.
@@ -44,15 +44,15 @@ pub fn append(
         ChangeKind::DeviceChange { old, new, changed } => {
             fields.push(("changed", changed.join(",").into_bytes()));
             let (a, b) = (attributes(old), attributes(new));
-            for key in changed {
-                let value = |attrs: &[(&'static str, Vec<u8>)]| {
-                    attrs
-                        .iter()
-                        .find(|(k, _)| k == key)
-                        .map_or_else(Vec::new, |(_, v)| v.clone())
-                };
-                fields.push((key, value(&b)));
-                fields.push((old_key(key), value(&a)));
+            let value = |attrs: &[(&'static str, Vec<u8>)], key: &str| {
+                attrs
+                    .iter()
+                    .find(|(k, _)| *k == key)
+                    .map_or_else(Vec::new, |(_, v)| v.clone())
+            };
+            for (key, old_key) in ATTRIBUTES.into_iter().filter(|(k, _)| changed.contains(k)) {
+                fields.push((key, value(&b, key)));
+                fields.push((old_key, value(&a, key)));
             }
             device_ids(new, &parent_of)
         }
@@ -147,22 +147,4 @@ fn device_ids<'a>(
         Kind::Disk { .. } => Vec::new(),
     };
     (target, parent, d.name.as_bytes())
-}
-
-/// `old_<key>` for the attributes a DEVICE_CHANGE can name.
-fn old_key(key: &str) -> &'static str {
-    match key {
-        "dev" => "old_dev",
-        "size" => "old_size",
-        "ro" => "old_ro",
-        "type" => "old_type",
-        "removable" => "old_removable",
-        "rotational" => "old_rotational",
-        "backing_file" => "old_backing_file",
-        "model" => "old_model",
-        "serial" => "old_serial",
-        "wwid" => "old_wwid",
-        "diskseq" => "old_diskseq",
-        _ => "old_value",
-    }
 }

@@ -32,14 +32,15 @@ pub(crate) fn change_line(c: &Change) -> String {
         }
         ChangeKind::DeviceChange { new, changed, .. } => {
             let _ = write!(s, " {} {}:{}", new.name, new.major, new.minor);
-            for (k, v) in attributes(new) {
-                if changed.contains(&k) {
-                    let _ = write!(s, " {k}={}", escape(&v));
+            let attrs = attributes(new);
+            for (k, v) in &attrs {
+                if changed.contains(k) {
+                    let _ = write!(s, " {k}={}", escape(v));
                 }
             }
             // An attribute that went away shows as empty.
             for k in changed {
-                if !attributes(new).iter().any(|(a, _)| a == k) {
+                if !attrs.iter().any(|(a, _)| a == k) {
                     let _ = write!(s, " {k}=");
                 }
             }
