@@ -7,7 +7,7 @@ use clap::{Args, Parser, Subcommand};
 use weir_log::{RecordType, TypeMask};
 use weir_mounts::BackendChoice;
 
-use crate::mounts_table::Columns;
+use weir_view::mounts_table::Columns;
 
 /// weir: storage-state engine for Linux.
 #[derive(Debug, Parser)]

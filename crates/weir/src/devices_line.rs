@@ -11,14 +11,14 @@
 //! ```
 //!
 //! A change found by a whole re-read ends in ` (scan)`. Values use the
-//! log's text escaping ([`crate::text::escape`]), so a line stays one line.
+//! log's text escaping ([`weir_view::bytes::escape`]), so a line stays one line.
 
 use std::fmt::Write as _;
 
 use weir_devices::change::attributes;
 use weir_devices::{Change, ChangeKind};
 
-use crate::text::escape;
+use weir_view::bytes::escape;
 
 /// One change as a line, without the newline.
 pub(crate) fn change_line(c: &Change) -> String {

@@ -10,17 +10,9 @@
 mod cli;
 mod cmd;
 mod devices_line;
-mod json;
-mod lvm_json;
-mod lvm_view;
-mod mounts_json;
 mod mounts_line;
-mod mounts_table;
 mod signals;
 mod state_dir;
-mod text;
-mod text_table;
-mod time_fmt;
 
 use std::process::ExitCode;
 

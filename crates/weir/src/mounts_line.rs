@@ -7,15 +7,15 @@
 //! CHANGE 2147483700 /mnt/y options,super: options=ro,relatime super=ro,size=1024k
 //! ```
 //!
-//! Paths use the log's text escaping ([`crate::text::escape`]), so a line
+//! Paths use the log's text escaping ([`weir_view::bytes::escape`]), so a line
 //! stays one line and shows every byte, as in `weir log tail`.
 
 use std::fmt::Write as _;
 
 use weir_mounts::{Attrs, Change, ChangeKind};
 
-use crate::mounts_table::propagation_word;
-use crate::text::escape;
+use weir_view::bytes::escape;
+use weir_view::mounts_table::propagation_word;
 
 /// One change as a line, without the newline.
 pub(crate) fn change_line(c: &Change) -> String {

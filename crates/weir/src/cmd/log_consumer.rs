@@ -12,6 +12,7 @@ use weir_log::{ConsumerInfo, TypeMask};
 
 use crate::cli::ConsumerCommand;
 use crate::state_dir::StateDir;
+use weir_view::consumer::consumer_json;
 
 pub(super) fn consumer(state: &StateDir, command: ConsumerCommand) -> Result<()> {
     match command {
@@ -77,17 +78,4 @@ fn list(state: &StateDir, json: bool) -> Result<()> {
     }
     out.flush()?;
     Ok(())
-}
-
-/// A consumer as a JSON object (`consumer list --json`, `stats --json`).
-pub(super) fn consumer_json(c: &ConsumerInfo) -> serde_json::Value {
-    serde_json::json!({
-        "id": c.id,
-        "name": c.name,
-        "mask": c.mask.to_string(),
-        "cleared": c.cleared,
-        "lag": c.lag,
-        "idle_seconds": c.idle.as_secs_f64(),
-        "registered": c.registered_ns,
-    })
 }

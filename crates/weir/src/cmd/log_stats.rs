@@ -6,8 +6,9 @@ use std::io::Write;
 use anyhow::{Context, Result};
 use weir_log::fs::StdFs;
 
-use super::log_consumer::{consumer_json, read_list};
+use super::log_consumer::read_list;
 use crate::state_dir::StateDir;
+use weir_view::consumer::consumer_json;
 
 pub(super) fn stats(state: &StateDir, json: bool) -> Result<()> {
     let dir = state.existing_log_dir()?;

@@ -16,8 +16,10 @@ use weir_log::fs::StdFs;
 use weir_log::{Reader, RecordType, TypeMask};
 
 use crate::cli::TailArgs;
+use crate::signals;
 use crate::state_dir::StateDir;
-use crate::{json, signals, text};
+use weir_view::record as json;
+use weir_view::record as text;
 
 /// How long `-f` waits between looks at the directory.
 const POLL: Duration = Duration::from_millis(50);

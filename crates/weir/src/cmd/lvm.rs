@@ -13,7 +13,7 @@ use weir_devices::sysfs::Detail;
 use weir_devices::{DevNum, Filter, Inventory, Probe, Sysfs};
 
 use crate::cli::{FilterArgs, LvmListArgs};
-use crate::{lvm_json, lvm_view};
+use weir_view::{lvm_json, lvm_table as lvm_view};
 
 /// What is listed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,11 +82,14 @@ fn warn_unreadable(inv: &Inventory) {
             eprintln!(
                 "weir: warning: {}: {}",
                 e.device.dev_path().display(),
-                lvm_view::error_chain(err.as_ref())
+                weir_view::chain::error_chain(err.as_ref())
             );
         }
     }
     for (name, err) in inv.unreadable() {
-        eprintln!("weir: warning: {name}: {}", lvm_view::error_chain(err));
+        eprintln!(
+            "weir: warning: {name}: {}",
+            weir_view::chain::error_chain(err)
+        );
     }
 }

@@ -10,7 +10,8 @@ use anyhow::{Context, Result};
 use weir_mounts::{Backend, BackendChoice};
 
 use crate::cli::MountsListArgs;
-use crate::{mounts_json, mounts_table};
+use weir_view::chain::error_chain;
+use weir_view::{mounts_json, mounts_table};
 
 pub(super) fn list(args: &MountsListArgs) -> Result<()> {
     let snap = weir_mounts::snapshot(args.backend).with_context(|| match args.backend {
@@ -48,17 +49,4 @@ pub(super) fn fallback_note(fallback: Option<&weir_mounts::Error>) -> String {
     fallback.map_or_else(String::new, |e| {
         format!(" (fanotify unavailable: {})", error_chain(e))
     })
-}
-
-/// An error and its causes, `: `-separated, as `main` prints errors: the
-/// cause (EPERM, ENOSYS) is what tells a user why fanotify is unavailable.
-fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut s = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cause = c.source();
-    }
-    s
 }

@@ -9,7 +9,7 @@
 use serde::Serialize;
 use weir_mounts::Mount;
 
-use crate::json::Bytes;
+use crate::bytes::Bytes;
 
 #[derive(Serialize)]
 struct JsonMount<'a> {
@@ -38,7 +38,7 @@ struct JsonMount<'a> {
 }
 
 /// The mounts as a JSON array, one object per line, ending in `\n`.
-pub(crate) fn mounts_json(mounts: &[Mount]) -> String {
+pub fn mounts_json(mounts: &[Mount]) -> String {
     let mut out = String::from("[\n");
     for (i, m) in mounts.iter().enumerate() {
         let (fstype, options, fs_options) = (m.fstype_full(), m.options(), m.super_options());

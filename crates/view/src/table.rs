@@ -4,13 +4,15 @@
 
 /// How a column is aligned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Align {
+pub enum Align {
+    /// Text, padded on the right.
     Left,
+    /// Numbers, padded on the left.
     Right,
 }
 
 /// Renders `rows` under `headers`; every row has one cell per header.
-pub(crate) fn render(headers: &[(&str, Align)], rows: &[Vec<String>]) -> String {
+pub fn render(headers: &[(&str, Align)], rows: &[Vec<String>]) -> String {
     let mut widths: Vec<usize> = headers.iter().map(|(h, _)| h.chars().count()).collect();
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {
@@ -44,7 +46,7 @@ pub(crate) fn render(headers: &[(&str, Align)], rows: &[Vec<String>]) -> String 
 }
 
 /// A size in bytes as lsblk prints it: `8M`, `1.5G`, `0B`.
-pub(crate) fn human_size(bytes: u64) -> String {
+pub fn human_size(bytes: u64) -> String {
     const UNITS: [&str; 7] = ["B", "K", "M", "G", "T", "P", "E"];
     let mut v = bytes as f64;
     let mut unit = 0;

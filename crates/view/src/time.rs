@@ -3,7 +3,7 @@
 //! days-to-civil algorithm) because it is the only date arithmetic weir needs.
 
 /// Formats `ns` since the Unix epoch.
-pub(crate) fn rfc3339_ns(ns: u64) -> String {
+pub fn rfc3339_ns(ns: u64) -> String {
     let secs = ns / 1_000_000_000;
     let frac = ns % 1_000_000_000;
     let days = secs / 86_400;

@@ -1,16 +1,24 @@
-//! The JSON form of a record (one object per line in `weir log tail --json`).
+//! The two forms of a log record:
+//! - JSON, one object per line (`weir log tail --json`, the API's record
+//!   streams). Names and field values follow [`Bytes`]; target and parent
+//!   ids are opaque, so they are always lowercase hex.
+//! - text, one line each, in the spirit of Lustre's `lfs changelog`:
 //!
-//! Names and field values are bytes that need not be UTF-8. They follow the
-//! journald `-o json` convention so that nothing is lost: a JSON string when
-//! the bytes are valid UTF-8, otherwise an array of byte values (0-255).
-//! Target and parent ids are opaque, so they are always lowercase hex.
+//! ```text
+//! INDEX TYPE TIME flags=0xF t=HEX p=HEX NAME [KEY=VALUE ...]
+//! ```
+//!
+//! Text names and values are escaped ([`escape`]). The text form is for
+//! people; JSON is for programs.
 
 use serde::Serialize;
-use serde::ser::{SerializeMap, SerializeSeq, Serializer};
+use std::fmt::Write as _;
+
+use serde::ser::{SerializeMap, Serializer};
 use weir_log::LogRecord;
 
-use crate::text::hex;
-use crate::time_fmt::rfc3339_ns;
+use crate::bytes::{Bytes, escape, hex};
+use crate::time::rfc3339_ns;
 
 #[derive(Serialize)]
 struct JsonRecord<'a> {
@@ -28,25 +36,6 @@ struct JsonRecord<'a> {
     fields: Fields<'a>,
 }
 
-/// Bytes as a string if they are UTF-8, else as an array of numbers. Also
-/// the form of paths in `weir mounts --json`.
-pub(crate) struct Bytes<'a>(pub(crate) &'a [u8]);
-
-impl Serialize for Bytes<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match std::str::from_utf8(self.0) {
-            Ok(text) => s.serialize_str(text),
-            Err(_) => {
-                let mut seq = s.serialize_seq(Some(self.0.len()))?;
-                for b in self.0 {
-                    seq.serialize_element(b)?;
-                }
-                seq.end()
-            }
-        }
-    }
-}
-
 /// Fields as an object, in record order.
 struct Fields<'a>(&'a [(String, Vec<u8>)]);
 
@@ -60,8 +49,26 @@ impl Serialize for Fields<'_> {
     }
 }
 
+/// One record as a text line, without the newline.
+pub fn record_line(r: &LogRecord) -> String {
+    let mut s = format!(
+        "{} {} {} flags={:#x} t={} p={} {}",
+        r.index,
+        r.kind,
+        rfc3339_ns(r.time_ns),
+        r.flags,
+        hex(&r.target),
+        hex(&r.parent),
+        escape(&r.name)
+    );
+    for (k, v) in &r.fields {
+        let _ = write!(s, " {}={}", escape(k.as_bytes()), escape(v));
+    }
+    s
+}
+
 /// One record as a JSON line, without the newline.
-pub(crate) fn record_json(r: &LogRecord) -> String {
+pub fn record_json(r: &LogRecord) -> String {
     let j = JsonRecord {
         index: r.index,
         time: r.time_ns,
@@ -119,5 +126,23 @@ mod tests {
         let v: Value = serde_json::from_str(&record_json(&rec(b"caf\xe9", vec![]))).unwrap();
         assert_eq!(v["name"], json!([99, 97, 102, 0xe9]));
         assert_eq!(v["fields"], json!({}));
+    }
+
+    #[test]
+    fn line() {
+        let r = LogRecord {
+            index: 42,
+            time_ns: 1_000_000_007,
+            kind: RecordType::CREAT,
+            flags: 0x12,
+            target: vec![0xab, 0x01],
+            parent: vec![],
+            name: b"f\xff".to_vec(),
+            fields: vec![("k".into(), b"v 1".to_vec())],
+        };
+        assert_eq!(
+            record_line(&r),
+            "42 CREAT 1970-01-01T00:00:01.000000007Z flags=0x12 t=ab01 p= f\\xff k=v 1"
+        );
     }
 }

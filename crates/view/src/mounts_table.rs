@@ -10,22 +10,34 @@ use std::fmt::Write as _;
 
 use weir_mounts::{Mount, Propagation};
 
-use crate::text::escape;
+use crate::bytes::escape;
 
 /// One column of the table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Column {
+pub enum Column {
+    /// The mount id.
     Id,
+    /// The parent mount id.
     Parent,
+    /// The 32-bit id of mountinfo.
     OldId,
+    /// The mount point.
     Target,
+    /// The root of the mount within its filesystem.
     Root,
+    /// The source (device, or what the filesystem was given).
     Source,
+    /// The filesystem type, with its subtype.
     Fstype,
+    /// Per-mount and superblock options together, as findmnt shows them.
     Options,
+    /// Per-mount options only.
     VfsOptions,
+    /// Superblock options and the filesystem's own.
     FsOptions,
+    /// Shared and master peer groups.
     Propagation,
+    /// The device number.
     MajMin,
 }
 
@@ -74,12 +86,12 @@ impl Column {
 
 /// The columns `-o` chose, in order.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Columns(pub(crate) Vec<Column>);
+pub struct Columns(pub Vec<Column>);
 
 impl Columns {
     /// Parses a comma-separated list of column names, case-insensitive;
     /// `-` may stand for `_` (findmnt spells `VFS-OPTIONS`).
-    pub(crate) fn parse(s: &str) -> Result<Columns, String> {
+    pub fn parse(s: &str) -> Result<Columns, String> {
         let mut cols = Vec::new();
         for name in s.split(',') {
             let want = name.trim().to_ascii_uppercase().replace('-', "_");
@@ -99,7 +111,7 @@ impl Columns {
 }
 
 /// The table: a header line and one line per mount, each ending in `\n`.
-pub(crate) fn render(cols: &Columns, mounts: &[Mount]) -> String {
+pub fn render(cols: &Columns, mounts: &[Mount]) -> String {
     let mut rows: Vec<Vec<String>> = Vec::with_capacity(mounts.len() + 1);
     rows.push(cols.0.iter().map(|c| c.header().to_owned()).collect());
     rows.extend(
@@ -131,7 +143,7 @@ pub(crate) fn render(cols: &Columns, mounts: &[Mount]) -> String {
 
 /// The propagation with commas for blanks (`shared:1,master:2`): one word,
 /// for a table cell and a `weir mounts watch` line.
-pub(crate) fn propagation_word(p: &Propagation) -> String {
+pub fn propagation_word(p: &Propagation) -> String {
     p.to_text().replace(' ', ",")
 }
 

@@ -8,10 +8,11 @@ use weir_devices::{DevNum, Inventory, Probe};
 use weir_lvm::Uuid;
 use weir_lvm::assembly::{PvReport, VgReport};
 
-use crate::text_table::{Align, human_size, render};
+use crate::chain::error_chain;
+use crate::table::{Align, human_size, render};
 
 /// `weir vgs`: VG  #PV #LV VSize VFree Complete.
-pub(crate) fn vgs_table(vgs: &[VgReport]) -> String {
+pub fn vgs_table(vgs: &[VgReport]) -> String {
     let rows: Vec<Vec<String>> = vgs
         .iter()
         .map(|v| {
@@ -45,7 +46,7 @@ pub(crate) fn vgs_table(vgs: &[VgReport]) -> String {
 }
 
 /// `weir pvs`: PV VG PSize PFree #MDA UUID.
-pub(crate) fn pvs_table(pvs: &[PvReport<DevNum>], path: impl Fn(DevNum) -> String) -> String {
+pub fn pvs_table(pvs: &[PvReport<DevNum>], path: impl Fn(DevNum) -> String) -> String {
     let rows: Vec<Vec<String>> = pvs
         .iter()
         .map(|p| {
@@ -77,7 +78,7 @@ pub(crate) fn pvs_table(pvs: &[PvReport<DevNum>], path: impl Fn(DevNum) -> Strin
 }
 
 /// `weir devices`: NAME MAJ:MIN SIZE RO TYPE LVM BACKING/MODEL.
-pub(crate) fn devices_table(inv: &Inventory) -> String {
+pub fn devices_table(inv: &Inventory) -> String {
     let vg_of = vg_names(inv);
     let rows: Vec<Vec<String>> = inv
         .devices()
@@ -123,7 +124,7 @@ pub(crate) fn devices_table(inv: &Inventory) -> String {
 }
 
 /// The VG name of each PV uuid that a VG's metadata lists.
-pub(crate) fn vg_names(inv: &Inventory) -> HashMap<Uuid, String> {
+pub fn vg_names(inv: &Inventory) -> HashMap<Uuid, String> {
     inv.pvs()
         .into_iter()
         .filter(|p| !p.vg_name.is_empty())
@@ -132,23 +133,11 @@ pub(crate) fn vg_names(inv: &Inventory) -> HashMap<Uuid, String> {
 }
 
 /// What probing found, in a word.
-pub(crate) fn probe_word(p: &Probe) -> &'static str {
+pub fn probe_word(p: &Probe) -> &'static str {
     match p {
         Probe::Skipped(s) => s.as_str(),
         Probe::NotPv => "-",
         Probe::Pv(_) => "pv",
         Probe::Failed(_) => "error",
     }
-}
-
-/// An error and its causes, `: `-joined, as the CLI prints errors.
-pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
 }

@@ -6,7 +6,7 @@ use serde::Serialize;
 use weir_devices::{DevNum, Entry, Inventory, Probe};
 use weir_lvm::assembly::{PvReport, VgReport};
 
-use crate::json::Bytes;
+use crate::bytes::Bytes;
 
 #[derive(Serialize)]
 struct JsonVg<'a> {
@@ -71,7 +71,7 @@ struct JsonDevice<'a> {
 }
 
 /// `weir vgs --json`.
-pub(crate) fn vgs_json(vgs: &[VgReport]) -> String {
+pub fn vgs_json(vgs: &[VgReport]) -> String {
     array(vgs.iter().map(|v| JsonVg {
         name: &v.name,
         uuid: v.uuid.to_string(),
@@ -91,7 +91,7 @@ pub(crate) fn vgs_json(vgs: &[VgReport]) -> String {
 }
 
 /// `weir pvs --json`; `path` names a PV's device.
-pub(crate) fn pvs_json(pvs: &[PvReport<DevNum>], path: impl Fn(DevNum) -> String) -> String {
+pub fn pvs_json(pvs: &[PvReport<DevNum>], path: impl Fn(DevNum) -> String) -> String {
     array(pvs.iter().map(|p| JsonPv {
         device: path(p.device),
         uuid: p.uuid.to_string(),
@@ -110,8 +110,8 @@ pub(crate) fn pvs_json(pvs: &[PvReport<DevNum>], path: impl Fn(DevNum) -> String
 }
 
 /// `weir devices --json`.
-pub(crate) fn devices_json(inv: &Inventory) -> String {
-    let vg_of = crate::lvm_view::vg_names(inv);
+pub fn devices_json(inv: &Inventory) -> String {
+    let vg_of = crate::lvm_table::vg_names(inv);
     array(inv.devices().map(|e| device(e, &vg_of)))
 }
 
@@ -128,7 +128,7 @@ fn device<'a>(
     };
     let pv = e.probe.pv();
     let error = match &e.probe {
-        Probe::Failed(err) => Some(crate::lvm_view::error_chain(err.as_ref())),
+        Probe::Failed(err) => Some(crate::chain::error_chain(err.as_ref())),
         _ => None,
     };
     JsonDevice {
@@ -155,7 +155,7 @@ fn device<'a>(
         diskseq: d.diskseq,
         pv_uuid: pv.map(|p| p.uuid().to_string()),
         vg_name: pv.and_then(|p| vg_of.get(&p.uuid())).map(String::as_str),
-        probe: crate::lvm_view::probe_word(&e.probe),
+        probe: crate::lvm_table::probe_word(&e.probe),
         error,
     }
 }

@@ -1,40 +1,37 @@
-//! The text form of a record, one line each, in the spirit of Lustre's
-//! `lfs changelog`:
-//!
-//! ```text
-//! INDEX TYPE TIME flags=0xF t=HEX p=HEX NAME [KEY=VALUE ...]
-//! ```
-//!
-//! Names and values are escaped so that a line stays one line and shows
-//! every byte: see [`escape`]. The form is for people; `--json` is for
-//! programs.
+//! How raw bytes show. Paths, names and field values are bytes that need
+//! not be UTF-8, and nothing may be lost on the way out:
+//! - in JSON ([`Bytes`]), a string when they are valid UTF-8, otherwise an
+//!   array of byte values (0-255), the journald `-o json` convention;
+//! - in text ([`escape`]), UTF-8 with control characters and stray bytes
+//!   escaped, so that a line stays one line and shows every byte;
+//! - opaque ids ([`hex`]) as lowercase hex.
 
 use std::fmt::Write as _;
 
-use weir_log::LogRecord;
+use serde::Serialize;
+use serde::ser::{SerializeSeq, Serializer};
 
-use crate::time_fmt::rfc3339_ns;
+/// Bytes as a string if they are UTF-8, else as an array of numbers. Also
+/// the form of paths in `weir mounts --json`.
+pub struct Bytes<'a>(pub &'a [u8]);
 
-/// One record as a text line, without the newline.
-pub(crate) fn record_line(r: &LogRecord) -> String {
-    let mut s = format!(
-        "{} {} {} flags={:#x} t={} p={} {}",
-        r.index,
-        r.kind,
-        rfc3339_ns(r.time_ns),
-        r.flags,
-        hex(&r.target),
-        hex(&r.parent),
-        escape(&r.name)
-    );
-    for (k, v) in &r.fields {
-        let _ = write!(s, " {}={}", escape(k.as_bytes()), escape(v));
+impl Serialize for Bytes<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match std::str::from_utf8(self.0) {
+            Ok(text) => s.serialize_str(text),
+            Err(_) => {
+                let mut seq = s.serialize_seq(Some(self.0.len()))?;
+                for b in self.0 {
+                    seq.serialize_element(b)?;
+                }
+                seq.end()
+            }
+        }
     }
-    s
 }
 
 /// Lowercase hex of opaque id bytes.
-pub(crate) fn hex(bytes: &[u8]) -> String {
+pub fn hex(bytes: &[u8]) -> String {
     let mut s = String::with_capacity(bytes.len() * 2);
     for b in bytes {
         let _ = write!(s, "{b:02x}");
@@ -45,7 +42,7 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 /// Shows bytes as text: valid UTF-8 stays as it is, except that a backslash
 /// becomes `\\` and control characters become `\xNN` (below U+0080) or
 /// `\u{N}`; every byte that is not part of valid UTF-8 becomes `\xNN`.
-pub(crate) fn escape(bytes: &[u8]) -> String {
+pub fn escape(bytes: &[u8]) -> String {
     let mut s = String::with_capacity(bytes.len());
     for chunk in bytes.utf8_chunks() {
         for c in chunk.valid().chars() {
@@ -70,7 +67,6 @@ pub(crate) fn escape(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use weir_log::RecordType;
 
     #[test]
     fn escapes() {
@@ -81,23 +77,5 @@ mod tests {
         assert_eq!(escape("\u{85}".as_bytes()), "\\u{85}");
         // A lone continuation byte and a truncated sequence.
         assert_eq!(escape(b"\x80x\xe2\x82"), "\\x80x\\xe2\\x82");
-    }
-
-    #[test]
-    fn line() {
-        let r = LogRecord {
-            index: 42,
-            time_ns: 1_000_000_007,
-            kind: RecordType::CREAT,
-            flags: 0x12,
-            target: vec![0xab, 0x01],
-            parent: vec![],
-            name: b"f\xff".to_vec(),
-            fields: vec![("k".into(), b"v 1".to_vec())],
-        };
-        assert_eq!(
-            record_line(&r),
-            "42 CREAT 1970-01-01T00:00:01.000000007Z flags=0x12 t=ab01 p= f\\xff k=v 1"
-        );
     }
 }
