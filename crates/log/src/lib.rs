@@ -51,6 +51,6 @@ pub use crate::kind::{RecordType, TypeMask};
 pub use crate::log::{Appended, Durable, LOCK_FILE, Log, Stats};
 pub use crate::options::{FullPolicy, Options, Retention};
 pub use crate::reader::Reader;
-pub use crate::record::{Field, LogRecord, Record};
+pub use crate::record::{FLAG_RECONCILED, Field, LogRecord, Record};
 pub use crate::recovery::{RecoveryReport, TornTail};
 pub use crate::verify::{Problem, VerifyReport, verify};

@@ -2,6 +2,12 @@
 
 use crate::kind::RecordType;
 
+/// Record flag shared by every source: the change happened while no weir
+/// was watching, and was found at start by comparing the live system with
+/// the inventory weir last logged. Sources keep bits 0-7 for their own
+/// flags, so this bit never collides with one of theirs.
+pub const FLAG_RECONCILED: u16 = 1 << 15;
+
 /// One extra key/value field of a record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Field<'a> {

@@ -1,0 +1,2 @@
+//! A client for the daemon (placeholder).
+#![forbid(unsafe_code)]

@@ -1,0 +1,2 @@
+//! The daemon (placeholder; see the daemon contract).
+#![forbid(unsafe_code)]
