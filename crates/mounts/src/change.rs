@@ -54,6 +54,10 @@ pub enum Seen {
     /// mountinfo backend, remounts and propagation changes under fanotify,
     /// and the resynchronisation after a queue overflow.
     Compare,
+    /// By comparing, at start, the table as last logged before the tracker
+    /// stopped (a [`crate::Previous`]) with a fresh reading: the change
+    /// happened while nothing was watching.
+    Reconcile,
 }
 
 /// Which attributes differ between two readings of one mount.
@@ -143,6 +147,16 @@ impl Attrs {
     /// Whether every attribute of `other` is in `self`.
     pub const fn contains(self, other: Attrs) -> bool {
         self.0 & other.0 == other.0
+    }
+
+    /// Whether any attribute of `other` is in `self`.
+    pub const fn intersects(self, other: Attrs) -> bool {
+        self.0 & other.0 != 0
+    }
+
+    /// `self` and the attributes of `other`.
+    pub const fn with(self, other: Attrs) -> Attrs {
+        Attrs(self.0 | other.0)
     }
 
     /// `self` without the attributes of `other`.

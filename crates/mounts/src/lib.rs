@@ -10,6 +10,8 @@
 //! - [`backend`]: choosing fanotify or mountinfo; [`tracker`]: the thread
 //!   that keeps the table exact and logs every change ([`record`]), with
 //!   whole readings held to a CPU budget.
+//! - [`Previous`]: the table as last logged, so that a restarted tracker
+//!   logs what changed while it was down, once.
 //!
 //! Seed 003 is why this crate exists: re-reading the whole table on every
 //! change makes a storm of 2000 mounts cost seconds of CPU. Here a fanotify
@@ -23,6 +25,7 @@ mod error;
 pub mod escape;
 pub mod model;
 pub mod mountinfo;
+mod previous;
 pub mod record;
 pub mod source;
 pub mod table;
@@ -31,6 +34,7 @@ pub mod tracker;
 pub use backend::{Backend, BackendChoice, Snapshot, snapshot};
 pub use change::{Attrs, Change, ChangeKind, Seen};
 pub use error::{Error, Result};
-pub use model::{Mount, MountFlags, Propagation, SuperFlags};
+pub use model::{Mount, MountFlags, Propagation, SuperFlags, UnknownBits};
+pub use previous::Previous;
 pub use table::Table;
 pub use tracker::{OnChange, Tracker, TrackerOptions, TrackerStats};

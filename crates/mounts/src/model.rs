@@ -8,12 +8,20 @@
 //!
 //! Paths and names keep their bytes: the kernel allows any byte but NUL in a
 //! path, so nothing here is a `String`.
+//!
+//! Everything here is serde-serializable, so a daemon can checkpoint its
+//! table (see [`crate::Previous`]); byte paths serialize as byte sequences.
+//! Flag words reject unknown bits when deserialized: a checkpoint is read
+//! back from disk and is treated as hostile.
 
 use std::fmt;
 
+use serde::{Deserialize, Serialize};
+
 /// Per-mount flags (`MOUNT_ATTR_*` in statmount, the first options field of
 /// mountinfo). A bit set.
-#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "u32", into = "u32")]
 pub struct MountFlags(pub u32);
 
 impl MountFlags {
@@ -49,6 +57,9 @@ impl MountFlags {
         (MountFlags::IDMAPPED, "idmapped"),
     ];
 
+    /// Every bit this model defines.
+    pub const ALL: MountFlags = MountFlags(0x1ff);
+
     /// Whether every bit of `other` is set.
     pub const fn contains(self, other: MountFlags) -> bool {
         self.0 & other.0 == other.0
@@ -74,7 +85,8 @@ impl fmt::Debug for MountFlags {
 
 /// Superblock flags that mountinfo prints before the filesystem's own
 /// options (`SB_*` in statmount's `sb_flags`). A bit set.
-#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "u32", into = "u32")]
 pub struct SuperFlags(pub u32);
 
 impl SuperFlags {
@@ -96,6 +108,9 @@ impl SuperFlags {
         (SuperFlags::MANDLOCK, "mand"),
         (SuperFlags::LAZYTIME, "lazytime"),
     ];
+
+    /// Every bit this model defines.
+    pub const ALL: SuperFlags = SuperFlags(0x1f);
 
     /// Whether every bit of `other` is set.
     pub const fn contains(self, other: SuperFlags) -> bool {
@@ -121,6 +136,47 @@ impl fmt::Debug for SuperFlags {
     }
 }
 
+/// A flag word with bits this model does not define (read back from a
+/// checkpoint written by something else, or damaged).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown flag bits {bits:#x}")]
+pub struct UnknownBits {
+    /// The bits that are not defined.
+    pub bits: u32,
+}
+
+impl TryFrom<u32> for MountFlags {
+    type Error = UnknownBits;
+    fn try_from(v: u32) -> Result<Self, UnknownBits> {
+        match v & !MountFlags::ALL.0 {
+            0 => Ok(MountFlags(v)),
+            bits => Err(UnknownBits { bits }),
+        }
+    }
+}
+
+impl From<MountFlags> for u32 {
+    fn from(f: MountFlags) -> u32 {
+        f.0
+    }
+}
+
+impl TryFrom<u32> for SuperFlags {
+    type Error = UnknownBits;
+    fn try_from(v: u32) -> Result<Self, UnknownBits> {
+        match v & !SuperFlags::ALL.0 {
+            0 => Ok(SuperFlags(v)),
+            bits => Err(UnknownBits { bits }),
+        }
+    }
+}
+
+impl From<SuperFlags> for u32 {
+    fn from(f: SuperFlags) -> u32 {
+        f.0
+    }
+}
+
 /// `ro` or `rw`, then the names of the flags that are set, comma-separated:
 /// how mountinfo prints both flag sets.
 fn flags_text<'a>(rdonly: bool, names: impl Iterator<Item = &'a str>) -> String {
@@ -133,7 +189,7 @@ fn flags_text<'a>(rdonly: bool, names: impl Iterator<Item = &'a str>) -> String 
 }
 
 /// How mount events propagate to and from this mount.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Propagation {
     /// The peer group this mount shares events with (`shared:N`), if shared.
     pub shared: Option<u64>,
@@ -177,7 +233,7 @@ impl Propagation {
 }
 
 /// One mount.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Mount {
     /// The mount's id. From listmount + statmount it is the unique 64-bit id
     /// (never reused while the system runs). From mountinfo it is the old

@@ -60,7 +60,20 @@ impl Table {
     /// Makes this table equal to `fresh` and returns the changes that take
     /// it there, in an order a consumer can replay: detaches (deepest
     /// first), moves and in-place changes, then attaches (shallowest first).
+    /// A mount whose [`Attrs::IDENTITY`] differs under the same id is
+    /// another mount: a detach and an attach.
     pub fn reconcile(&mut self, fresh: Vec<Mount>) -> Vec<Change> {
+        self.reconcile_by(fresh, Attrs::IDENTITY, Seen::Compare)
+    }
+
+    /// [`Table::reconcile`], with the attributes that tell two mounts of one
+    /// id apart given: a mount differing in any of `identity` is a detach and
+    /// an attach, never a move or a change. The changes are marked `seen`.
+    ///
+    /// A restart under the mountinfo backend passes `IDENTITY | PLACE |
+    /// SOURCE`: over a downtime the kernel's lowest-free-id reuse is likely,
+    /// and a move cannot be told from a reuse there.
+    pub fn reconcile_by(&mut self, fresh: Vec<Mount>, identity: Attrs, seen: Seen) -> Vec<Change> {
         let mut fresh: HashMap<u64, Mount> = fresh.into_iter().map(|m| (m.id, m)).collect();
         let mut detached = Vec::new();
         let mut moved = Vec::new();
@@ -70,7 +83,7 @@ impl Table {
                 None => detached.push(old.clone()),
                 Some(new) => {
                     let d = Attrs::between(old, &new);
-                    if d.contains(Attrs::IDENTITY) {
+                    if d.intersects(identity) {
                         // A mountinfo id reused by another mount.
                         detached.push(old.clone());
                         attached.push(new);
@@ -86,7 +99,6 @@ impl Table {
         moved.sort_by_key(|(_, n)| n.id);
 
         let mut out = Vec::with_capacity(detached.len() + moved.len() + attached.len());
-        let seen = Seen::Compare;
         for m in detached {
             self.mounts.remove(&m.id);
             out.push(Change {

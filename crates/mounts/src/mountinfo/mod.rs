@@ -17,7 +17,7 @@
 //! - [`MountinfoFile`]: the open file, re-read from the start each time.
 
 mod file;
-mod parse;
+pub(crate) mod parse;
 mod render;
 #[cfg(test)]
 mod tests;

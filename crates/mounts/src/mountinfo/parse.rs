@@ -104,7 +104,7 @@ fn boxed(field: &[u8]) -> Box<[u8]> {
 }
 
 /// Decimal digits only: no sign, no space, no overflow.
-fn number(s: &[u8]) -> Option<u64> {
+pub(crate) fn number(s: &[u8]) -> Option<u64> {
     if s.is_empty() {
         return None;
     }
@@ -126,7 +126,7 @@ fn number_u32(s: &[u8], field: Field) -> Result<u32, ParseErrorKind> {
         })
 }
 
-fn dev(s: &[u8]) -> Result<(u32, u32), ParseErrorKind> {
+pub(crate) fn dev(s: &[u8]) -> Result<(u32, u32), ParseErrorKind> {
     let bad = || ParseErrorKind::BadDev(Excerpt::new(s));
     let colon = s.iter().position(|&b| b == b':').ok_or_else(bad)?;
     let part = |p: &[u8]| number(p).and_then(|n| u32::try_from(n).ok());
@@ -157,7 +157,7 @@ fn read_only(word: &[u8]) -> Option<bool> {
 
 /// The per-mount options. Unknown words are skipped: a newer kernel may
 /// name new flags.
-fn mount_flags(s: &[u8]) -> Result<MountFlags, ParseErrorKind> {
+pub(crate) fn mount_flags(s: &[u8]) -> Result<MountFlags, ParseErrorKind> {
     let (first, rest) = first_word(s);
     let mut flags = MountFlags::default();
     match read_only(first) {
@@ -181,7 +181,7 @@ fn mount_flags(s: &[u8]) -> Result<MountFlags, ParseErrorKind> {
 /// The superblock options: `ro`/`rw`, the run of superblock flag names
 /// that follows, and the filesystem's own options (still escaped), which
 /// are all the rest as written.
-fn super_options(s: &[u8]) -> Result<(SuperFlags, &[u8]), ParseErrorKind> {
+pub(crate) fn super_options(s: &[u8]) -> Result<(SuperFlags, &[u8]), ParseErrorKind> {
     let (first, mut rest) = first_word(s);
     let mut flags = SuperFlags::default();
     match read_only(first) {
@@ -206,7 +206,7 @@ fn super_options(s: &[u8]) -> Result<(SuperFlags, &[u8]), ParseErrorKind> {
 }
 
 /// One optional field. Unknown tags are skipped, for newer kernels.
-fn optional_field(tag: &[u8], p: &mut Propagation) -> Result<(), ParseErrorKind> {
+pub(crate) fn optional_field(tag: &[u8], p: &mut Propagation) -> Result<(), ParseErrorKind> {
     if tag == b"unbindable" {
         p.unbindable = true;
         return Ok(());

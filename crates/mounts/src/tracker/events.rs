@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use weir_sys::fanotify::MountEvent;
 
+use super::emit::write;
 use super::worker::Worker;
 use crate::change::{Change, ChangeKind, Seen};
 use crate::{Result, source};
@@ -33,8 +34,10 @@ impl Worker {
             }
             self.last_event = Instant::now();
             self.stats.events.fetch_add(n as u64, Ordering::Relaxed);
+            let state = self.state.clone();
             {
-                let mut table = self.table.write().unwrap_or_else(|p| p.into_inner());
+                let mut st = write(&state);
+                let table = &mut st.table;
                 for ev in &evs {
                     match *ev {
                         MountEvent::Overflow => {
@@ -71,8 +74,9 @@ impl Worker {
                         }
                     }
                 }
+                self.record(&mut st, &changes);
             }
-            self.emit(&changes);
+            self.notify(&changes);
             changes.clear();
         }
         self.event_buf = evs;

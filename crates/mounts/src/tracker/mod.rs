@@ -3,8 +3,15 @@
 //! The handle ([`Tracker`]) shares the table with the thread behind a
 //! read-write lock and talks to it over a channel plus an eventfd, so that
 //! the thread sleeps in one `poll` on everything it waits for.
+//!
+//! The thread appends each change's record while it still holds the write
+//! lock it applied the change under, and keeps the index of the last one
+//! next to the table: a [`Tracker::checkpoint`] is then always a table and
+//! exactly the records that made it.
 
+mod emit;
 mod events;
+mod restart;
 mod worker;
 
 use std::os::fd::OwnedFd;
@@ -20,6 +27,7 @@ use weir_log::Log;
 use crate::backend::{self, Backend, BackendChoice};
 use crate::change::Change;
 use crate::model::Mount;
+use crate::previous::Previous;
 use crate::table::Table;
 use crate::{Error, Result};
 
@@ -49,6 +57,18 @@ pub struct TrackerOptions {
     /// notification at all, so only this audit and `sync()` see them.
     /// Default 30 s; `None` turns it off.
     pub audit_interval: Option<Duration>,
+    /// The table as last logged by an earlier tracker (a checkpoint). When
+    /// set, the start replays the log's MOUNT_* records after its
+    /// `log_index`, compares the result with a fresh reading and logs every
+    /// difference flagged `COMPARE | weir_log::FLAG_RECONCILED`, then a
+    /// `mount table reconciled` MARK instead of `mount table read`
+    /// (docs/records.md). Default `None`.
+    pub previous: Option<Previous>,
+    /// Whether `previous` was taken in this boot (the caller compares
+    /// /proc/sys/kernel/random/boot_id). Across a boot mount ids start over
+    /// and mean nothing: every previous mount is then logged as detached and
+    /// every live one as attached. Default `true`.
+    pub same_boot: bool,
 }
 
 impl Default for TrackerOptions {
@@ -60,6 +80,8 @@ impl Default for TrackerOptions {
             min_interval: Duration::from_millis(50),
             max_delay: Duration::from_secs(5),
             audit_interval: Some(Duration::from_secs(30)),
+            previous: None,
+            same_boot: true,
         }
     }
 }
@@ -83,6 +105,9 @@ pub struct TrackerStats {
     pub cpu_ns: u64,
     /// CPU time of the whole-table readings alone, ns.
     pub reading_cpu_ns: u64,
+    /// Of `changes`, those found at start against a previous table
+    /// (records flagged `FLAG_RECONCILED`).
+    pub reconciled: u64,
 }
 
 #[derive(Default)]
@@ -93,6 +118,9 @@ pub(crate) struct SharedStats {
     changes: AtomicU64,
     cpu_ns: AtomicU64,
     reading_cpu_ns: AtomicU64,
+    reconciled: AtomicU64,
+    /// Bumped under the state's write lock on every change to the table.
+    generation: AtomicU64,
 }
 
 impl SharedStats {
@@ -105,8 +133,19 @@ impl SharedStats {
             changes: l(&self.changes),
             cpu_ns: l(&self.cpu_ns),
             reading_cpu_ns: l(&self.reading_cpu_ns),
+            reconciled: l(&self.reconciled),
         }
     }
+}
+
+/// What the handle and the thread share: the table, and the index of the
+/// last record appended for it, under one lock.
+#[derive(Debug, Default)]
+pub(crate) struct State {
+    pub(crate) table: Table,
+    /// The index of the last record the tracker appended (0: none yet, or
+    /// no log).
+    pub(crate) log_index: u64,
 }
 
 pub(crate) enum Request {
@@ -118,7 +157,7 @@ pub(crate) enum Request {
 pub struct Tracker {
     backend: Backend,
     fallback: Option<Error>,
-    table: Arc<RwLock<Table>>,
+    state: Arc<RwLock<State>>,
     stats: Arc<SharedStats>,
     requests: mpsc::Sender<Request>,
     wake: Arc<OwnedFd>,
@@ -128,17 +167,24 @@ pub struct Tracker {
 impl Tracker {
     /// Reads the table and starts the thread that keeps it current. With a
     /// log, every change is appended to it; `on_change` sees each change.
+    ///
+    /// With `opts.previous`, the changes since that table was logged are
+    /// found and logged before this returns, ahead of any event (fanotify
+    /// queues the events meanwhile). A log that cannot be read back is an
+    /// error ([`Error::Log`]); the caller may start again without
+    /// `previous`.
     pub fn start(
         log: Option<Arc<Log>>,
-        opts: TrackerOptions,
+        mut opts: TrackerOptions,
         on_change: Option<OnChange>,
     ) -> Result<Tracker> {
+        let previous = opts.previous.take();
         let chosen = backend::choose(opts.backend)?;
         let wake = Arc::new(
             eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)
                 .map_err(|e| worker::sys("eventfd", e))?,
         );
-        let table = Arc::new(RwLock::new(Table::default()));
+        let state = Arc::new(RwLock::new(State::default()));
         let stats = Arc::new(SharedStats::default());
         let (tx, rx) = mpsc::channel();
         let backend = chosen.backend;
@@ -146,7 +192,7 @@ impl Tracker {
         let mut w = worker::Worker::new(
             chosen.backend,
             chosen.watch,
-            table.clone(),
+            state.clone(),
             log,
             on_change,
             opts,
@@ -154,7 +200,10 @@ impl Tracker {
             rx,
             wake.clone(),
         )?;
-        w.initial_read()?;
+        match previous {
+            Some(p) => w.initial_reconcile(p)?,
+            None => w.initial_read()?,
+        }
         let thread = std::thread::Builder::new()
             .name("weir-mounts".into())
             .spawn(move || w.run())
@@ -165,7 +214,7 @@ impl Tracker {
         Ok(Tracker {
             backend,
             fallback,
-            table,
+            state,
             stats,
             requests: tx,
             wake,
@@ -198,16 +247,39 @@ impl Tracker {
 
     /// A copy of the table, sorted by id.
     pub fn mounts(&self) -> Vec<Mount> {
-        self.table
-            .read()
-            .map_or_else(|p| p.into_inner().to_sorted_vec(), |t| t.to_sorted_vec())
+        self.read(|s| s.table.to_sorted_vec())
+    }
+
+    /// The table and the index of the last record appended for it, read
+    /// under one lock: every record up to `log_index` is in `mounts`, and
+    /// no change of `mounts` has a record after it. Without a log,
+    /// `log_index` is 0. See [`Previous`] for when to write it to disk.
+    pub fn checkpoint(&self) -> Previous {
+        self.read(|s| Previous {
+            mounts: s.table.to_sorted_vec(),
+            log_index: s.log_index,
+        })
+    }
+
+    /// A number that grows with every change applied to the table (and
+    /// the first reading): equal generations mean an equal table, so a
+    /// rendering of [`Tracker::mounts`] can be cached by it. It is bumped
+    /// under the table's lock, so read it before the table: a rendering is
+    /// at least as new as the generation read before it.
+    pub fn generation(&self) -> u64 {
+        self.stats.generation.load(Ordering::Acquire)
     }
 
     /// The number of mounts in the table.
     pub fn len(&self) -> usize {
-        self.table
-            .read()
-            .map_or_else(|p| p.into_inner().len(), |t| t.len())
+        self.read(|s| s.table.len())
+    }
+
+    fn read<T>(&self, f: impl FnOnce(&State) -> T) -> T {
+        match self.state.read() {
+            Ok(s) => f(&s),
+            Err(p) => f(&p.into_inner()),
+        }
     }
 
     /// Whether the table is empty (it never is on a running system).

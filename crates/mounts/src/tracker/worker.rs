@@ -14,13 +14,13 @@ use weir_log::{Appended, Log};
 use weir_sys::fanotify::{MountEvent, MountWatch};
 use weir_sys::statmount::Statmounter;
 
-use super::{OnChange, Request, SharedStats, TrackerOptions};
+use super::emit::write;
+use super::{OnChange, Request, SharedStats, State, TrackerOptions};
 use crate::backend::Backend;
 use crate::budget::{Budget, thread_cpu_ns};
-use crate::change::Change;
 use crate::mountinfo::MountinfoFile;
 use crate::table::Table;
-use crate::{Error, Result, record, source};
+use crate::{Error, Result, source};
 
 /// Why a whole-table comparison runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,15 +37,15 @@ pub(super) enum Why {
 }
 
 pub(super) struct Worker {
-    backend: Backend,
+    pub(super) backend: Backend,
     pub(super) watch: Option<MountWatch>,
     mountinfo: MountinfoFile,
     pub(super) sm: Statmounter,
     ids: Vec<u64>,
-    pub(super) table: Arc<RwLock<Table>>,
-    log: Option<Arc<Log>>,
-    on_change: Option<OnChange>,
-    opts: TrackerOptions,
+    pub(super) state: Arc<RwLock<State>>,
+    pub(super) log: Option<Arc<Log>>,
+    pub(super) on_change: Option<OnChange>,
+    pub(super) opts: TrackerOptions,
     pub(super) stats: Arc<SharedStats>,
     requests: mpsc::Receiver<Request>,
     wake: Arc<OwnedFd>,
@@ -59,8 +59,8 @@ pub(super) struct Worker {
     /// Mounts that were gone before they could be read: their detach is
     /// still to come.
     pub(super) gone: HashSet<u64>,
-    last_appended: Option<Appended>,
-    log_error: Option<weir_log::Error>,
+    pub(super) last_appended: Option<Appended>,
+    pub(super) log_error: Option<weir_log::Error>,
     pub(super) event_buf: Vec<MountEvent>,
 }
 
@@ -69,7 +69,7 @@ impl Worker {
     pub(super) fn new(
         backend: Backend,
         watch: Option<MountWatch>,
-        table: Arc<RwLock<Table>>,
+        state: Arc<RwLock<State>>,
         log: Option<Arc<Log>>,
         on_change: Option<OnChange>,
         opts: TrackerOptions,
@@ -84,7 +84,7 @@ impl Worker {
             mountinfo: MountinfoFile::open_self()?,
             sm: Statmounter::new(),
             ids: Vec::new(),
-            table,
+            state,
             log,
             on_change,
             budget: Budget::new(opts.budget, now),
@@ -109,11 +109,17 @@ impl Worker {
     pub(super) fn initial_read(&mut self) -> Result<()> {
         self.rearm_pollpri();
         let fresh = self.read_fresh()?;
-        let n = fresh.len();
-        *self.table.write().unwrap_or_else(|p| p.into_inner()) = Table::from_mounts(fresh);
+        let count = fresh.len().to_string();
+        let state = self.state.clone();
+        let mut st = write(&state);
+        st.table = Table::from_mounts(fresh);
+        self.stats.generation.fetch_add(1, Ordering::Release);
         self.stats.readings.fetch_add(1, Ordering::Relaxed);
-        let count = n.to_string();
-        self.mark(b"mount table read", &[("mounts", count.as_bytes())]);
+        self.mark(
+            &mut st,
+            b"mount table read",
+            &[("mounts", count.as_bytes())],
+        );
         Ok(())
     }
 
@@ -267,22 +273,26 @@ impl Worker {
         }
         self.need_resync = false;
         let fresh = self.read_fresh()?;
+        let state = self.state.clone();
         let changes = {
-            let mut t = self.table.write().unwrap_or_else(|p| p.into_inner());
-            t.reconcile(fresh)
+            let mut st = write(&state);
+            let changes = st.table.reconcile(fresh);
+            if why == Why::Overflow {
+                let n = changes.len().to_string();
+                self.mark(
+                    &mut st,
+                    b"mount events lost: table re-read",
+                    &[("changes", n.as_bytes())],
+                );
+                // Detaches of mounts that were gone before they were read
+                // may have been lost with the overflow.
+                self.gone.clear();
+            }
+            self.record(&mut st, &changes);
+            changes
         };
-        if why == Why::Overflow {
-            let n = changes.len().to_string();
-            self.mark(
-                b"mount events lost: table re-read",
-                &[("changes", n.as_bytes())],
-            );
-            // Detaches of mounts that were gone before they were read may
-            // have been lost with the overflow.
-            self.gone.clear();
-        }
         tracing::debug!(?why, changes = changes.len(), "compared the mount table");
-        self.emit(&changes);
+        self.notify(&changes);
         let now = Instant::now();
         self.last_reading = now;
         let cost = thread_cpu_ns().saturating_sub(start_cpu);
@@ -292,7 +302,7 @@ impl Worker {
         Ok(())
     }
 
-    fn read_fresh(&mut self) -> Result<Vec<crate::Mount>> {
+    pub(super) fn read_fresh(&mut self) -> Result<Vec<crate::Mount>> {
         match self.backend {
             Backend::Fanotify => source::read_statmount(&mut self.sm, &mut self.ids),
             Backend::Mountinfo => self.mountinfo.read(),
@@ -302,69 +312,12 @@ impl Worker {
     /// poll(2) on /proc/self/mountinfo reports POLLPRI once per change of
     /// the namespace's event counter and re-arms itself; a zero-timeout poll
     /// consumes a pending one.
-    fn rearm_pollpri(&self) {
+    pub(super) fn rearm_pollpri(&self) {
         let mut fds = [PollFd::from_borrowed_fd(
             self.mountinfo.as_fd(),
             PollFlags::PRI,
         )];
         let _ = poll(&mut fds, Some(&rustix::time::Timespec::default()));
-    }
-
-    /// Appends a MARK record from the tracker: the table was read whole
-    /// (at the start, or after events were lost), so a consumer knows where
-    /// the records stop being one per event.
-    fn mark(&mut self, name: &[u8], extra: &[(&'static str, &[u8])]) {
-        let Some(log) = &self.log else { return };
-        let backend = self.backend.to_string();
-        let mut fields = vec![
-            weir_log::Field {
-                key: "source",
-                value: b"mounts",
-            },
-            weir_log::Field {
-                key: "backend",
-                value: backend.as_bytes(),
-            },
-        ];
-        fields.extend(
-            extra
-                .iter()
-                .map(|(k, v)| weir_log::Field { key: k, value: v }),
-        );
-        let r = weir_log::Record::new(weir_log::RecordType::MARK)
-            .name(name)
-            .fields(&fields);
-        match log.append(&r) {
-            Ok(a) => self.last_appended = Some(a),
-            Err(e) => {
-                tracing::error!(error = %e, "appending a mount MARK record failed");
-                self.log_error.get_or_insert(e);
-            }
-        }
-    }
-
-    /// Logs and reports changes that are already in the table.
-    pub(super) fn emit(&mut self, changes: &[Change]) {
-        if changes.is_empty() {
-            return;
-        }
-        self.stats
-            .changes
-            .fetch_add(changes.len() as u64, Ordering::Relaxed);
-        for c in changes {
-            if let Some(log) = &self.log {
-                match record::append(log, c) {
-                    Ok(a) => self.last_appended = Some(a),
-                    Err(e) => {
-                        tracing::error!(error = %e, "appending a mount record failed");
-                        self.log_error.get_or_insert(e);
-                    }
-                }
-            }
-            if let Some(f) = &mut self.on_change {
-                f(c);
-            }
-        }
     }
 
     fn update_cpu(&self) {

@@ -4,8 +4,13 @@
 //! - target: the mount id, 8 bytes big-endian; parent: the parent's id.
 //! - name: the mount point, raw bytes.
 //! - fields: text values (paths stay raw bytes).
+//!
+//! [`decode`] reads them back: a restarting tracker replays the records
+//! logged after its checkpoint (see [`crate::Previous`]).
 
-use weir_log::{Field, Log, LogRecord, Record, RecordType};
+pub mod decode;
+
+use weir_log::{FLAG_RECONCILED, Field, Log, LogRecord, Record, RecordType, TypeMask};
 
 use crate::change::{Attrs, Change, ChangeKind, Seen};
 use crate::model::Mount;
@@ -16,6 +21,24 @@ pub const FLAG_COMPARE: u16 = 1 << 0;
 /// Record flag: the mount was gone before weir could read it; the record
 /// holds its id only.
 pub const FLAG_GONE: u16 = 1 << 1;
+
+/// The record types this module writes: MOUNT_ATTACH, MOUNT_DETACH,
+/// MOUNT_MOVE and MOUNT_CHANGE.
+pub const TYPES: [RecordType; 4] = [
+    RecordType::MOUNT_ATTACH,
+    RecordType::MOUNT_DETACH,
+    RecordType::MOUNT_MOVE,
+    RecordType::MOUNT_CHANGE,
+];
+
+/// A mask of [`TYPES`], for readers of mount records only.
+pub fn mask() -> TypeMask {
+    let mut m = TypeMask::none();
+    for t in TYPES {
+        m.insert(t);
+    }
+    m
+}
 
 /// The record type of a change.
 pub fn record_type(c: &Change) -> RecordType {
@@ -40,6 +63,7 @@ pub fn append(log: &Log, c: &Change) -> weir_log::Result<weir_log::Appended> {
     let mut flags = match c.seen {
         Seen::Event => 0,
         Seen::Compare => FLAG_COMPARE,
+        Seen::Reconcile => FLAG_COMPARE | FLAG_RECONCILED,
     };
     let kind = record_type(c);
     let mut fields: Vec<(&'static str, Vec<u8>)> = Vec::new();
