@@ -6,10 +6,12 @@
 
 use std::fmt;
 
+use serde::{Deserialize, Serialize};
+
 use crate::sysfs::BlockDevice;
 
 /// `major:minor`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct DevNum {
     /// The major number.
     pub major: u32,
@@ -30,10 +32,70 @@ impl DevNum {
     pub fn to_be_bytes(self) -> [u8; 8] {
         ((u64::from(self.major) << 32) | u64::from(self.minor)).to_be_bytes()
     }
+
+    /// The number a record's target or parent names: exactly 8 bytes,
+    /// big-endian, as [`DevNum::to_be_bytes`] writes them.
+    pub fn from_be_slice(b: &[u8]) -> Option<DevNum> {
+        let n = u64::from_be_bytes(b.try_into().ok()?);
+        Some(DevNum {
+            major: (n >> 32) as u32,
+            minor: n as u32,
+        })
+    }
+
+    /// Parses `major:minor` in decimal, as records' `dev` fields hold it.
+    pub fn parse(s: &[u8]) -> Option<DevNum> {
+        let s = std::str::from_utf8(s).ok()?;
+        let (major, minor) = s.split_once(':')?;
+        let number = |t: &str| {
+            // `u32::from_str` takes a leading `+`; a record never has one.
+            (!t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| t.parse().ok())
+                .flatten()
+        };
+        Some(DevNum {
+            major: number(major)?,
+            minor: number(minor)?,
+        })
+    }
 }
 
 impl fmt::Display for DevNum {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}:{}", self.major, self.minor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::DevNum;
+
+    #[test]
+    fn record_forms_round_trip() {
+        let dn = DevNum {
+            major: 259,
+            minor: 1 << 20,
+        };
+        assert_eq!(DevNum::from_be_slice(&dn.to_be_bytes()), Some(dn));
+        assert_eq!(DevNum::parse(dn.to_string().as_bytes()), Some(dn));
+    }
+
+    #[test]
+    fn malformed_record_forms_are_refused() {
+        assert_eq!(DevNum::from_be_slice(&[0; 7]), None);
+        assert_eq!(DevNum::from_be_slice(&[0; 9]), None);
+        for bad in [
+            &b""[..],
+            b"7",
+            b"7:",
+            b":1",
+            b"+7:1",
+            b"7:-1",
+            b"7:1:2",
+            b"4294967296:0",
+            b"7:\xff",
+        ] {
+            assert_eq!(DevNum::parse(bad), None, "{bad:?}");
+        }
     }
 }

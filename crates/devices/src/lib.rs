@@ -22,6 +22,8 @@
 //!   DEVICE_*/PV_*/VG_* records.
 //! - [`tracker`]: the thread that applies uevents as they come, logs every
 //!   change, runs `--on-vg-complete`, and offers a `sync` barrier.
+//! - [`previous`]: the inventory as last logged ([`Previous`]), kept across
+//!   restarts so that a start logs only what changed while weir was down.
 #![forbid(unsafe_code)]
 
 pub mod change;
@@ -30,6 +32,7 @@ pub mod devread;
 mod error;
 pub mod filter;
 pub mod inventory;
+pub mod previous;
 pub mod probe;
 pub mod record;
 pub mod sysfs;
@@ -42,6 +45,7 @@ pub use devread::BlockReader;
 pub use error::{Error, Result};
 pub use filter::{Filter, FilterError};
 pub use inventory::{Entry, Inventory};
+pub use previous::{DeviceState, Previous, PvState, VgState};
 pub use probe::{Probe, Skip};
 pub use sysfs::{BlockDevice, Scan, Sysfs};
 pub use tracker::{OnChange, Tracker, TrackerOptions, TrackerStats};

@@ -28,13 +28,25 @@ pub fn record_type(c: &Change) -> RecordType {
     }
 }
 
-/// Appends the record of one change.
+/// Appends the record of one change, flagged [`FLAG_SCAN`] when it was
+/// found by a scan. `parent_of` gives a disk's number by its name.
 pub fn append(
     log: &Log,
     c: &Change,
     parent_of: impl Fn(&str) -> Option<[u8; 8]>,
 ) -> weir_log::Result<Appended> {
     let flags = if c.scan { FLAG_SCAN } else { 0 };
+    append_flagged(log, c, flags, parent_of)
+}
+
+/// Appends the record of one change with `flags` as given (a restart's
+/// comparison adds [`weir_log::FLAG_RECONCILED`]).
+pub fn append_flagged(
+    log: &Log,
+    c: &Change,
+    flags: u16,
+    parent_of: impl Fn(&str) -> Option<[u8; 8]>,
+) -> weir_log::Result<Appended> {
     let mut fields: Vec<(&'static str, Vec<u8>)> = Vec::new();
     let (target, parent, name): (Vec<u8>, Vec<u8>, &[u8]) = match &c.kind {
         ChangeKind::DeviceAdd(d) => {
@@ -117,18 +129,17 @@ pub fn append(
 }
 
 /// Appends a MARK of the device tracker (`source=devices`).
-pub fn mark(log: &Log, name: &str, extra: &[(&str, &[u8])]) -> weir_log::Result<()> {
+pub fn mark(log: &Log, name: &str, extra: &[(&str, &[u8])]) -> weir_log::Result<Appended> {
     let mut fields = vec![Field {
         key: "source",
         value: b"devices",
     }];
     fields.extend(extra.iter().map(|(k, v)| Field { key: k, value: v }));
-    let _appended = log.append(
+    log.append(
         &Record::new(RecordType::MARK)
             .name(name.as_bytes())
             .fields(&fields),
-    )?;
-    Ok(())
+    )
 }
 
 fn push_all(fields: &mut Vec<(&'static str, Vec<u8>)>, attrs: Vec<(&'static str, Vec<u8>)>) {

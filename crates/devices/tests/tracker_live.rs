@@ -512,3 +512,27 @@ fn a_start_with_the_vg_complete_logs_it_flagged_scan_and_tracks_a_copy() {
     assert_eq!(seen.vg_completions(&vg), 1);
     t.stop().expect("the tracker stops cleanly");
 }
+
+/// Regression test: the barrier waited for a uevent numbered at least the
+/// kernel's counter, and a tracker that had received none since it
+/// started (an idle system) waited the whole timeout on every `sync`,
+/// then re-read every device. The scan at start covers every event before
+/// it, so an idle `sync` needs neither.
+#[test]
+fn a_sync_on_an_idle_tracker_neither_waits_for_a_uevent_nor_re_reads() {
+    if skipping() {
+        return;
+    }
+    let opts = TrackerOptions {
+        filter: Filter::parse(&["r|.*|"]).expect("a reject-all filter"),
+        sync_timeout: Duration::from_secs(30),
+        ..TrackerOptions::default()
+    };
+    let t = Tracker::start(None, opts, None).expect("start tracker");
+    for _ in 0..3 {
+        t.sync().expect("sync");
+    }
+    assert_eq!(t.stats().overflows, 0, "{:?}", t.stats());
+    assert_eq!(t.with_inventory(|inv| inv.counters().resyncs), 0);
+    t.stop().expect("the tracker stops cleanly");
+}

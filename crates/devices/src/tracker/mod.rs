@@ -7,14 +7,21 @@
 //!
 //! The handle shares the inventory behind a read-write lock and talks to
 //! the thread over a channel plus an eventfd, so the thread sleeps in one
-//! `poll` on the socket and its requests.
+//! `poll` on the socket and its requests. The thread appends each change's
+//! record while it holds the lock, so a [`Tracker::checkpoint`] is the
+//! state exactly as of the last record logged.
+//!
+//! Started with a [`Previous`] state, it logs what changed while no
+//! tracker was watching before it takes any uevent (`reconcile`).
 
 mod activation;
+pub(crate) mod reconcile;
+mod stats;
 mod worker;
 
 use std::os::fd::OwnedFd;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, RwLock, mpsc};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -26,8 +33,13 @@ use weir_sys::uevent::{Groups, UeventSocket};
 use crate::change::Change;
 use crate::filter::Filter;
 use crate::inventory::Inventory;
+use crate::previous::Previous;
+use crate::previous::current::Current;
 use crate::sysfs::Sysfs;
 use crate::{Error, Result};
+use stats::SharedStats;
+
+pub use stats::TrackerStats;
 
 /// How a tracker runs.
 #[derive(Clone, Debug)]
@@ -44,6 +56,10 @@ pub struct TrackerOptions {
     /// How long `sync` waits for the uevents the kernel has already sent
     /// before it re-reads every device instead. Default 2 s.
     pub sync_timeout: Duration,
+    /// The state a previous tracker last logged (its
+    /// [`Tracker::checkpoint`]): the start then logs only the differences,
+    /// flagged `RECONCILED`, instead of a VG_COMPLETE for every complete VG.
+    pub previous: Option<Previous>,
 }
 
 impl Default for TrackerOptions {
@@ -54,6 +70,7 @@ impl Default for TrackerOptions {
             on_vg_complete: None,
             groups: None,
             sync_timeout: Duration::from_secs(2),
+            previous: None,
         }
     }
 }
@@ -62,41 +79,11 @@ impl Default for TrackerOptions {
 /// inventory and the log.
 pub type OnChange = Box<dyn FnMut(&Change) + Send>;
 
-/// Counters of a running tracker.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct TrackerStats {
-    /// Messages read from the uevent socket (every subsystem).
-    pub messages: u64,
-    /// Messages refused: malformed, or from an untrusted sender.
-    pub refused: u64,
-    /// Times the kernel dropped uevents (each followed by a re-read).
-    pub overflows: u64,
-    /// Changes found (and records appended, with a log).
-    pub changes: u64,
-    /// On-VG-complete commands started.
-    pub activations: u64,
-}
-
-#[derive(Default)]
-struct SharedStats {
-    messages: AtomicU64,
-    refused: AtomicU64,
-    overflows: AtomicU64,
-    changes: AtomicU64,
-    activations: AtomicU64,
-}
-
-impl SharedStats {
-    fn snapshot(&self) -> TrackerStats {
-        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        TrackerStats {
-            messages: l(&self.messages),
-            refused: l(&self.refused),
-            overflows: l(&self.overflows),
-            changes: l(&self.changes),
-            activations: l(&self.activations),
-        }
-    }
+/// The inventory and the index of the last record the tracker appended
+/// about it, under one lock.
+pub(super) struct Shared {
+    pub(super) inv: Inventory,
+    pub(super) last_index: u64,
 }
 
 enum Request {
@@ -107,7 +94,7 @@ enum Request {
 /// A running device tracker.
 pub struct Tracker {
     groups: Groups,
-    inventory: Arc<RwLock<Inventory>>,
+    state: Arc<RwLock<Shared>>,
     stats: Arc<SharedStats>,
     requests: mpsc::Sender<Request>,
     wake: Arc<OwnedFd>,
@@ -115,42 +102,52 @@ pub struct Tracker {
 }
 
 impl Tracker {
-    /// Subscribes to uevents, reads every device, logs the start (a MARK
-    /// and the VGs already complete) and starts the thread that keeps the
-    /// inventory current.
+    /// Subscribes to uevents, reads every device, logs the start (a MARK,
+    /// then the VGs already complete, or with `opts.previous` the
+    /// differences from it and a second MARK) and starts the thread that
+    /// keeps the inventory current. The start's records are in the log
+    /// when it returns.
     pub fn start(
         log: Option<Arc<Log>>,
-        opts: TrackerOptions,
+        mut opts: TrackerOptions,
         on_change: Option<OnChange>,
     ) -> Result<Tracker> {
+        let previous = opts.previous.take();
         let groups = opts.groups.unwrap_or_else(default_groups);
+        // Read before the socket opens and the scan starts: the scan
+        // covers every event up to it, so `sync` need not wait for one.
+        let seqnum = worker::read_uevent_seqnum().unwrap_or(0);
         let socket = UeventSocket::open(groups)?;
         let wake = Arc::new(
             eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)
                 .map_err(|e| worker::sys("eventfd", e))?,
         );
         let (inventory, initial) = Inventory::scan(opts.sysfs.clone(), opts.filter.clone())?;
-        let inventory = Arc::new(RwLock::new(inventory));
+        let state = Arc::new(RwLock::new(Shared {
+            inv: inventory,
+            last_index: 0,
+        }));
         let stats = Arc::new(SharedStats::default());
         let (tx, rx) = mpsc::channel();
         let mut w = worker::Worker::new(
             socket,
             Arc::clone(&wake),
             rx,
-            Arc::clone(&inventory),
+            Arc::clone(&state),
             log,
             on_change,
             Arc::clone(&stats),
             opts,
+            seqnum,
         );
-        w.started(initial)?;
+        w.started(initial, previous)?;
         let thread = std::thread::Builder::new()
             .name("weir-devices".into())
             .spawn(move || w.run())
             .map_err(|e| Error::Thread { source: e })?;
         Ok(Tracker {
             groups,
-            inventory,
+            state,
             stats,
             requests: tx,
             wake,
@@ -176,11 +173,28 @@ impl Tracker {
 
     /// Reads the inventory.
     pub fn with_inventory<T>(&self, f: impl FnOnce(&Inventory) -> T) -> T {
-        let inv = self
-            .inventory
+        f(&self.read().inv)
+    }
+
+    /// The inventory as records describe it, with the index of the last
+    /// record the tracker appended (0 without a log): the state that
+    /// record left, for the next start's `previous`. A crash after it
+    /// loses nothing: that start reads the records after this index.
+    pub fn checkpoint(&self) -> Previous {
+        let st = self.read();
+        Previous::of(&Current::of(&st.inv), st.last_index)
+    }
+
+    /// A number that changes whenever the inventory does, for caching
+    /// what is computed from it.
+    pub fn generation(&self) -> u64 {
+        self.stats.generation.load(Ordering::Acquire)
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Shared> {
+        self.state
             .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        f(&inv)
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The counters.

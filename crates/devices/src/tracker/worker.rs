@@ -5,7 +5,7 @@
 
 use std::os::fd::OwnedFd;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, RwLock, mpsc};
+use std::sync::{Arc, RwLock, RwLockWriteGuard, mpsc};
 use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, poll};
@@ -14,9 +14,11 @@ use weir_log::Log;
 use weir_sys::uevent::{Recv, UeventSocket};
 
 use super::activation::Activator;
-use super::{OnChange, Request, SharedStats, TrackerOptions};
+use super::{OnChange, Request, Shared, SharedStats, TrackerOptions, reconcile};
 use crate::change::{Change, ChangeKind};
+use crate::devnum::DevNum;
 use crate::inventory::Inventory;
+use crate::previous::Previous;
 use crate::record;
 use crate::uevent::parse_received;
 use crate::{Error, Result};
@@ -29,13 +31,14 @@ pub(super) struct Worker {
     socket: UeventSocket,
     wake: Arc<OwnedFd>,
     requests: mpsc::Receiver<Request>,
-    inventory: Arc<RwLock<Inventory>>,
+    state: Arc<RwLock<Shared>>,
     log: Option<Arc<Log>>,
     on_change: Option<OnChange>,
     stats: Arc<SharedStats>,
     activator: Option<Activator>,
     sync_timeout: Duration,
-    /// The highest uevent sequence number seen, for `sync`.
+    /// The uevent sequence number up to which every event is applied (or
+    /// covered by a whole reading made after it), for `sync`.
     seqnum: u64,
     buf: Vec<u8>,
 }
@@ -46,11 +49,12 @@ impl Worker {
         socket: UeventSocket,
         wake: Arc<OwnedFd>,
         requests: mpsc::Receiver<Request>,
-        inventory: Arc<RwLock<Inventory>>,
+        state: Arc<RwLock<Shared>>,
         log: Option<Arc<Log>>,
         on_change: Option<OnChange>,
         stats: Arc<SharedStats>,
         opts: TrackerOptions,
+        seqnum: u64,
     ) -> Worker {
         let activator = opts
             .on_vg_complete
@@ -59,23 +63,28 @@ impl Worker {
             socket,
             wake,
             requests,
-            inventory,
+            state,
             log,
             on_change,
             stats,
             activator,
             sync_timeout: opts.sync_timeout,
-            seqnum: 0,
+            seqnum,
             buf: vec![0; RECV_BUF],
         }
     }
 
     /// Logs the start: a MARK with the counts, then the VGs complete
-    /// already.
-    pub(super) fn started(&mut self, initial: Vec<Change>) -> Result<()> {
+    /// already or, with a previous state, what changed since it.
+    pub(super) fn started(
+        &mut self,
+        initial: Vec<Change>,
+        previous: Option<Previous>,
+    ) -> Result<()> {
+        let mut st = lock(&self.state);
         if let Some(log) = &self.log {
-            let (devices, pvs, vgs) = self.counts();
-            record::mark(
+            let (devices, pvs, vgs) = counts(&st.inv);
+            let mark = record::mark(
                 log,
                 "block devices read",
                 &[
@@ -84,14 +93,19 @@ impl Worker {
                     ("vgs", vgs.to_string().as_bytes()),
                 ],
             )?;
+            // The scan is the state as of this record.
+            st.last_index = mark.index();
         }
-        self.emit(&initial)
-    }
-
-    /// The devices, PVs and VGs known.
-    fn counts(&self) -> (usize, usize, usize) {
-        let inv = self.inventory.read().unwrap_or_else(|p| p.into_inner());
-        (inv.devices().count(), inv.pv_count(), inv.vgs().len())
+        let changes = match previous {
+            None => {
+                commit(self.log.as_deref(), &self.stats, &mut st, &initial)?;
+                initial
+            }
+            Some(prev) => reconcile::reconcile(self.log.as_deref(), &self.stats, &mut st, prev)?,
+        };
+        drop(st);
+        self.after(&changes);
+        Ok(())
     }
 
     pub(super) fn run(mut self) -> Result<()> {
@@ -150,12 +164,11 @@ impl Worker {
                     if let Some(n) = ev.seqnum {
                         self.seqnum = self.seqnum.max(n);
                     }
-                    let changes = self
-                        .inventory
-                        .write()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .on_uevent(&ev);
-                    self.emit(&changes)?;
+                    let mut st = lock(&self.state);
+                    let changes = st.inv.on_uevent(&ev);
+                    commit(self.log.as_deref(), &self.stats, &mut st, &changes)?;
+                    drop(st);
+                    self.after(&changes);
                 }
             }
         }
@@ -166,20 +179,27 @@ impl Worker {
     fn resync(&mut self) -> Result<()> {
         self.stats.overflows.fetch_add(1, Ordering::Relaxed);
         tracing::warn!("the kernel dropped uevents; reading every block device again");
-        let changes = self
-            .inventory
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .resync()?;
+        // A reading made after this number was read covers every event up
+        // to it, whether or not the event itself ever arrives.
+        let covered = read_uevent_seqnum();
+        let mut st = lock(&self.state);
+        let changes = st.inv.resync()?;
+        if let Some(n) = covered {
+            self.seqnum = self.seqnum.max(n);
+        }
         if let Some(log) = &self.log {
             let n = changes.len().to_string();
-            record::mark(
+            let mark = record::mark(
                 log,
                 "device events lost: devices re-read",
                 &[("changes", n.as_bytes())],
             )?;
+            st.last_index = mark.index();
         }
-        self.emit(&changes)
+        commit(self.log.as_deref(), &self.stats, &mut st, &changes)?;
+        drop(st);
+        self.after(&changes);
+        Ok(())
     }
 
     /// `sync`: every uevent numbered up to the kernel's current sequence
@@ -209,16 +229,11 @@ impl Worker {
         }
     }
 
-    /// Logs each change, shows it to the caller and starts activations.
-    fn emit(&mut self, changes: &[Change]) -> Result<()> {
+    /// Counts and shows each change, logged already, to the caller, and
+    /// starts activations; after the lock is released, so a slow callback
+    /// holds up no reader.
+    fn after(&mut self, changes: &[Change]) {
         for c in changes {
-            if let Some(log) = &self.log {
-                let inv = self.inventory.read().unwrap_or_else(|p| p.into_inner());
-                let _appended = record::append(log, c, |disk| {
-                    inv.by_name(disk)
-                        .map(|e| crate::DevNum::of(&e.device).to_be_bytes())
-                })?;
-            }
             self.stats.changes.fetch_add(1, Ordering::Relaxed);
             if let Some(f) = self.on_change.as_mut() {
                 f(c);
@@ -228,13 +243,50 @@ impl Worker {
                 a.activate(&vg.name);
             }
         }
-        Ok(())
     }
+}
+
+/// Appends the records of `changes`, just applied to `st.inv`, and moves
+/// the generation on, while the caller holds the lock: a checkpoint then
+/// never sees the inventory ahead of, or behind, `st.last_index`.
+fn commit(
+    log: Option<&Log>,
+    stats: &SharedStats,
+    st: &mut Shared,
+    changes: &[Change],
+) -> Result<()> {
+    if changes.is_empty() {
+        return Ok(());
+    }
+    stats.generation.fetch_add(1, Ordering::Release);
+    if let Some(log) = log {
+        for c in changes {
+            let appended = record::append(log, c, |disk| {
+                st.inv
+                    .by_name(disk)
+                    .map(|e| DevNum::of(&e.device).to_be_bytes())
+            })?;
+            st.last_index = appended.index();
+        }
+    }
+    Ok(())
+}
+
+/// The write lock, poisoned or not, as the handle's readers take it.
+pub(super) fn lock(state: &RwLock<Shared>) -> RwLockWriteGuard<'_, Shared> {
+    state
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The devices, PVs and VGs known.
+pub(super) fn counts(inv: &Inventory) -> (usize, usize, usize) {
+    (inv.devices().count(), inv.pv_count(), inv.vgs().len())
 }
 
 /// /sys/kernel/uevent_seqnum: the number of the last uevent the kernel
 /// sent.
-fn read_uevent_seqnum() -> Option<u64> {
+pub(super) fn read_uevent_seqnum() -> Option<u64> {
     std::fs::read_to_string("/sys/kernel/uevent_seqnum")
         .ok()?
         .trim()
