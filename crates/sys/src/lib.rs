@@ -17,11 +17,13 @@
 //! headers (Debian 12 ships 6.1) and the `libc` crate lag behind the kernel.
 #![allow(unsafe_code)]
 
+pub mod activation;
 mod bytes;
 mod error;
 pub mod fanotify;
 pub mod listmount;
 mod mnt_id_req;
+pub mod peer;
 pub mod statmount;
 pub mod statx;
 pub mod uevent;
