@@ -1,0 +1,327 @@
+//! Query strings (hostile input): `a=1&b=x%20y` decoded into pairs, then
+//! into each route's typed parameters.
+//!
+//! Parsing is strict so that a typo is an error, not silently ignored: an
+//! unknown or repeated parameter, a bad percent escape, bytes that are not
+//! UTF-8 and values of the wrong type are all a [`QueryError`]. The
+//! number of parameters is bounded before anything is allocated per pair.
+
+use std::str::FromStr;
+
+use weir_log::TypeMask;
+use weir_view::mounts_table::Columns;
+
+/// The most parameters one query may have.
+pub const MAX_PARAMS: usize = 32;
+
+/// The columns of `weir mounts` when none are asked for.
+pub const DEFAULT_COLUMNS: &str = "TARGET,SOURCE,FSTYPE,OPTIONS";
+
+/// What is wrong with a query string.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum QueryError {
+    /// `%` not followed by two hex digits.
+    #[error("bad percent escape in the query")]
+    BadEscape,
+    /// A decoded name or value is not UTF-8.
+    #[error("the query is not UTF-8 once decoded")]
+    NotUtf8,
+    /// More than [`MAX_PARAMS`] parameters.
+    #[error("more than {MAX_PARAMS} query parameters")]
+    TooMany,
+    /// A parameter this route does not take.
+    #[error("unknown query parameter {0:?}")]
+    Unknown(String),
+    /// A parameter given twice.
+    #[error("query parameter {0:?} is given twice")]
+    Repeated(String),
+    /// A value of the wrong form.
+    #[error("query parameter {name}: {reason}")]
+    BadValue {
+        /// The parameter.
+        name: &'static str,
+        /// What is wrong, and what is expected.
+        reason: String,
+    },
+}
+
+/// Decodes `a=1&b=2` into pairs (`+` is a space; an empty item is
+/// skipped; a name without `=` has an empty value).
+pub fn parse_pairs(query: &str) -> Result<Vec<(String, String)>, QueryError> {
+    let items = query.split('&').filter(|s| !s.is_empty());
+    if items.clone().count() > MAX_PARAMS {
+        return Err(QueryError::TooMany);
+    }
+    items
+        .map(|item| {
+            let (k, v) = item.split_once('=').unwrap_or((item, ""));
+            Ok((decode(k)?, decode(v)?))
+        })
+        .collect()
+}
+
+/// Percent-decodes one name or value.
+fn decode(s: &str) -> Result<String, QueryError> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while let Some(&c) = b.get(i) {
+        match c {
+            b'+' => out.push(b' '),
+            b'%' => {
+                let hex = |j: usize| b.get(j).and_then(|&d| char::from(d).to_digit(16));
+                let (Some(hi), Some(lo)) = (hex(i + 1), hex(i + 2)) else {
+                    return Err(QueryError::BadEscape);
+                };
+                // Two hex digits are below 256.
+                out.push(u8::try_from(hi * 16 + lo).map_err(|_| QueryError::BadEscape)?);
+                i += 2;
+            }
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8(out).map_err(|_| QueryError::NotUtf8)
+}
+
+/// The pairs of a query, each taken at most once by name.
+struct Params(Vec<(String, Option<String>)>);
+
+impl Params {
+    fn parse(query: Option<&str>) -> Result<Params, QueryError> {
+        let pairs = parse_pairs(query.unwrap_or(""))?;
+        for (i, (k, _)) in pairs.iter().enumerate() {
+            if pairs[..i].iter().any(|(o, _)| o == k) {
+                return Err(QueryError::Repeated(k.clone()));
+            }
+        }
+        Ok(Params(
+            pairs.into_iter().map(|(k, v)| (k, Some(v))).collect(),
+        ))
+    }
+
+    /// Takes the value of `name`, if given.
+    fn take(&mut self, name: &str) -> Option<String> {
+        self.0
+            .iter_mut()
+            .find(|(k, _)| k == name)
+            .and_then(|(_, v)| v.take())
+    }
+
+    /// Fails on any parameter not taken.
+    fn done(self) -> Result<(), QueryError> {
+        match self.0.into_iter().find(|(_, v)| v.is_some()) {
+            Some((k, _)) => Err(QueryError::Unknown(k)),
+            None => Ok(()),
+        }
+    }
+}
+
+fn bad(name: &'static str, reason: impl Into<String>) -> QueryError {
+    QueryError::BadValue {
+        name,
+        reason: reason.into(),
+    }
+}
+
+/// The form of an answer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// JSON (the default).
+    #[default]
+    Json,
+    /// The CLI's text form.
+    Text,
+}
+
+impl FromStr for Format {
+    type Err = QueryError;
+    fn from_str(s: &str) -> Result<Format, QueryError> {
+        match s {
+            "json" => Ok(Format::Json),
+            "text" => Ok(Format::Text),
+            _ => Err(bad("format", "expected json or text")),
+        }
+    }
+}
+
+fn format(p: &mut Params) -> Result<Format, QueryError> {
+    p.take("format").map_or(Ok(Format::Json), |v| v.parse())
+}
+
+fn boolean(name: &'static str, v: &str) -> Result<bool, QueryError> {
+    match v {
+        "true" | "1" => Ok(true),
+        "false" | "0" => Ok(false),
+        _ => Err(bad(name, "expected true or false")),
+    }
+}
+
+fn number(name: &'static str, v: &str) -> Result<u64, QueryError> {
+    v.parse()
+        .map_err(|_| bad(name, "expected a whole number from 0 to 2^64-1"))
+}
+
+/// `GET /v1/mounts`: `format`, `columns`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MountsQuery {
+    /// JSON or text.
+    pub format: Format,
+    /// The text form's columns (ignored for JSON).
+    pub columns: Columns,
+}
+
+impl MountsQuery {
+    /// Parses the query of `GET /v1/mounts`.
+    pub fn parse(query: Option<&str>) -> Result<MountsQuery, QueryError> {
+        let mut p = Params::parse(query)?;
+        let format = format(&mut p)?;
+        let cols = p.take("columns");
+        let columns = Columns::parse(cols.as_deref().unwrap_or(DEFAULT_COLUMNS))
+            .map_err(|reason| bad("columns", reason))?;
+        p.done()?;
+        Ok(MountsQuery { format, columns })
+    }
+}
+
+/// `GET /v1/devices`, `/v1/lvm/pvs`, `/v1/lvm/vgs`: `format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FormatQuery {
+    /// JSON or text.
+    pub format: Format,
+}
+
+impl FormatQuery {
+    /// Parses a query that takes only `format`.
+    pub fn parse(query: Option<&str>) -> Result<FormatQuery, QueryError> {
+        let mut p = Params::parse(query)?;
+        let format = format(&mut p)?;
+        p.done()?;
+        Ok(FormatQuery { format })
+    }
+}
+
+/// A query that takes nothing.
+pub fn parse_empty(query: Option<&str>) -> Result<(), QueryError> {
+    Params::parse(query)?.done()
+}
+
+/// `GET /v1/log/records`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordsQuery {
+    /// The first index; `None`: the oldest record, or after the
+    /// consumer's cleared index.
+    pub from: Option<u64>,
+    /// Only these types (intersected with the consumer's mask).
+    pub mask: Option<TypeMask>,
+    /// Read as this consumer.
+    pub consumer: Option<String>,
+    /// Keep the stream open for new records.
+    pub follow: bool,
+    /// At most this many records.
+    pub limit: Option<u64>,
+    /// JSON lines or text lines.
+    pub format: Format,
+}
+
+impl RecordsQuery {
+    /// Parses the query of `GET /v1/log/records`.
+    pub fn parse(query: Option<&str>) -> Result<RecordsQuery, QueryError> {
+        let mut p = Params::parse(query)?;
+        let from = p.take("from").map(|v| number("from", &v)).transpose()?;
+        let mask = p
+            .take("mask")
+            .map(|v| TypeMask::parse(&v).map_err(|e| bad("mask", e.to_string())))
+            .transpose()?;
+        let consumer = p.take("consumer");
+        if consumer.as_deref() == Some("") {
+            return Err(bad("consumer", "expected a consumer name"));
+        }
+        let follow = p
+            .take("follow")
+            .map(|v| boolean("follow", &v))
+            .transpose()?
+            .unwrap_or(false);
+        let limit = p.take("limit").map(|v| number("limit", &v)).transpose()?;
+        let format = format(&mut p)?;
+        p.done()?;
+        Ok(RecordsQuery {
+            from,
+            mask,
+            consumer,
+            follow,
+            limit,
+            format,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use weir_log::RecordType;
+
+    #[test]
+    fn pairs_decode() {
+        assert_eq!(
+            parse_pairs("a=1&&b=x%20y+z&c").unwrap(),
+            [
+                ("a".into(), "1".into()),
+                ("b".into(), "x y z".into()),
+                ("c".into(), String::new())
+            ]
+        );
+        assert_eq!(parse_pairs("a=%2").unwrap_err(), QueryError::BadEscape);
+        assert_eq!(parse_pairs("a=%zz").unwrap_err(), QueryError::BadEscape);
+        assert_eq!(parse_pairs("a=%ff").unwrap_err(), QueryError::NotUtf8);
+        assert_eq!(parse_pairs("%C3%A9=%e2%82%ac").unwrap()[0].1, "€");
+        let many = vec!["a=1"; MAX_PARAMS + 1].join("&");
+        assert_eq!(parse_pairs(&many).unwrap_err(), QueryError::TooMany);
+    }
+
+    #[test]
+    fn records_query() {
+        let q = RecordsQuery::parse(Some(
+            "from=5&mask=all,-MARK&consumer=c1&follow=true&limit=3&format=text",
+        ))
+        .unwrap();
+        assert_eq!(q.from, Some(5));
+        let m = q.mask.unwrap();
+        assert!(!m.contains(RecordType::MARK) && m.contains(RecordType::CREAT));
+        assert_eq!(q.consumer.as_deref(), Some("c1"));
+        assert!(q.follow);
+        assert_eq!((q.limit, q.format), (Some(3), Format::Text));
+
+        let d = RecordsQuery::parse(None).unwrap();
+        assert_eq!((d.from, d.follow, d.format), (None, false, Format::Json));
+
+        for bad in [
+            "from=-1",
+            "from=x",
+            "from=18446744073709551616",
+            "follow=yes",
+            "mask=NOPE",
+            "format=xml",
+            "consumer=",
+            "from=1&from=2",
+            "color=red",
+        ] {
+            assert!(RecordsQuery::parse(Some(bad)).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn mounts_query() {
+        let q = MountsQuery::parse(Some("format=text&columns=id,target")).unwrap();
+        assert_eq!(q.format, Format::Text);
+        assert_eq!(q.columns, Columns::parse("ID,TARGET").unwrap());
+        let d = MountsQuery::parse(Some("")).unwrap();
+        assert_eq!(d.columns, Columns::parse(DEFAULT_COLUMNS).unwrap());
+        assert!(MountsQuery::parse(Some("columns=SIZE")).is_err());
+        assert!(MountsQuery::parse(Some("columns=")).is_err());
+        assert!(FormatQuery::parse(Some("columns=ID")).is_err());
+        assert!(parse_empty(Some("x=1")).is_err());
+        assert!(parse_empty(Some("&&")).is_ok());
+    }
+}

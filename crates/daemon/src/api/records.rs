@@ -1,0 +1,191 @@
+//! `GET /v1/log/records` (read, optionally follow) and
+//! `POST /v1/log/records` (append).
+//!
+//! A read starts at `from`, or after a consumer's cleared index with its
+//! mask (narrowed by `mask`), or at the oldest record. Its range is
+//! checked before the answer starts, so a bad one is a 400, not a broken
+//! stream.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{RawQuery, State};
+use axum::http::HeaderMap;
+use axum::http::header::CONTENT_TYPE;
+use axum::response::{IntoResponse, Response};
+use weir_log::{RecordType, TypeMask};
+
+use super::body;
+use super::context::Ctx;
+use super::error::{ApiError, Code, json_response};
+use super::inventory::bad_query;
+use super::query::{Format, RecordsQuery};
+use super::requests::AppendRequest;
+use super::tail::{Tail, reader};
+
+/// `GET /v1/log/records`.
+pub(crate) async fn read(
+    State(ctx): State<Arc<Ctx>>,
+    RawQuery(q): RawQuery,
+) -> Result<Response, ApiError> {
+    let q = RecordsQuery::parse(q.as_deref()).map_err(bad_query)?;
+    let log = &ctx.state.log;
+    let (from, mask) = match &q.consumer {
+        Some(name) => {
+            let c = log
+                .consumer_list()
+                .into_iter()
+                .find(|c| &c.name == name)
+                .ok_or_else(|| weir_log::Error::UnknownConsumer(name.clone()))?;
+            let mask = match &q.mask {
+                Some(m) => intersect(&c.mask, m),
+                None => c.mask,
+            };
+            (Some(q.from.unwrap_or(c.cleared + 1)), Some(mask))
+        }
+        None => (q.from, q.mask.clone()),
+    };
+    let (first, last) = (log.first_index(), log.last_index());
+    if let Some(from) = from {
+        check_range(from, first, last)?;
+    }
+    let follow = if q.follow {
+        Some(ctx.follower().ok_or_else(|| {
+            ApiError::new(
+                Code::Unavailable,
+                format!(
+                    "too many follow streams (at most {})",
+                    ctx.state.limits.max_followers
+                ),
+            )
+        })?)
+    } else {
+        None
+    };
+    let tail = Tail {
+        reader: reader(&ctx, from.unwrap_or(first), mask.as_ref()),
+        ctx: ctx.clone(),
+        mask,
+        format: q.format,
+        remaining: q.limit,
+        follow,
+        chase_oldest: from.is_none(),
+    };
+    let kind = match q.format {
+        Format::Json => "application/x-ndjson",
+        Format::Text => "text/plain; charset=utf-8",
+    };
+    Ok((
+        [(CONTENT_TYPE, kind)],
+        Body::from_stream(tail.into_stream()),
+    )
+        .into_response())
+}
+
+/// `from` must name a record still in the log, or the next one to come.
+/// 0 means the same as 1.
+fn check_range(from: u64, first: u64, last: u64) -> Result<(), ApiError> {
+    let from = from.max(1);
+    if from > last.saturating_add(1) {
+        return Err(ApiError::new(
+            Code::BadRange,
+            format!(
+                "from={from} is past the end of the log (the next index is {})",
+                last.saturating_add(1)
+            ),
+        ));
+    }
+    if from < first {
+        return Err(ApiError::new(
+            Code::BadRange,
+            format!("index {from} was garbage-collected; the oldest retained index is {first}"),
+        ));
+    }
+    Ok(())
+}
+
+/// The types in both masks.
+fn intersect(a: &TypeMask, b: &TypeMask) -> TypeMask {
+    let mut m = TypeMask::none();
+    for code in 0..=u16::MAX {
+        let t = RecordType(code);
+        if a.contains(t) && b.contains(t) {
+            m.insert(t);
+        }
+    }
+    m
+}
+
+/// `POST /v1/log/records`.
+pub(crate) async fn append(
+    State(ctx): State<Arc<Ctx>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let req: AppendRequest = body::json(&headers, body, ctx.state.limits.max_body_bytes).await?;
+    // Check every record before appending any, so that a bad one in the
+    // middle does not leave half a request in the log.
+    for (i, r) in req.records.iter().enumerate() {
+        let fields = r.log_fields();
+        weir_log::codec::encoded_len(&r.record(&fields))
+            .map_err(|e| ApiError::from(e).with("record", serde_json::json!(i)))?;
+    }
+    let log = ctx.state.log.clone();
+    let indexes = tokio::task::spawn_blocking(move || append_all(&log, &req))
+        .await
+        .map_err(|e| ApiError::join(&e))??;
+    Ok(json_response(
+        axum::http::StatusCode::OK,
+        serde_json::json!({ "indexes": indexes }).to_string(),
+    ))
+}
+
+/// Appends the records in order (then waits for durability if asked).
+/// If one fails, the error says which indexes were appended before it.
+fn append_all(log: &weir_log::Log, req: &AppendRequest) -> Result<Vec<u64>, ApiError> {
+    let mut indexes = Vec::with_capacity(req.records.len());
+    let mut last = None;
+    for r in &req.records {
+        let fields = r.log_fields();
+        match log.append(&r.record(&fields)) {
+            Ok(a) => {
+                indexes.push(a.index());
+                last = Some(a);
+            }
+            Err(e) => return Err(ApiError::from(e).with("appended", serde_json::json!(indexes))),
+        }
+    }
+    if let (true, Some(a)) = (req.durable, last) {
+        log.wait_durable(a)
+            .map_err(|e| ApiError::from(e).with("appended", serde_json::json!(indexes)))?;
+    }
+    Ok(indexes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges() {
+        // An empty log: only 1 (or 0).
+        assert!(check_range(1, 1, 0).is_ok());
+        assert!(check_range(0, 1, 0).is_ok());
+        assert!(check_range(2, 1, 0).is_err());
+        // Records 5..=9: 5 to 10.
+        assert!(check_range(4, 5, 9).is_err());
+        assert!(check_range(5, 5, 9).is_ok());
+        assert!(check_range(10, 5, 9).is_ok());
+        assert!(check_range(11, 5, 9).is_err());
+        assert!(check_range(u64::MAX, 5, u64::MAX - 1).is_ok());
+    }
+
+    #[test]
+    fn intersects() {
+        let a = TypeMask::parse("all,-MARK").unwrap();
+        let b = TypeMask::parse("MARK,CREAT,MKDIR").unwrap();
+        let m = intersect(&a, &b);
+        assert!(m.contains(RecordType::CREAT) && m.contains(RecordType::MKDIR));
+        assert!(!m.contains(RecordType::MARK) && !m.contains(RecordType::UNLNK));
+    }
+}

@@ -1,0 +1,269 @@
+//! Request bodies (hostile input): the JSON of `POST /v1/log/records`,
+//! `POST /v1/log/consumers` and `POST /v1/log/consumers/{name}/clear`.
+//!
+//! Unknown members are refused, so a typo is an error. Bytes come in the
+//! forms records go out in (see `weir_view::bytes`): a name or a field
+//! value is a string when it is UTF-8, else an array of byte values; the
+//! target and parent ids are lowercase hex. Fields keep their order.
+//! The body's size is bounded before it is parsed (module `api::body`).
+
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use weir_log::{Field, Record, RecordType};
+
+/// `POST /v1/log/records`.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AppendRequest {
+    /// The records, appended in this order.
+    pub records: Vec<NewRecord>,
+    /// Answer only once they are durable.
+    #[serde(default)]
+    pub durable: bool,
+}
+
+/// One record to append.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewRecord {
+    /// Its type: a name (`"MARK"`), a number, or a number as a string.
+    #[serde(rename = "type")]
+    pub kind: Kind,
+    /// Flags.
+    #[serde(default)]
+    pub flags: u16,
+    /// The target id, hex.
+    #[serde(default)]
+    pub target: Hex,
+    /// The parent id, hex.
+    #[serde(default)]
+    pub parent: Hex,
+    /// The name.
+    #[serde(default)]
+    pub name: ByteString,
+    /// Extra fields, in order.
+    #[serde(default)]
+    pub fields: Fields,
+}
+
+impl NewRecord {
+    /// The fields in the form [`Record`] borrows.
+    pub fn log_fields(&self) -> Vec<Field<'_>> {
+        self.fields
+            .0
+            .iter()
+            .map(|(k, v)| Field {
+                key: k,
+                value: &v.0,
+            })
+            .collect()
+    }
+
+    /// The record to append, borrowing `self` and `fields` (from
+    /// [`NewRecord::log_fields`]).
+    pub fn record<'a>(&'a self, fields: &'a [Field<'a>]) -> Record<'a> {
+        Record::new(self.kind.0)
+            .flags(self.flags)
+            .target(&self.target.0)
+            .parent(&self.parent.0)
+            .name(&self.name.0)
+            .fields(fields)
+    }
+}
+
+/// `POST /v1/log/consumers`.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegisterRequest {
+    /// The consumer's name.
+    pub name: String,
+    /// The types it reads (`all,-MARK`); every type when absent.
+    #[serde(default)]
+    pub mask: Option<String>,
+}
+
+/// `POST /v1/log/consumers/{name}/clear`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClearRequest {
+    /// Clear up to this index; 0 (the default) clears everything so far.
+    #[serde(default)]
+    pub index: u64,
+}
+
+/// A record type as JSON gives it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Kind(pub RecordType);
+
+impl<'de> Deserialize<'de> for Kind {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Kind, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Kind;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a record type name or a number from 0 to 65535")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Kind, E> {
+                u16::try_from(v)
+                    .map(|c| Kind(RecordType(c)))
+                    .map_err(|_| E::invalid_value(de::Unexpected::Unsigned(v), &self))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Kind, E> {
+                u16::try_from(v)
+                    .map(|c| Kind(RecordType(c)))
+                    .map_err(|_| E::invalid_value(de::Unexpected::Signed(v), &self))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Kind, E> {
+                RecordType::parse(v)
+                    .map(Kind)
+                    .map_err(|_| E::invalid_value(de::Unexpected::Str(v), &self))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Bytes as JSON gives them: a string (its UTF-8) or an array of byte
+/// values.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ByteString(pub Vec<u8>);
+
+impl<'de> Deserialize<'de> for ByteString {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<ByteString, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ByteString;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string or an array of byte values")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<ByteString, E> {
+                Ok(ByteString(v.as_bytes().to_vec()))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ByteString, A::Error> {
+                // The hint comes from the input: cap it.
+                let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+                while let Some(b) = seq.next_element::<u8>()? {
+                    out.push(b);
+                }
+                Ok(ByteString(out))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Opaque id bytes as lowercase (or upper case) hex.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Hex(pub Vec<u8>);
+
+impl<'de> Deserialize<'de> for Hex {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Hex, D::Error> {
+        let s = String::deserialize(d)?;
+        decode_hex(&s)
+            .map(Hex)
+            .ok_or_else(|| de::Error::custom("expected an even number of hex digits"))
+    }
+}
+
+fn decode_hex(s: &str) -> Option<Vec<u8>> {
+    let b = s.as_bytes();
+    if !b.len().is_multiple_of(2) {
+        return None;
+    }
+    b.chunks_exact(2)
+        .map(|p| {
+            let d = |c: u8| char::from(c).to_digit(16);
+            u8::try_from(d(p[0])? * 16 + d(p[1])?).ok()
+        })
+        .collect()
+}
+
+/// A record's fields: a JSON object, kept in order; a key twice is an
+/// error.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Fields(pub Vec<(String, ByteString)>);
+
+impl<'de> Deserialize<'de> for Fields {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Fields, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Fields;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object of field names to strings or byte arrays")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields, A::Error> {
+                let mut out: Vec<(String, ByteString)> = Vec::new();
+                while let Some((k, v)) = map.next_entry::<String, ByteString>()? {
+                    if out.iter().any(|(o, _)| *o == k) {
+                        return Err(de::Error::custom(format!("field {k:?} is given twice")));
+                    }
+                    out.push((k, v));
+                }
+                Ok(Fields(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// Parses a body as `T`; the error says where and what is wrong.
+pub fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, serde_json::Error> {
+    serde_json::from_slice(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn append_request_forms() {
+        let r: AppendRequest = parse(
+            br#"{"records":[{"type":"mark","name":"hi","fields":{"z":"1","a":[255,0]}},
+                {"type":300,"flags":2,"target":"00FF","name":[99,97,102,233]}],"durable":true}"#,
+        )
+        .unwrap();
+        assert!(r.durable);
+        assert_eq!(r.records[0].kind.0, RecordType::MARK);
+        assert_eq!(r.records[0].name.0, b"hi");
+        let keys: Vec<&str> = r.records[0]
+            .fields
+            .0
+            .iter()
+            .map(|(k, _)| k.as_str())
+            .collect();
+        assert_eq!(keys, ["z", "a"]);
+        assert_eq!(r.records[0].fields.0[1].1.0, [255, 0]);
+        assert_eq!(r.records[1].kind.0, RecordType(300));
+        assert_eq!(r.records[1].target.0, [0, 255]);
+        assert_eq!(r.records[1].name.0, b"caf\xe9");
+    }
+
+    #[test]
+    fn refusals() {
+        for bad in [
+            &br#"{"records":[{"type":"NOPE"}]}"#[..],
+            br#"{"records":[{"type":70000}]}"#,
+            br#"{"records":[{"type":-1}]}"#,
+            br#"{"records":[{"type":"MARK","name":[256]}]}"#,
+            br#"{"records":[{"type":"MARK","target":"abc"}]}"#,
+            br#"{"records":[{"type":"MARK","target":"zz"}]}"#,
+            br#"{"records":[{"type":"MARK","fields":{"a":"1","a":"2"}}]}"#,
+            br#"{"records":[{"type":"MARK","extra":1}]}"#,
+            br#"{"records":[{}]}"#,
+            br#"{"records":"x"}"#,
+            br#"{"records":[]"#,
+            b"",
+        ] {
+            assert!(
+                parse::<AppendRequest>(bad).is_err(),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+        assert!(parse::<RegisterRequest>(br#"{"name":3}"#).is_err());
+        assert!(parse::<ClearRequest>(br#"{"index":"3"}"#).is_err());
+        assert_eq!(parse::<ClearRequest>(b"{}").unwrap().index, 0);
+    }
+}

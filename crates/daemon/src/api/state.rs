@@ -1,0 +1,119 @@
+//! What the API serves from: the log, the trackers, the access rules, the
+//! limits and the facts about the running daemon. The host builds one
+//! [`ApiState`] at start and hands it to [`crate::api::serve`].
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::Serialize;
+
+/// Everything a request may read or change.
+///
+/// The trackers are shared: at shutdown the host drops the server first,
+/// then takes them back (`Arc::try_unwrap`) to stop them. The API holds
+/// no other reference once [`crate::api::serve`] has returned.
+pub struct ApiState {
+    /// The changelog.
+    pub log: Arc<weir_log::Log>,
+    /// The mount tracker, `None` when mounts are not tracked.
+    pub mounts: Option<Arc<weir_mounts::Tracker>>,
+    /// The device and LVM tracker, `None` when devices are not tracked.
+    pub devices: Option<Arc<weir_devices::Tracker>>,
+    /// Who may read and who may change.
+    pub access: Access,
+    /// Facts about this daemon, for `/v1/status`.
+    pub info: DaemonInfo,
+    /// Bounds on what one client may cost.
+    pub limits: Limits,
+    /// What the start found when it compared the system with the last
+    /// inventory, for `/v1/status`.
+    pub reconcile: ReconcileReport,
+}
+
+/// The access rules (see the daemon contract).
+///
+/// Mutations are allowed for root, the daemon's own uid and members of
+/// `group`; reads for the same peers, and for everyone when `public_read`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Access {
+    /// The group whose members may use the API: its name (for messages)
+    /// and gid. `None`: only root and the daemon's uid.
+    pub group: Option<(String, u32)>,
+    /// Whether anyone who can reach the socket may read.
+    pub public_read: bool,
+}
+
+/// Facts about the running daemon.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DaemonInfo {
+    /// weir's version.
+    pub version: String,
+    /// The daemon's pid.
+    pub pid: u32,
+    /// When it started, ns since the epoch.
+    pub started_ns: u64,
+    /// The state directory.
+    pub state_dir: PathBuf,
+    /// The API socket.
+    pub socket: PathBuf,
+    /// The configuration file, if one was read.
+    pub config: Option<PathBuf>,
+}
+
+impl DaemonInfo {
+    /// This process, started now, with this crate's version.
+    pub fn current(state_dir: PathBuf, socket: PathBuf, config: Option<PathBuf>) -> DaemonInfo {
+        DaemonInfo {
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            pid: std::process::id(),
+            started_ns: now_ns(),
+            state_dir,
+            socket,
+            config,
+        }
+    }
+}
+
+/// Bounds on what one client may cost the daemon.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// The largest request body accepted; larger ones get 413.
+    pub max_body_bytes: usize,
+    /// How many `follow=true` streams may be open at once; more get 503.
+    pub max_followers: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_body_bytes: 1 << 20,
+            max_followers: 1024,
+        }
+    }
+}
+
+/// What the start found: whether a checkpoint of the last inventory was
+/// used, why not, and how many changes each source logged as reconciled.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ReconcileReport {
+    /// Whether a checkpoint was read and compared with the live system.
+    pub checkpoint_used: bool,
+    /// Why no checkpoint was used (missing, damaged, another boot), when
+    /// none was.
+    pub not_used_reason: Option<String>,
+    /// Whether the daemon that wrote the checkpoint stopped cleanly;
+    /// `None` without a checkpoint.
+    pub previous_clean: Option<bool>,
+    /// Mount changes logged as reconciled; `None` when mounts are off.
+    pub mounts: Option<u64>,
+    /// Device and LVM changes logged as reconciled; `None` when devices
+    /// are off.
+    pub devices: Option<u64>,
+}
+
+/// Now, ns since the epoch (0 if the clock is before it).
+pub(crate) fn now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}

@@ -1,0 +1,502 @@
+//! The API against its reference, `docs/openapi.yaml`: every documented
+//! operation is called (good requests and refusals), each answer's status
+//! must be one the document lists for it and its body must fit the listed
+//! schema; every documented status is reached (but the few that need a
+//! failing disk or tracker); the router serves nothing the document does
+//! not list; and the inventory routes answer with the bytes the CLI
+//! prints.
+
+mod api_support;
+
+use std::collections::BTreeSet;
+
+use api_support::schema::Doc;
+use api_support::{Answer, Trackers, call, fixture, is_root, nobody, root};
+use axum::Router;
+use serde_json::Value as Json;
+use weir_daemon::api::{Access, Limits, OPENAPI_YAML, Peer, ROUTES};
+
+/// One request of the contract run: method, the route's pattern, the URI,
+/// the body, and who sends it.
+struct Case {
+    method: &'static str,
+    pattern: &'static str,
+    uri: String,
+    body: String,
+    peer: Peer,
+}
+
+fn case(method: &'static str, pattern: &'static str, uri: &str, body: &str) -> Case {
+    Case {
+        method,
+        pattern,
+        uri: uri.to_owned(),
+        body: body.to_owned(),
+        peer: root(),
+    }
+}
+
+fn refused(method: &'static str, pattern: &'static str, uri: &str, body: &str) -> Case {
+    Case {
+        peer: nobody(),
+        ..case(method, pattern, uri, body)
+    }
+}
+
+/// The requests, in an order where each finds the state it needs (a
+/// consumer registered before it is read, cleared, deregistered).
+fn cases(max_body: usize) -> Vec<Case> {
+    let big = format!(
+        r#"{{"records":[{{"type":"MARK","name":"{}"}}]}}"#,
+        "x".repeat(max_body)
+    );
+    let big_name = format!(r#"{{"name":"{}"}}"#, "x".repeat(max_body));
+    let mut v = vec![
+        case("GET", "/v1/mounts", "/v1/mounts", ""),
+        case("GET", "/v1/mounts", "/v1/mounts?format=text", ""),
+        case(
+            "GET",
+            "/v1/mounts",
+            "/v1/mounts?format=text&columns=ID,TARGET,PROPAGATION",
+            "",
+        ),
+        case("GET", "/v1/mounts", "/v1/mounts?format=xml", ""),
+        case(
+            "GET",
+            "/v1/mounts",
+            "/v1/mounts?columns=SIZE&format=text",
+            "",
+        ),
+        refused("GET", "/v1/mounts", "/v1/mounts", ""),
+    ];
+    for p in ["/v1/devices", "/v1/lvm/pvs", "/v1/lvm/vgs"] {
+        v.push(case("GET", p, p, ""));
+        v.push(case("GET", p, &format!("{p}?format=text"), ""));
+        v.push(case("GET", p, &format!("{p}?bogus=1"), ""));
+        v.push(refused("GET", p, p, ""));
+    }
+    let r = "/v1/log/records";
+    let c = "/v1/log/consumers";
+    let one = "/v1/log/consumers/{name}";
+    let clear = "/v1/log/consumers/{name}/clear";
+    v.extend([
+        case("POST", c, c, r#"{"name":"c1","mask":"all,-CREAT"}"#),
+        case("POST", c, c, r#"{"name":"c1"}"#),
+        case("POST", c, c, r#"{"name":"bad name"}"#),
+        case("POST", c, c, r#"{"name":"c3","mask":"NOPE"}"#),
+        case("POST", c, c, &big_name),
+        refused("POST", c, c, r#"{"name":"c9"}"#),
+        case("POST", r, r, r#"{"records":[{"type":"MARK","name":"a","fields":{"k":"v"}},{"type":"CREAT","name":[255,0],"target":"0a0b"}],"durable":true}"#),
+        case("POST", r, r, r#"{"records":[{"type":"MARK","name":"b"}]}"#),
+        case("POST", r, r, r#"{"records":[{"type":"MARK","name":"b"}"#),
+        case("POST", r, r, r#"{"records":[{"type":"MARK","name":7}]}"#),
+        case("POST", r, r, &big),
+        refused("POST", r, r, r#"{"records":[]}"#),
+        case("GET", r, r, ""),
+        case("GET", r, &format!("{r}?format=text"), ""),
+        case("GET", r, &format!("{r}?from=2&limit=2"), ""),
+        case("GET", r, &format!("{r}?consumer=c1&mask=all"), ""),
+        case("GET", r, &format!("{r}?follow=true&limit=3"), ""),
+        case("GET", r, &format!("{r}?consumer=nope"), ""),
+        case("GET", r, &format!("{r}?from=999"), ""),
+        case("GET", r, &format!("{r}?mask=NOPE"), ""),
+        refused("GET", r, r, ""),
+        case("GET", "/v1/log/stats", "/v1/log/stats", ""),
+        case("GET", "/v1/log/stats", "/v1/log/stats?x=1", ""),
+        refused("GET", "/v1/log/stats", "/v1/log/stats", ""),
+        case("GET", c, c, ""),
+        case("GET", c, &format!("{c}?x"), ""),
+        refused("GET", c, c, ""),
+        case("GET", one, "/v1/log/consumers/c1", ""),
+        case("GET", one, "/v1/log/consumers/nope", ""),
+        case("GET", one, "/v1/log/consumers/c1?x=1", ""),
+        refused("GET", one, "/v1/log/consumers/c1", ""),
+        case("POST", clear, "/v1/log/consumers/c1/clear", r#"{"index":2}"#),
+        case("POST", clear, "/v1/log/consumers/c1/clear", ""),
+        case("POST", clear, "/v1/log/consumers/c1/clear", r#"{"index":999999}"#),
+        case("POST", clear, "/v1/log/consumers/c1/clear", r#"{"index":-1}"#),
+        case("POST", clear, "/v1/log/consumers/nope/clear", "{}"),
+        case("POST", clear, "/v1/log/consumers/c1/clear", &big_name),
+        refused("POST", clear, "/v1/log/consumers/c1/clear", "{}"),
+        refused("DELETE", one, "/v1/log/consumers/c1", ""),
+        case("DELETE", one, "/v1/log/consumers/c1", ""),
+        case("DELETE", one, "/v1/log/consumers/c1", ""),
+        case("DELETE", one, "/v1/log/consumers/%ff", ""),
+        case("POST", "/v1/sync", "/v1/sync", ""),
+        refused("POST", "/v1/sync", "/v1/sync", ""),
+        case("GET", "/v1/status", "/v1/status", ""),
+        case("GET", "/v1/status", "/v1/status?verbose=1", ""),
+        refused("GET", "/v1/status", "/v1/status", ""),
+        case("GET", "/metrics", "/metrics", ""),
+        refused("GET", "/metrics", "/metrics", ""),
+        case("GET", "/v1/openapi.yaml", "/v1/openapi.yaml", ""),
+        refused("GET", "/v1/openapi.yaml", "/v1/openapi.yaml", ""),
+    ]);
+    v
+}
+
+/// Checks one answer against the document; returns the status.
+fn check(doc: &Doc, c: &Case, a: &Answer) -> u16 {
+    let status = a.status.as_u16();
+    let what = format!("{} {} -> {status}", c.method, c.uri);
+    let resp = doc
+        .response(c.method, c.pattern, status)
+        .unwrap_or_else(|| {
+            panic!(
+                "{what}: status not in the document: {}",
+                String::from_utf8_lossy(&a.body)
+            )
+        });
+    let Some(content) = resp.get("content").and_then(|x| x.as_mapping()) else {
+        assert!(a.body.is_empty(), "{what}: the document lists no body");
+        return status;
+    };
+    let ct = a
+        .content_type()
+        .split(';')
+        .next()
+        .unwrap()
+        .trim()
+        .to_owned();
+    let media = content
+        .get(ct.as_str())
+        .unwrap_or_else(|| panic!("{what}: content type {ct:?} not in the document"));
+    let schema = &media["schema"];
+    match ct.as_str() {
+        "application/json" => {
+            let v: Json = a.json();
+            doc.check(schema, &v, "$")
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+        }
+        "application/x-ndjson" => {
+            for (i, line) in a.text().lines().enumerate() {
+                let v: Json = serde_json::from_str(line).unwrap();
+                doc.check(schema, &v, &format!("line {i}"))
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+            }
+        }
+        _ => {
+            assert!(std::str::from_utf8(&a.body).is_ok(), "{what}: not UTF-8");
+        }
+    }
+    status
+}
+
+/// Runs every case; returns the (method, pattern, status) reached.
+async fn run(trackers: Trackers, limits: Limits) -> BTreeSet<(String, String, u16)> {
+    let doc = Doc::load();
+    let fx = fixture(Access::default(), limits, trackers);
+    api_support::append_marks(&fx.state.log, 5);
+    api_support::wait_committed(&fx.state.log, 5);
+    let router = weir_daemon::api::router(fx.state.clone());
+    let mut reached = BTreeSet::new();
+    for c in cases(limits.max_body_bytes) {
+        let a = call(
+            &router,
+            c.method,
+            &c.uri,
+            c.body.clone(),
+            Some(c.peer.clone()),
+        )
+        .await;
+        let status = check(&doc, &c, &a);
+        if c.uri == "/v1/openapi.yaml" && status == 200 {
+            assert_eq!(a.text(), OPENAPI_YAML);
+        }
+        reached.insert((c.method.to_owned(), c.pattern.to_owned(), status));
+    }
+    reached
+}
+
+#[tokio::test]
+async fn every_operation_answers_as_documented() {
+    let small = Limits {
+        max_body_bytes: 4096,
+        max_followers: 0,
+    };
+    let mut reached = run(Trackers::None, small).await;
+    if is_root() {
+        let limits = Limits {
+            max_body_bytes: 4096,
+            ..Limits::default()
+        };
+        reached.extend(run(Trackers::Real, limits).await);
+    } else {
+        eprintln!("skipping the run with real trackers: needs root");
+    }
+    // Every documented status is reached, but those that need a failing
+    // disk, tracker or client (and, without root, the inventory's 200s).
+    let doc = Doc::load();
+    let mut missed = Vec::new();
+    for (m, p) in doc.operations() {
+        let statuses = doc.operation(&m, &p)["responses"].as_mapping().unwrap();
+        for (s, _) in statuses {
+            let s: u16 = s.as_str().unwrap().parse().unwrap();
+            let exempt = matches!(s, 408 | 500)
+                || (s == 503
+                    && matches!(
+                        (m.as_str(), p.as_str()),
+                        ("POST", "/v1/log/records" | "/v1/sync")
+                    ))
+                || (s == 200
+                    && !is_root()
+                    && (p.starts_with("/v1/lvm") || p == "/v1/mounts" || p == "/v1/devices"))
+                || (s == 200 && !is_root() && p == "/v1/log/records" && m == "GET");
+            if !exempt && !reached.contains(&(m.clone(), p.clone(), s)) {
+                missed.push(format!("{m} {p} {s}"));
+            }
+        }
+    }
+    assert!(
+        missed.is_empty(),
+        "documented but never reached: {missed:?}"
+    );
+}
+
+#[tokio::test]
+async fn the_router_serves_exactly_the_documented_routes() {
+    let doc = Doc::load();
+    let documented: BTreeSet<(String, String)> = doc.operations().into_iter().collect();
+    let table: BTreeSet<(String, String)> = ROUTES
+        .iter()
+        .map(|r| (r.method.to_owned(), r.path.to_owned()))
+        .collect();
+    assert_eq!(documented, table);
+
+    let fx = api_support::plain();
+    let router = weir_daemon::api::router(fx.state.clone());
+    // Every other method on a documented path is 405, with Allow.
+    for (_, path) in &documented {
+        let uri = path.replace("{name}", "x");
+        for m in ["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"] {
+            if documented.contains(&(m.to_owned(), path.clone())) {
+                continue;
+            }
+            let a = call(&router, m, &uri, "", Some(root())).await;
+            a.assert_error(405, "method_not_allowed");
+            assert!(a.headers.contains_key("allow"), "{m} {uri}");
+        }
+    }
+    for uri in [
+        "/",
+        "/v1",
+        "/v1/",
+        "/v1/mounts/",
+        "/v2/mounts",
+        "/v1/log/consumers/a/b",
+        "/v1/log/consumers//clear",
+        "/metrics/x",
+        "/v1/openapi.json",
+    ] {
+        call(&router, "GET", uri, "", Some(root()))
+            .await
+            .assert_error(404, "not_found");
+    }
+}
+
+#[tokio::test]
+async fn appended_records_come_back_in_both_forms() {
+    let fx = api_support::plain();
+    let router = weir_daemon::api::router(fx.state.clone());
+    let a = call(
+        &router,
+        "POST",
+        "/v1/log/records",
+        r#"{"records":[{"type":"MARK","name":"one","fields":{"z":"1","a":[255]}},{"type":300,"flags":3,"target":"ab01","name":"two"}],"durable":true}"#,
+        Some(root()),
+    )
+    .await;
+    assert_eq!(a.json(), serde_json::json!({"indexes": [1, 2]}));
+    let lines = call(&router, "GET", "/v1/log/records", "", Some(root())).await;
+    let v: Vec<Json> = lines
+        .text()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(v.len(), 2);
+    assert_eq!(
+        (v[0]["name"].clone(), v[0]["type"].clone()),
+        ("one".into(), "MARK".into())
+    );
+    // Fields keep their order, bytes their form.
+    let keys: Vec<&String> = v[0]["fields"].as_object().unwrap().keys().collect();
+    assert_eq!(keys.len(), 2);
+    assert_eq!(v[0]["fields"]["a"], serde_json::json!([255]));
+    assert_eq!(
+        (v[1]["type_code"].clone(), v[1]["flags"].clone()),
+        (300.into(), 3.into())
+    );
+    assert_eq!(v[1]["target"], "ab01");
+    // The text form is `weir log tail`'s, record by record.
+    let text = call(
+        &router,
+        "GET",
+        "/v1/log/records?format=text",
+        "",
+        Some(root()),
+    )
+    .await;
+    let want: String = fx
+        .state
+        .log
+        .reader(1)
+        .map(|r| weir_view::record::record_line(&r.unwrap()) + "\n")
+        .collect();
+    assert_eq!(text.text(), want);
+    assert!(want.contains(" z=1 a=\\xff"), "{want}");
+}
+
+/// Reads `uri` until it equals `want()` (the system may change between
+/// the two readings, other tests attach loop devices); fails after a few
+/// tries.
+async fn same_as(router: &Router, uri: &str, want: impl Fn() -> String) {
+    let mut last = (String::new(), String::new());
+    for _ in 0..20 {
+        // The barrier first: the trackers have applied every change made
+        // before it, as the fresh reading below sees them.
+        let sync = call(router, "POST", "/v1/sync", "", Some(root())).await;
+        assert_eq!(sync.status, 200, "{}", sync.text());
+        let a = call(router, "GET", uri, "", Some(root())).await;
+        assert_eq!(a.status, 200, "{uri}: {}", a.text());
+        let w = want();
+        if a.text() == w {
+            return;
+        }
+        last = (a.text().to_owned(), w);
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let (got, want) = (last.0.lines(), last.1.lines());
+    let first = got
+        .zip(want)
+        .find(|(g, w)| g != w)
+        .map(|(g, w)| format!("api: {g}\ncli: {w}"));
+    panic!(
+        "{uri} differs from the CLI's rendering ({} vs {} bytes); first different line:\n{}",
+        last.0.len(),
+        last.1.len(),
+        first.unwrap_or_else(|| "(one is a prefix of the other)".to_owned())
+    );
+}
+
+#[tokio::test]
+async fn inventory_answers_are_the_cli_bytes() {
+    if !is_root() {
+        eprintln!("skipping: the trackers need root");
+        return;
+    }
+    use weir_devices::sysfs::Detail;
+    use weir_devices::{Filter, Inventory, Sysfs};
+    use weir_view::{lvm_json, lvm_table, mounts_json, mounts_table};
+    let fx = fixture(Access::default(), Limits::default(), Trackers::Real);
+    let router = weir_daemon::api::router(fx.state.clone());
+    // `weir mounts` reads the table afresh; so does this.
+    let snap = || {
+        weir_mounts::snapshot(weir_mounts::BackendChoice::Auto)
+            .unwrap()
+            .mounts
+    };
+    let cols = mounts_table::Columns::parse("TARGET,SOURCE,FSTYPE,OPTIONS").unwrap();
+    same_as(&router, "/v1/mounts?format=json", || {
+        mounts_json::mounts_json(&snap())
+    })
+    .await;
+    same_as(&router, "/v1/mounts?format=text", || {
+        mounts_table::render(&cols, &snap())
+    })
+    .await;
+    let cols2 = mounts_table::Columns::parse("ID,TARGET,PROPAGATION,MAJ:MIN").unwrap();
+    same_as(
+        &router,
+        "/v1/mounts?format=text&columns=id,target,propagation,maj:min",
+        || mounts_table::render(&cols2, &snap()),
+    )
+    .await;
+    // A second query is served from the cache: same bytes.
+    same_as(&router, "/v1/mounts?format=json", || {
+        mounts_json::mounts_json(&snap())
+    })
+    .await;
+    // `weir vgs` and `weir devices`: a fresh scan, as the CLI makes.
+    let scan = |d| {
+        Inventory::scan_with(Sysfs::default(), Filter::accept_all(), d)
+            .unwrap()
+            .0
+    };
+    same_as(&router, "/v1/lvm/vgs?format=json", || {
+        lvm_json::vgs_json(&scan(Detail::Probe).vgs())
+    })
+    .await;
+    same_as(&router, "/v1/lvm/vgs?format=text", || {
+        lvm_table::vgs_table(&scan(Detail::Probe).vgs())
+    })
+    .await;
+    same_as(&router, "/v1/devices?format=text", || {
+        lvm_table::devices_table(&scan(Detail::Full))
+    })
+    .await;
+    same_as(&router, "/v1/devices?format=json", || {
+        lvm_json::devices_json(&scan(Detail::Full))
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn metrics_count_requests_by_route_and_show_consumer_lag() {
+    let fx = api_support::plain();
+    let router = weir_daemon::api::router(fx.state.clone());
+    fx.state
+        .log
+        .register("lagging", weir_log::TypeMask::all())
+        .unwrap();
+    api_support::append_marks(&fx.state.log, 7);
+    api_support::wait_committed(&fx.state.log, 7);
+    for _ in 0..3 {
+        call(&router, "GET", "/v1/log/consumers/abc", "", Some(root())).await;
+    }
+    call(&router, "GET", "/etc/passwd", "", Some(root())).await;
+    call(&router, "GET", "/v1/status", "", Some(nobody())).await;
+    let m = call(&router, "GET", "/metrics", "", Some(root())).await;
+    assert_eq!(m.content_type(), "text/plain; version=0.0.4; charset=utf-8");
+    let text = m.text();
+    for line in [
+        "weir_http_requests_total{route=\"/v1/log/consumers/{name}\",status=\"404\"} 3",
+        "weir_http_requests_total{route=\"other\",status=\"404\"} 1",
+        "weir_http_requests_total{route=\"/v1/status\",status=\"403\"} 1",
+        "weir_consumer_lag{consumer=\"lagging\"} 7",
+        "weir_log_appends_total 7",
+        "weir_log_last_index 7",
+    ] {
+        assert!(
+            text.lines().any(|l| l == line),
+            "{line} missing from:\n{text}"
+        );
+    }
+    // Every sample belongs to a family with HELP and TYPE.
+    for l in text.lines().filter(|l| !l.starts_with('#')) {
+        let name = l.split(['{', ' ']).next().unwrap();
+        assert!(text.contains(&format!("# TYPE {name} ")), "{l}");
+    }
+}
+
+#[test]
+fn the_schema_checker_can_fail() {
+    let d = Doc::load();
+    let rec = &d.0["components"]["schemas"]["Record"];
+    let good = serde_json::json!({
+        "index": 1, "time": 5, "time_iso": "x", "type": "MARK", "type_code": 0,
+        "flags": 0, "target": "", "parent": "", "name": [255], "fields": {"a": "b"}
+    });
+    d.check(rec, &good, "$").unwrap();
+    let mut missing = good.clone();
+    missing.as_object_mut().unwrap().remove("flags");
+    assert!(d.check(rec, &missing, "$").is_err());
+    let mut wrong = good.clone();
+    wrong["index"] = serde_json::json!("1");
+    assert!(d.check(rec, &wrong, "$").is_err());
+    let mut bytes = good.clone();
+    bytes["name"] = serde_json::json!([256]);
+    assert!(d.check(rec, &bytes, "$").is_err());
+    let mut field = good;
+    field["fields"]["a"] = serde_json::json!(3);
+    assert!(d.check(rec, &field, "$").is_err());
+}

@@ -1,0 +1,167 @@
+//! Shared by the API tests: an `ApiState` over a real log in a temporary
+//! directory, requests through `router()` with injected credentials, and
+//! a small checker of JSON values against the OpenAPI document's schemas.
+#![allow(dead_code, unreachable_pub)]
+
+pub mod schema;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{HeaderMap, Method, Request, StatusCode};
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use tower::ServiceExt;
+use weir_daemon::api::{Access, ApiState, DaemonInfo, Limits, Peer, ReconcileReport};
+use weir_log::{Log, Options};
+
+/// A daemon's state without trackers.
+pub struct Fixture {
+    pub dir: tempfile::TempDir,
+    pub state: Arc<ApiState>,
+}
+
+/// Which trackers to run.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Trackers {
+    None,
+    /// Real mount and device trackers (root only; the caller checks).
+    Real,
+}
+
+pub fn fixture(access: Access, limits: Limits, trackers: Trackers) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Arc::new(Log::open(dir.path().join("log"), Options::default()).unwrap());
+    let (mounts, devices) = match trackers {
+        Trackers::None => (None, None),
+        Trackers::Real => (
+            Some(Arc::new(
+                weir_mounts::Tracker::start(None, Default::default(), None).unwrap(),
+            )),
+            Some(Arc::new(
+                weir_devices::Tracker::start(None, Default::default(), None).unwrap(),
+            )),
+        ),
+    };
+    let state = Arc::new(ApiState {
+        log,
+        mounts,
+        devices,
+        access,
+        info: DaemonInfo::current(dir.path().to_owned(), dir.path().join("weir.sock"), None),
+        limits,
+        reconcile: ReconcileReport::default(),
+    });
+    Fixture { dir, state }
+}
+
+/// The default fixture: no group, no public reads, no trackers.
+pub fn plain() -> Fixture {
+    fixture(Access::default(), Limits::default(), Trackers::None)
+}
+
+pub fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+pub fn root() -> Peer {
+    Peer::new(0, 0)
+}
+
+pub fn nobody() -> Peer {
+    Peer::new(65534, 65534)
+}
+
+/// An answer, read whole.
+pub struct Answer {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+impl Answer {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", String::from_utf8_lossy(&self.body)))
+    }
+
+    pub fn text(&self) -> &str {
+        std::str::from_utf8(&self.body).unwrap()
+    }
+
+    pub fn content_type(&self) -> &str {
+        self.headers
+            .get("content-type")
+            .map_or("", |v| v.to_str().unwrap())
+    }
+
+    /// Asserts the JSON error body with this status and code.
+    pub fn assert_error(&self, status: u16, code: &str) {
+        assert_eq!(
+            (self.status.as_u16(), self.content_type()),
+            (status, "application/json"),
+            "{}",
+            String::from_utf8_lossy(&self.body)
+        );
+        let v = self.json();
+        assert_eq!(v["error"]["code"], code, "{v}");
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty()),
+            "{v}"
+        );
+    }
+}
+
+/// Sends a request with `peer`'s credentials (none if `None`).
+pub async fn call(
+    router: &Router,
+    method: &str,
+    uri: &str,
+    body: impl Into<Body>,
+    peer: Option<Peer>,
+) -> Answer {
+    let mut req = Request::builder()
+        .method(Method::from_bytes(method.as_bytes()).unwrap())
+        .uri(uri)
+        .body(body.into())
+        .unwrap();
+    if let Some(p) = peer {
+        req.extensions_mut().insert(p);
+    }
+    let res = router.clone().oneshot(req).await.unwrap();
+    let status = res.status();
+    let headers = res.headers().clone();
+    let body = res.into_body().collect().await.unwrap().to_bytes();
+    Answer {
+        status,
+        headers,
+        body,
+    }
+}
+
+/// As root.
+pub async fn as_root(router: &Router, method: &str, uri: &str, body: impl Into<Body>) -> Answer {
+    call(router, method, uri, body, Some(root())).await
+}
+
+/// Appends `n` MARK records named `0..n` straight to the log.
+pub fn append_marks(log: &Log, n: u64) {
+    for i in 0..n {
+        let name = i.to_string();
+        let _ = log
+            .append(&weir_log::Record::new(weir_log::RecordType::MARK).name(name.as_bytes()))
+            .unwrap();
+    }
+}
+
+/// Waits until the log has committed `index`.
+pub fn wait_committed(log: &Log, index: u64) {
+    let t0 = std::time::Instant::now();
+    while log.last_index() < index {
+        assert!(t0.elapsed().as_secs() < 10, "index {index} never committed");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}

@@ -1,0 +1,29 @@
+//! Fuzzes the daemon API's parsers of request input: query strings (every
+//! route's typed parameters) and JSON bodies (append, register, clear).
+//!
+//! Property: parsing never panics, and a query that parses has at most
+//! `MAX_PARAMS` pairs, each of which decodes to UTF-8.
+#![no_main]
+#![forbid(unsafe_code)]
+
+use libfuzzer_sys::fuzz_target;
+use weir_daemon::api::query::{
+    FormatQuery, MAX_PARAMS, MountsQuery, RecordsQuery, parse_empty, parse_pairs,
+};
+use weir_daemon::api::requests::{AppendRequest, ClearRequest, RegisterRequest, parse};
+
+fuzz_target!(|data: &[u8]| {
+    let _ = parse::<AppendRequest>(data);
+    let _ = parse::<RegisterRequest>(data);
+    let _ = parse::<ClearRequest>(data);
+    let Ok(q) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Ok(pairs) = parse_pairs(q) {
+        assert!(pairs.len() <= MAX_PARAMS);
+    }
+    let _ = RecordsQuery::parse(Some(q));
+    let _ = MountsQuery::parse(Some(q));
+    let _ = FormatQuery::parse(Some(q));
+    let _ = parse_empty(Some(q));
+});
