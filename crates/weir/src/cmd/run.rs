@@ -1,89 +1,89 @@
-//! `weir run`: the daemon. For now it hosts the changelog: it opens (and so
-//! recovers) the log, marks its start, holds the writer lock until SIGTERM or
-//! SIGINT, marks its stop and closes the log durably. The trackers and the
-//! socket API come later and will append through this same `Log`.
+//! `weir run`: the daemon. This module only builds its configuration —
+//! defaults, the file, `$WEIR_SOCKET`, the flags, in rising precedence —
+//! and hands it to `weir_daemon::run`, which hosts the log, the trackers
+//! and the API until SIGTERM or SIGINT.
+
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use signal_hook::consts::{SIGINT, SIGTERM};
-use signal_hook::iterator::Signals;
-use tracing::{info, warn};
-use weir_log::{Field, Log, Record, RecordType};
+use weir_daemon::config::{Config, ConfigOverrides};
 
+use crate::cli::RunArgs;
 use crate::state_dir::StateDir;
 
-pub(super) fn run(state: &StateDir) -> Result<()> {
-    // Handlers first: a signal that arrives once the start is marked must
-    // stop us cleanly, not kill us by its default action.
-    let mut signals = Signals::new([SIGTERM, SIGINT]).context("cannot install signal handlers")?;
-    let log = state.open_writer()?;
-    report_recovery(&log);
+/// The configuration file read when `--config` is not given, if it exists.
+const DEFAULT_CONFIG: &str = "/etc/weir/weir.toml";
+/// The socket's environment variable, as the client commands read it
+/// (`crate::daemon`).
+const SOCKET_ENV: &str = "WEIR_SOCKET";
 
-    let pid = std::process::id().to_string();
-    let started = log
-        .append_durable(
-            &Record::new(RecordType::MARK)
-                .name(b"weir started")
-                .fields(&[
-                    Field {
-                        key: "version",
-                        value: env!("CARGO_PKG_VERSION").as_bytes(),
-                    },
-                    Field {
-                        key: "pid",
-                        value: pid.as_bytes(),
-                    },
-                ]),
-        )
-        .context("marking the start in the log")?;
-    info!(
-        index = started.index(),
-        pid = %pid,
-        "weir started; waiting for SIGTERM or SIGINT"
-    );
-
-    let signal = signals.forever().next().unwrap_or(SIGTERM);
-    let name = if signal == SIGINT {
-        "SIGINT"
-    } else {
-        "SIGTERM"
-    };
-    info!(signal = name, "stopping");
-    let stopped = log
-        .append_durable(
-            &Record::new(RecordType::MARK)
-                .name(b"weir stopped")
-                .fields(&[Field {
-                    key: "signal",
-                    value: name.as_bytes(),
-                }]),
-        )
-        .context("marking the stop in the log")?;
-    log.close().context("closing the log")?;
-    info!(index = stopped.index(), "weir stopped");
-    Ok(())
+pub(super) fn run(
+    args: &RunArgs,
+    state_dir: Option<PathBuf>,
+    socket: Option<PathBuf>,
+) -> Result<()> {
+    let config = configure(args, state_dir, socket)?;
+    if args.print_config {
+        print!(
+            "{}",
+            config.to_toml().context("printing the configuration")?
+        );
+        return Ok(());
+    }
+    weir_daemon::run(config).map_err(anyhow::Error::new)
 }
 
-fn report_recovery(log: &Log) {
-    let r = log.recovery();
-    info!(
-        dir = %log.dir().display(),
-        next_index = r.next_index,
-        segments = r.segments,
-        scanned_bytes = r.scanned_bytes,
-        "changelog open"
-    );
-    if let Some(t) = &r.torn {
-        warn!(
-            segment = %t.path.display(),
-            valid_end = t.valid_end,
-            last_index = t.last_index,
-            dropped_bytes = t.dropped_bytes,
-            dropped_records = t.dropped_records,
-            cause = ?t.cause,
-            "dropped a torn tail"
-        );
+/// The configuration in effect, validated.
+fn configure(
+    args: &RunArgs,
+    state_dir: Option<PathBuf>,
+    socket: Option<PathBuf>,
+) -> Result<Config> {
+    let mut config = match &args.config {
+        Some(path) => Config::load(path)?,
+        None if Path::new(DEFAULT_CONFIG).exists() => Config::load(Path::new(DEFAULT_CONFIG))?,
+        None => Config::default(),
+    };
+    let env_socket = std::env::var_os(SOCKET_ENV)
+        .filter(|s| !s.is_empty())
+        .map(PathBuf::from);
+    config.apply(overrides(args, state_dir, socket.or(env_socket)));
+    if config.state_dir.is_none() {
+        config.state_dir = Some(StateDir::resolve(None)?.root().to_owned());
     }
-    for p in &r.removed {
-        warn!(segment = %p.display(), "removed a segment with no valid record");
+    if config.socket.is_none() {
+        config.socket = Some(weir_client::default_socket());
     }
+    config.validate()?;
+    Ok(config)
+}
+
+fn overrides(a: &RunArgs, state_dir: Option<PathBuf>, socket: Option<PathBuf>) -> ConfigOverrides {
+    let mut o = ConfigOverrides::default();
+    o.state_dir = state_dir;
+    o.socket = socket;
+    o.access_group = a.access_group.clone();
+    o.access_public_read = a.access_public_read;
+    o.access_socket_mode = a.access_socket_mode;
+    o.mounts_enabled = a.mounts_enabled;
+    o.mounts_backend = a.mounts_backend;
+    o.mounts_budget_percent = a.mounts_budget_percent;
+    o.mounts_audit_secs = a.mounts_audit_secs;
+    o.devices_enabled = a.devices_enabled;
+    o.devices_filter = (!a.devices_filter.is_empty()).then(|| a.devices_filter.clone());
+    o.devices_on_vg_complete = a.devices_on_vg_complete.clone();
+    o.log_flush_ms = a.log_flush_ms;
+    o.log_sync_ms = a.log_sync_ms;
+    o.log_segment_mib = a.log_segment_mib;
+    o.log_ring_slots = a.log_ring_slots;
+    o.log_append_timeout_ms = a.log_append_timeout_ms;
+    o.log_max_mib = a.log_max_mib;
+    o.log_max_age_secs = a.log_max_age_secs;
+    o.log_on_full = a.log_on_full;
+    o.log_max_idle_records = a.log_max_idle_records;
+    o.log_max_idle_secs = a.log_max_idle_secs;
+    o.api_max_body_bytes = a.api_max_body_bytes;
+    o.api_max_followers = a.api_max_followers;
+    o.daemon_checkpoint_secs = a.daemon_checkpoint_secs;
+    o
 }

@@ -1,0 +1,242 @@
+//! The daemon's configuration: one TOML file, every key also a `weir run`
+//! flag, validated before anything starts.
+//!
+//! - this file: [`Config`] and its sections, with their defaults;
+//! - `read`: the TOML file, key by key, so an unknown key or a value of the
+//!   wrong type is reported by its full dotted name (`mounts.budget_percent`);
+//! - `overrides`: [`ConfigOverrides`], the flags laid over the file;
+//! - `validate`: the checks of values and of keys against each other;
+//! - `render`: the configuration written back out as TOML;
+//! - `options`: what each section becomes (weir-log `Options`, the
+//!   trackers' options);
+//! - `error`: [`ConfigError`] itself.
+//!
+//! Flags are named after keys: `--SECTION-KEY` with `_` as `-`
+//! (`mounts.budget_percent` is `--mounts-budget-percent`); the top-level
+//! `state_dir` and `socket` are `--state-dir` and `--socket`.
+
+mod error;
+mod options;
+mod overrides;
+mod read;
+mod render;
+mod validate;
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+use weir_mounts::BackendChoice;
+
+pub use error::{ConfigError, flag_name};
+pub use overrides::ConfigOverrides;
+pub use read::MAX_FILE_BYTES;
+pub use validate::parse_mode;
+
+/// The whole configuration. `Default` is what `weir run` uses with no file
+/// and no flags, apart from `state_dir` and `socket`, which depend on who
+/// runs it and are filled in by the binary.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct Config {
+    /// The file this configuration was read from, if any (not a key).
+    #[serde(skip)]
+    pub source: Option<PathBuf>,
+    /// The state directory: the log (`log/`) and the inventory checkpoint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state_dir: Option<PathBuf>,
+    /// The API's Unix socket (ignored under socket activation).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub socket: Option<PathBuf>,
+    /// Who may use the socket.
+    pub access: AccessConfig,
+    /// The mount tracker.
+    pub mounts: MountsConfig,
+    /// The device and LVM tracker.
+    pub devices: DevicesConfig,
+    /// The changelog.
+    pub log: LogConfig,
+    /// The HTTP API's limits.
+    pub api: ApiConfig,
+    /// The daemon itself.
+    pub daemon: DaemonConfig,
+}
+
+/// `[access]`: the socket's owner group and mode, and whether everyone may
+/// read.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct AccessConfig {
+    /// The group that owns the socket and may call every endpoint; `None`
+    /// (an empty string in the file) leaves the socket to root alone.
+    #[serde(serialize_with = "render::group")]
+    pub group: Option<String>,
+    /// Read-only endpoints are open to every local user (the socket
+    /// becomes 0666; mutations still need root or the group).
+    pub public_read: bool,
+    /// The socket's mode; `None` means 0660, or 0666 with `public_read`.
+    #[serde(
+        serialize_with = "render::mode",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub socket_mode: Option<u32>,
+}
+
+impl Default for AccessConfig {
+    fn default() -> Self {
+        AccessConfig {
+            group: Some("weir".to_owned()),
+            public_read: false,
+            socket_mode: None,
+        }
+    }
+}
+
+impl AccessConfig {
+    /// The mode the socket gets: `socket_mode`, else 0660 or, with
+    /// `public_read`, 0666.
+    pub fn effective_mode(&self) -> u32 {
+        self.socket_mode
+            .unwrap_or(if self.public_read { 0o666 } else { 0o660 })
+    }
+}
+
+/// `[mounts]`: the mount tracker.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct MountsConfig {
+    /// Whether to track mounts at all.
+    pub enabled: bool,
+    /// `auto`, `fanotify` or `mountinfo`.
+    #[serde(serialize_with = "render::backend")]
+    pub backend: BackendChoice,
+    /// The share of one core, in percent, that whole-table readings may use.
+    pub budget_percent: f64,
+    /// Compare the whole table this often even without a notification;
+    /// 0 turns the audit off.
+    pub audit_secs: u64,
+}
+
+impl Default for MountsConfig {
+    fn default() -> Self {
+        let t = weir_mounts::TrackerOptions::default();
+        MountsConfig {
+            enabled: true,
+            backend: t.backend,
+            budget_percent: t.budget * 100.0,
+            audit_secs: t.audit_interval.map_or(0, |d| d.as_secs()),
+        }
+    }
+}
+
+/// `[devices]`: the block device and LVM tracker.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct DevicesConfig {
+    /// Whether to track block devices at all.
+    pub enabled: bool,
+    /// lvm.conf `devices/filter` patterns (`a|REGEX|`, `r|REGEX|`); empty
+    /// accepts every device.
+    pub filter: Vec<String>,
+    /// Run `CMD VGNAME` each time a VG becomes complete; split on
+    /// whitespace, no shell.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub on_vg_complete: Option<String>,
+}
+
+impl Default for DevicesConfig {
+    fn default() -> Self {
+        DevicesConfig {
+            enabled: true,
+            filter: Vec::new(),
+            on_vg_complete: None,
+        }
+    }
+}
+
+/// What the log does when it reaches `max_mib` while a consumer still
+/// needs the oldest segment (weir-log's `FullPolicy`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum OnFull {
+    /// Evict the most idle consumer, with a MARK saying so.
+    #[default]
+    EvictMostIdle,
+    /// Delete the oldest segments anyway.
+    DropOldest,
+}
+
+impl std::str::FromStr for OnFull {
+    type Err = ConfigError;
+    /// `evict_most_idle` or `drop_oldest`.
+    fn from_str(s: &str) -> Result<OnFull, ConfigError> {
+        read::parse_on_full(s)
+    }
+}
+
+/// `[log]`: the changelog's options (weir-log `Options` and `Retention`).
+/// Durations and limits of 0 mean "none" where the key says so.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct LogConfig {
+    /// Appended records reach the OS within this many milliseconds.
+    pub flush_ms: u64,
+    /// Records are fsynced at least this often; 0 only on request.
+    pub sync_ms: u64,
+    /// The size of each segment file, MiB.
+    pub segment_mib: u64,
+    /// Slots in the append ring (a power of two).
+    pub ring_slots: u64,
+    /// The longest an append waits for room, milliseconds.
+    pub append_timeout_ms: u64,
+    /// The total size of the log, MiB.
+    pub max_mib: u64,
+    /// With no consumers, segments older than this are deleted; 0 never.
+    pub max_age_secs: u64,
+    /// What to do at `max_mib` while consumers lag.
+    pub on_full: OnFull,
+    /// A consumer this many records behind is evicted; 0 never.
+    pub max_idle_records: u64,
+    /// A lagging consumer that has not cleared for this long is evicted;
+    /// 0 never.
+    pub max_idle_secs: u64,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        options::log_defaults()
+    }
+}
+
+/// `[api]`: limits of the HTTP API.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct ApiConfig {
+    /// The largest request body accepted.
+    pub max_body_bytes: u64,
+    /// The most `follow=true` streams open at once.
+    pub max_followers: u64,
+}
+
+impl Default for ApiConfig {
+    fn default() -> Self {
+        ApiConfig {
+            max_body_bytes: 1 << 20,
+            max_followers: 1024,
+        }
+    }
+}
+
+/// `[daemon]`: the host itself.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct DaemonConfig {
+    /// How often the inventory checkpoint is rewritten, if it changed.
+    pub checkpoint_secs: u64,
+}
+
+impl Default for DaemonConfig {
+    fn default() -> Self {
+        DaemonConfig { checkpoint_secs: 5 }
+    }
+}

@@ -1,0 +1,95 @@
+//! What each section becomes: weir-log's `Options`, the trackers' options.
+//! The defaults of `[log]` and `[mounts]` are read from those crates'
+//! own defaults, so the two cannot drift apart.
+
+use std::time::Duration;
+
+use weir_log::{FullPolicy, Options, Retention};
+
+use super::{ConfigError, DevicesConfig, LogConfig, MountsConfig, OnFull};
+
+const MIB: u64 = 1 << 20;
+
+/// `[log]`'s defaults, from weir-log's.
+pub(super) fn log_defaults() -> LogConfig {
+    let o = Options::default();
+    let r = &o.retention;
+    let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    LogConfig {
+        flush_ms: ms(o.flush_interval),
+        sync_ms: o.sync_interval.map_or(0, ms),
+        segment_mib: o.segment_size / MIB,
+        ring_slots: o.ring_slots as u64,
+        append_timeout_ms: ms(o.append_timeout),
+        max_mib: r.max_bytes / MIB,
+        max_age_secs: r.max_age.map_or(0, |d| d.as_secs()),
+        on_full: match r.on_full {
+            FullPolicy::DropOldest => OnFull::DropOldest,
+            _ => OnFull::EvictMostIdle,
+        },
+        max_idle_records: r.max_idle_records.unwrap_or(0),
+        max_idle_secs: r.max_idle_time.map_or(0, |d| d.as_secs()),
+    }
+}
+
+/// 0 means "none".
+fn nonzero<T>(v: u64, f: impl FnOnce(u64) -> T) -> Option<T> {
+    (v != 0).then(|| f(v))
+}
+
+impl LogConfig {
+    /// weir-log's options for this section (validated values assumed;
+    /// weir-log checks them again when it opens).
+    pub fn options(&self) -> Options {
+        let retention = Retention {
+            max_bytes: self.max_mib.saturating_mul(MIB),
+            max_age: nonzero(self.max_age_secs, Duration::from_secs),
+            on_full: match self.on_full {
+                OnFull::EvictMostIdle => FullPolicy::EvictMostIdle,
+                OnFull::DropOldest => FullPolicy::DropOldest,
+            },
+            max_idle_records: nonzero(self.max_idle_records, |n| n),
+            max_idle_time: nonzero(self.max_idle_secs, Duration::from_secs),
+        };
+        Options::default()
+            .segment_size(self.segment_mib.saturating_mul(MIB))
+            .flush_interval(Duration::from_millis(self.flush_ms))
+            .sync_interval(nonzero(self.sync_ms, Duration::from_millis))
+            .ring_slots(usize::try_from(self.ring_slots).unwrap_or(usize::MAX))
+            .append_timeout(Duration::from_millis(self.append_timeout_ms))
+            .retention(retention)
+    }
+}
+
+impl MountsConfig {
+    /// The mount tracker's options, without a previous inventory.
+    pub fn tracker_options(&self) -> weir_mounts::TrackerOptions {
+        weir_mounts::TrackerOptions {
+            backend: self.backend,
+            budget: self.budget_percent / 100.0,
+            audit_interval: nonzero(self.audit_secs, Duration::from_secs),
+            ..weir_mounts::TrackerOptions::default()
+        }
+    }
+}
+
+impl DevicesConfig {
+    /// The device tracker's options, without a previous inventory.
+    pub fn tracker_options(&self) -> Result<weir_devices::TrackerOptions, ConfigError> {
+        let filter =
+            weir_devices::Filter::parse(&self.filter).map_err(|source| ConfigError::Filter {
+                key: "devices.filter",
+                source,
+            })?;
+        let on_vg_complete = self
+            .on_vg_complete
+            .as_deref()
+            .map(|c| c.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
+            .filter(|argv| !argv.is_empty());
+        Ok(weir_devices::TrackerOptions {
+            filter,
+            on_vg_complete,
+            ..weir_devices::TrackerOptions::default()
+        })
+    }
+}

@@ -1,0 +1,162 @@
+//! Hosting the daemon: everything `weir run` does between its arguments
+//! and its exit.
+//!
+//! [`run`] sets up in this order, and undoes it in reverse:
+//!
+//! 1. the async runtime and the SIGTERM/SIGINT handlers (`signals`);
+//! 2. the socket (`socket`): passed by systemd, or bound, refusing to
+//!    start when another daemon answers on it;
+//! 3. the log in `<state-dir>/log` (its writer lock makes this the only
+//!    daemon on that state directory), and a `weir started` MARK;
+//! 4. the last run's inventory (`previous`) and the trackers started from
+//!    it (`sources`), which log what changed while no daemon watched;
+//! 5. the checkpointer (`checkpointer`), the API server, the watchdog
+//!    (`health`), then `READY=1`.
+//!
+//! On a signal: `STOPPING=1`, the server stops, the trackers stop, the
+//! final checkpoint is written (`clean`), a `weir stopped` MARK, and the
+//! log closes durably. A tracker or the server failing on its own stops the
+//! daemon the same way, with an error (and a non-zero exit), so that the
+//! service manager restarts it; the restart reconciles what it missed.
+
+mod checkpointer;
+mod group;
+mod health;
+mod marks;
+mod previous;
+mod running;
+mod signals;
+mod socket;
+mod sources;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use tracing::{info, warn};
+use weir_log::Log;
+
+use crate::config::{Config, ConfigError};
+use crate::{Error, Result};
+use marks::Cause;
+use running::Ended;
+
+/// The log's subdirectory of the state directory.
+pub const LOG_SUBDIR: &str = "log";
+
+/// Runs the daemon until SIGTERM or SIGINT, then stops it cleanly. Returns
+/// `Ok` after a clean stop; an error when it could not start, or when a
+/// part of it failed while it ran or stopped.
+///
+/// `config.state_dir` and `config.socket` must be set (the binary fills in
+/// their defaults).
+pub fn run(config: Config) -> Result<()> {
+    config.validate()?;
+    let state_dir = config
+        .state_dir
+        .clone()
+        .ok_or(ConfigError::Missing { key: "state_dir" })?;
+    let socket_path = config
+        .socket
+        .clone()
+        .ok_or(ConfigError::Missing { key: "socket" })?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        // The API's work is small and mostly waits: two workers are plenty,
+        // and blocking calls (sync) go to the blocking pool.
+        .worker_threads(2)
+        .thread_name("weir-api")
+        .enable_all()
+        .build()
+        .map_err(|source| Error::Runtime {
+            what: "starting the async runtime",
+            source,
+        })?;
+    let mut signals = {
+        let _in_runtime = runtime.enter();
+        signals::Signals::install()?
+    };
+    let listener = socket::open(&socket_path, &config.access)?;
+    std::fs::create_dir_all(&state_dir).map_err(|source| Error::StateDir {
+        path: state_dir.clone(),
+        source,
+    })?;
+    let log = Arc::new(open_log(&state_dir.join(LOG_SUBDIR), &config)?);
+    let started = marks::started(&log)?;
+    info!(index = started, pid = std::process::id(), "weir started");
+
+    let (cause, result) =
+        match running::Running::start(&config, &state_dir, &log, listener, &runtime) {
+            Ok(mut r) => match r.wait(&runtime, &mut signals) {
+                Ended::Signal(name) => {
+                    info!(signal = name, "stopping on a signal");
+                    (Cause::Signal(name), r.stop(runtime, &log))
+                }
+                Ended::Failed(e) => {
+                    let cause = Cause::Failure(weir_view::chain::error_chain(&e));
+                    // The stop's error, when there is one, says more (a
+                    // tracker's own error); else the failure itself.
+                    (cause, r.stop(runtime, &log).and(Err(e)))
+                }
+            },
+            Err(e) => (Cause::Failure(weir_view::chain::error_chain(&e)), Err(e)),
+        };
+    let marked = marks::stopped(&log, &cause);
+    let closed = close_log(log);
+    let stopped_at = marked.as_ref().ok().copied();
+    result.and(marked.map(drop)).and(closed)?;
+    info!(index = stopped_at, "weir stopped");
+    Ok(())
+}
+
+/// Opens the log as its only writer, reporting what recovery did.
+fn open_log(dir: &Path, config: &Config) -> Result<Log> {
+    let log = match Log::open(dir, config.log.options()) {
+        Ok(log) => log,
+        Err(weir_log::Error::Locked { path, holder }) => {
+            return Err(Error::LogLocked { path, holder });
+        }
+        Err(source) => {
+            return Err(Error::Log {
+                what: "opening the log",
+                source,
+            });
+        }
+    };
+    let r = log.recovery();
+    info!(
+        dir = %log.dir().display(),
+        next_index = r.next_index,
+        segments = r.segments,
+        "changelog open"
+    );
+    if let Some(t) = &r.torn {
+        warn!(
+            segment = %t.path.display(),
+            dropped_records = t.dropped_records,
+            dropped_bytes = t.dropped_bytes,
+            "dropped a torn tail"
+        );
+    }
+    for p in &r.removed {
+        warn!(segment = %p.display(), "removed a segment with no valid record");
+    }
+    Ok(log)
+}
+
+/// Closes the log durably, once every other holder has let go.
+fn close_log(log: Arc<Log>) -> Result<()> {
+    match Arc::try_unwrap(log) {
+        Ok(log) => log.close().map_err(|source| Error::Log {
+            what: "closing the log",
+            source,
+        }),
+        Err(log) => {
+            // Still shared (a stuck API task): make what is there durable;
+            // the last holder's drop closes it.
+            warn!("the log is still in use at exit; syncing it instead of closing");
+            log.sync().map(drop).map_err(|source| Error::Log {
+                what: "syncing the log",
+                source,
+            })
+        }
+    }
+}

@@ -1,0 +1,333 @@
+//! The daemon's configuration: the file, key by key; the flags laid over
+//! it; validation whose errors always name the key (and its flag); and the
+//! printed form read back.
+
+use proptest::prelude::*;
+use weir_daemon::config::{Config, ConfigError, ConfigOverrides, OnFull, flag_name};
+use weir_mounts::BackendChoice;
+
+fn parse(text: &str) -> Result<Config, ConfigError> {
+    Config::from_toml(text).and_then(|c| c.validate().map(|()| c))
+}
+
+/// The key a configuration's error names.
+fn bad_key(text: &str) -> String {
+    let e = parse(text).expect_err(text);
+    let key = e
+        .key()
+        .unwrap_or_else(|| panic!("{text:?}: no key in {e:?}"))
+        .to_owned();
+    let shown = e.to_string();
+    if !matches!(e, ConfigError::UnknownKey { .. }) {
+        // The message names the key and the flag that sets it.
+        assert!(shown.contains(&key), "{shown:?} lacks {key}");
+        assert!(shown.contains(&flag_name(&key)), "{shown:?} lacks the flag");
+    }
+    key
+}
+
+#[test]
+fn nothing_configured_is_the_defaults() {
+    let c = parse("").unwrap();
+    assert_eq!(c, Config::default());
+    assert_eq!(c.access.group.as_deref(), Some("weir"));
+    assert_eq!(c.access.effective_mode(), 0o660);
+    assert!(c.mounts.enabled && c.devices.enabled);
+    assert_eq!(c.daemon.checkpoint_secs, 5);
+    // The log's defaults are weir-log's own.
+    let o = c.log.options();
+    let d = weir_log::Options::default();
+    assert_eq!(
+        (
+            o.segment_size,
+            o.flush_interval,
+            o.sync_interval,
+            o.ring_slots
+        ),
+        (
+            d.segment_size,
+            d.flush_interval,
+            d.sync_interval,
+            d.ring_slots
+        )
+    );
+    assert_eq!(o.retention, d.retention);
+}
+
+#[test]
+fn every_key_is_read() {
+    let c = parse(
+        r#"
+state_dir = "/srv/weir"
+socket = "/run/w.sock"
+[access]
+group = "storage"
+public_read = true
+socket_mode = "0666"
+[mounts]
+enabled = false
+backend = "mountinfo"
+budget_percent = 2.5
+audit_secs = 0
+[devices]
+enabled = true
+filter = ["a|loop|", "r|.*|"]
+on_vg_complete = "vgchange -aay"
+[log]
+flush_ms = 20
+sync_ms = 0
+segment_mib = 16
+ring_slots = 1024
+append_timeout_ms = 500
+max_mib = 64
+max_age_secs = 3600
+on_full = "drop_oldest"
+max_idle_records = 0
+max_idle_secs = 60
+[api]
+max_body_bytes = 4096
+max_followers = 3
+[daemon]
+checkpoint_secs = 9
+"#,
+    )
+    .unwrap();
+    assert_eq!(
+        c.state_dir.as_deref(),
+        Some(std::path::Path::new("/srv/weir"))
+    );
+    assert_eq!(
+        c.socket.as_deref(),
+        Some(std::path::Path::new("/run/w.sock"))
+    );
+    assert_eq!(c.access.group.as_deref(), Some("storage"));
+    assert_eq!(c.access.effective_mode(), 0o666);
+    assert!(!c.mounts.enabled);
+    assert_eq!(c.mounts.backend, BackendChoice::Mountinfo);
+    assert_eq!(c.mounts.tracker_options().audit_interval, None);
+    assert!((c.mounts.tracker_options().budget - 0.025).abs() < 1e-12);
+    let d = c.devices.tracker_options().unwrap();
+    assert!(d.filter.accepts("/dev/loop0") && !d.filter.accepts("/dev/sda"));
+    assert_eq!(
+        d.on_vg_complete,
+        Some(vec!["vgchange".to_owned(), "-aay".to_owned()])
+    );
+    let o = c.log.options();
+    assert_eq!(o.segment_size, 16 << 20);
+    assert_eq!(o.sync_interval, None);
+    assert_eq!(o.ring_slots, 1024);
+    assert_eq!(o.retention.max_bytes, 64 << 20);
+    assert_eq!(
+        o.retention.max_age,
+        Some(std::time::Duration::from_secs(3600))
+    );
+    assert_eq!(o.retention.on_full, weir_log::FullPolicy::DropOldest);
+    assert_eq!(o.retention.max_idle_records, None);
+    assert_eq!((c.api.max_body_bytes, c.api.max_followers), (4096, 3));
+    assert_eq!(c.daemon.checkpoint_secs, 9);
+}
+
+#[test]
+fn unknown_keys_are_refused_by_their_full_name() {
+    assert_eq!(bad_key("sockett = \"/x\""), "sockett");
+    assert_eq!(bad_key("[mounts]\nbudget = 3"), "mounts.budget");
+    assert_eq!(bad_key("[devices]\nfilters = []"), "devices.filters");
+    assert_eq!(bad_key("[lvm]\nx = 1"), "lvm");
+    assert_eq!(bad_key("[log.retention]\nmax = 1"), "log.retention");
+}
+
+#[test]
+fn wrong_types_name_the_key() {
+    for (text, key) in [
+        ("state_dir = 3", "state_dir"),
+        ("mounts = 3", "mounts"),
+        ("[mounts]\nenabled = \"yes\"", "mounts.enabled"),
+        ("[mounts]\nbudget_percent = \"5\"", "mounts.budget_percent"),
+        ("[log]\nflush_ms = -1", "log.flush_ms"),
+        ("[log]\nflush_ms = 1.5", "log.flush_ms"),
+        ("[devices]\nfilter = \"a|.*|\"", "devices.filter"),
+        ("[devices]\nfilter = [1]", "devices.filter"),
+        ("[access]\nsocket_mode = 0o660", "access.socket_mode"),
+        ("[access]\npublic_read = 1", "access.public_read"),
+    ] {
+        assert_eq!(bad_key(text), key, "{text}");
+        assert!(matches!(
+            Config::from_toml(text),
+            Err(ConfigError::WrongType { .. })
+        ));
+    }
+}
+
+#[test]
+fn bad_values_name_the_key() {
+    for (text, key) in [
+        ("socket = \"\"", "socket"),
+        (&format!("socket = \"/{}\"", "s".repeat(107)), "socket"),
+        ("[access]\ngroup = \"a:b\"", "access.group"),
+        ("[access]\nsocket_mode = \"0999\"", "access.socket_mode"),
+        ("[access]\nsocket_mode = \"4755\"", "access.socket_mode"),
+        ("[access]\nsocket_mode = \"0060\"", "access.socket_mode"),
+        // Others must be able to connect when reads are public.
+        (
+            "[access]\npublic_read = true\nsocket_mode = \"0660\"",
+            "access.socket_mode",
+        ),
+        ("[mounts]\nbackend = \"inotify\"", "mounts.backend"),
+        ("[mounts]\nbudget_percent = 0", "mounts.budget_percent"),
+        ("[mounts]\nbudget_percent = 100.5", "mounts.budget_percent"),
+        ("[mounts]\nbudget_percent = nan", "mounts.budget_percent"),
+        ("[mounts]\naudit_secs = 100000", "mounts.audit_secs"),
+        ("[devices]\nfilter = [\"x|y|\"]", "devices.filter"),
+        (
+            "[devices]\non_vg_complete = \"   \"",
+            "devices.on_vg_complete",
+        ),
+        ("[log]\nflush_ms = 0", "log.flush_ms"),
+        ("[log]\nsegment_mib = 0", "log.segment_mib"),
+        ("[log]\nring_slots = 1000", "log.ring_slots"),
+        ("[log]\nring_slots = 1073741824", "log.ring_slots"),
+        ("[log]\nsegment_mib = 64\nmax_mib = 100", "log.max_mib"),
+        ("[log]\non_full = \"panic\"", "log.on_full"),
+        (
+            "[log]\nmax_age_secs = 9223372036854775807",
+            "log.max_age_secs",
+        ),
+        ("[api]\nmax_body_bytes = 0", "api.max_body_bytes"),
+        ("[daemon]\ncheckpoint_secs = 0", "daemon.checkpoint_secs"),
+    ] {
+        assert_eq!(bad_key(text), key, "{text}");
+    }
+    // A filter keeps weir-devices' typed cause.
+    assert!(matches!(
+        parse("[devices]\nfilter = [\"x|y|\"]"),
+        Err(ConfigError::Filter { .. })
+    ));
+}
+
+#[test]
+fn syntax_errors_are_their_own_kind() {
+    for text in ["[mounts", "state_dir = ", "a = 1\na = 2"] {
+        assert!(
+            matches!(Config::from_toml(text), Err(ConfigError::Syntax { .. })),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn an_empty_string_turns_optional_settings_off() {
+    let c = parse("[access]\ngroup = \"\"\n[devices]\non_vg_complete = \"\"").unwrap();
+    assert_eq!(c.access.group, None);
+    assert_eq!(c.devices.on_vg_complete, None);
+}
+
+#[test]
+fn flags_override_the_file_and_are_validated_alike() {
+    let mut c =
+        parse("[mounts]\nbudget_percent = 2.0\naudit_secs = 7\n[access]\ngroup = \"x\"").unwrap();
+    let mut o = ConfigOverrides::default();
+    o.mounts_budget_percent = Some(9.0);
+    o.access_group = Some(String::new());
+    o.devices_filter = Some(vec!["r|.*|".to_owned()]);
+    o.log_on_full = Some(OnFull::DropOldest);
+    c.apply(o);
+    c.validate().unwrap();
+    assert_eq!(c.mounts.budget_percent, 9.0);
+    assert_eq!(
+        c.mounts.audit_secs, 7,
+        "a key without a flag keeps the file's value"
+    );
+    assert_eq!(c.access.group, None);
+    assert_eq!(c.devices.filter, ["r|.*|"]);
+    assert_eq!(c.log.on_full, OnFull::DropOldest);
+
+    let mut o = ConfigOverrides::default();
+    o.log_ring_slots = Some(3);
+    c.apply(o);
+    let e = c.validate().unwrap_err();
+    assert_eq!(e.key(), Some("log.ring_slots"));
+    assert!(e.to_string().contains("--log-ring-slots"), "{e}");
+    assert_eq!("drop_oldest".parse::<OnFull>().unwrap(), OnFull::DropOldest);
+    assert!("nope".parse::<OnFull>().is_err());
+}
+
+#[test]
+fn files_are_read_with_a_bound() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("weir.toml");
+    std::fs::write(&p, "[daemon]\ncheckpoint_secs = 2\n").unwrap();
+    let c = Config::load(&p).unwrap();
+    assert_eq!(c.daemon.checkpoint_secs, 2);
+    assert_eq!(c.source.as_deref(), Some(p.as_path()));
+
+    let big = d.path().join("big.toml");
+    let f = std::fs::File::create(&big).unwrap();
+    f.set_len(weir_daemon::config::MAX_FILE_BYTES + 1).unwrap();
+    assert!(matches!(
+        Config::load(&big),
+        Err(ConfigError::TooLarge { .. })
+    ));
+    assert!(matches!(
+        Config::load(&d.path().join("absent.toml")),
+        Err(ConfigError::Read { .. })
+    ));
+}
+
+#[test]
+fn the_printed_form_reads_back() {
+    let mut c = Config::default();
+    c.state_dir = Some("/var/lib/weir".into());
+    c.socket = Some("/run/weir/weir.sock".into());
+    c.access.socket_mode = Some(0o640);
+    c.access.group = None;
+    c.mounts.backend = BackendChoice::Fanotify;
+    c.devices.filter = vec!["a|sd|".to_owned()];
+    c.devices.on_vg_complete = Some("true".to_owned());
+    c.log.on_full = OnFull::DropOldest;
+    let text = c.to_toml().unwrap();
+    assert!(text.contains("socket_mode = \"0640\""), "{text}");
+    assert_eq!(parse(&text).unwrap(), c);
+    assert_eq!(
+        parse(&Config::default().to_toml().unwrap()).unwrap(),
+        Config::default()
+    );
+}
+
+proptest! {
+    /// Any numbers: validation decides without panicking, and whatever it
+    /// accepts prints and reads back unchanged.
+    #[test]
+    fn numbers_validate_and_round_trip(
+        flush in 0u64..70_000,
+        sync in 0u64..4_000_000,
+        segment in 0u64..80,
+        ring_pow in 0u32..22,
+        max in 0u64..2_000,
+        idle in any::<u64>(),
+        body in 0u64..(5 << 28),
+        followers in 0u64..(5 << 18),
+        checkpoint in 0u64..90_000,
+        budget in -1.0f64..110.0,
+        audit in 0u64..90_000,
+    ) {
+        let text = format!(
+            "[log]\nflush_ms = {flush}\nsync_ms = {sync}\nsegment_mib = {segment}\n\
+             ring_slots = {}\nmax_mib = {max}\nmax_idle_records = {}\n\
+             [api]\nmax_body_bytes = {body}\nmax_followers = {followers}\n\
+             [daemon]\ncheckpoint_secs = {checkpoint}\n\
+             [mounts]\nbudget_percent = {budget:?}\naudit_secs = {audit}\n",
+            1u64 << ring_pow,
+            idle >> 1,
+        );
+        if let Ok(c) = parse(&text) {
+            prop_assert_eq!(parse(&c.to_toml().unwrap()).unwrap(), c.clone());
+            // What validation accepts, weir-log accepts too (checked where
+            // the ring is small enough to open cheaply).
+            if c.log.ring_slots <= 1 << 14 {
+                let d = tempfile::tempdir().unwrap();
+                let log = weir_log::Log::open(d.path(), c.log.options());
+                prop_assert!(log.is_ok(), "{:?}", log.err());
+            }
+        }
+    }
+}
