@@ -18,14 +18,24 @@ pub(crate) struct Cli {
     #[arg(long, global = true, value_name = "DIR")]
     pub(crate) state_dir: Option<PathBuf>,
 
+    /// The daemon's socket [default: $WEIR_SOCKET, else /run/weir/weir.sock
+    /// for root, $XDG_RUNTIME_DIR/weir.sock otherwise].
+    #[arg(long, global = true, value_name = "PATH")]
+    pub(crate) socket: Option<PathBuf>,
+
+    /// Never ask the daemon: read the system and the log's files directly.
+    #[arg(long, global = true)]
+    pub(crate) direct: bool,
+
     #[command(subcommand)]
     pub(crate) command: Command,
 }
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
-    /// Run the daemon: host the changelog until SIGTERM or SIGINT.
-    Run,
+    /// Run the daemon: host the changelog, the mount and device trackers
+    /// and the API on a Unix socket, until SIGTERM or SIGINT.
+    Run(Box<RunArgs>),
     /// Work with the changelog.
     Log {
         #[command(subcommand)]
@@ -39,6 +49,12 @@ pub(crate) enum Command {
     Pvs(LvmListArgs),
     /// List LVM volume groups, assembled from the devices' metadata.
     Vgs(LvmListArgs),
+    /// Wait until the daemon has logged every change made so far, and print
+    /// the log index that covers them.
+    Sync(JsonArg),
+    /// Show the daemon's state: backends, counts, log indexes, consumers.
+    /// Exits 3 when no daemon answers.
+    Status(JsonArg),
 }
 
 #[derive(Debug, Subcommand)]
@@ -160,16 +176,27 @@ pub(crate) struct MountsListArgs {
         default_value = "TARGET,SOURCE,FSTYPE,OPTIONS",
         value_parser = parse_columns
     )]
-    pub(crate) columns: Columns,
+    pub(crate) columns: ColumnsArg,
 
     /// How to read the table: fanotify (listmount + statmount), mountinfo
-    /// (/proc/self/mountinfo), or auto (fanotify if available).
-    #[arg(long, value_name = "BACKEND", default_value = "auto", value_parser = backend_parser())]
-    pub(crate) backend: BackendChoice,
+    /// (/proc/self/mountinfo), or auto (fanotify if available) [default:
+    /// auto]. Given, it reads the table directly, without the daemon.
+    #[arg(long, value_name = "BACKEND", value_parser = backend_parser())]
+    pub(crate) backend: Option<BackendChoice>,
 
     /// Say on stderr which backend was used, and why if it fell back.
     #[arg(short, long)]
     pub(crate) verbose: bool,
+}
+
+/// `-o COLUMNS`: the columns, and the words as given, which are passed on
+/// to the daemon (it parses them the same way).
+#[derive(Clone, Debug)]
+pub(crate) struct ColumnsArg {
+    /// The argument as given.
+    pub(crate) text: String,
+    /// The columns it names.
+    pub(crate) columns: Columns,
 }
 
 #[derive(Debug, Args)]
@@ -225,7 +252,8 @@ pub(crate) struct LvmListArgs {
 pub(crate) struct FilterArgs {
     /// A device filter pattern, `a|REGEX|` to accept or `r|REGEX|` to
     /// reject, matched against /dev/NAME; the first match decides, and a
-    /// device no pattern matches is accepted. Repeatable, in order.
+    /// device no pattern matches is accepted. Repeatable, in order. Given,
+    /// the devices are read directly, without the daemon.
     #[arg(long = "filter", value_name = "PATTERN")]
     pub(crate) patterns: Vec<String>,
 }
@@ -242,13 +270,121 @@ pub(crate) struct DevicesWatchArgs {
     pub(crate) filter: FilterArgs,
 }
 
+/// `weir run`: the configuration file, and every key of it as a flag
+/// (`--SECTION-KEY`, `_` as `-`), laid over the file. `--state-dir` and
+/// `--socket` are the global options; the socket may also come from
+/// `$WEIR_SOCKET`. Precedence: flag, environment, file, default.
+#[derive(Debug, Default, Args)]
+pub(crate) struct RunArgs {
+    /// The configuration file (TOML) [default: /etc/weir/weir.toml, when it
+    /// exists].
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+
+    /// Print the configuration in effect (defaults, file, environment and
+    /// flags) as TOML, and exit.
+    #[arg(long)]
+    pub(crate) print_config: bool,
+
+    /// The group that owns the socket and may use every endpoint; "" for
+    /// none (root only) [default: weir].
+    #[arg(long, value_name = "NAME", help_heading = "Access")]
+    pub(crate) access_group: Option<String>,
+    /// Open the read-only endpoints to every local user.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true", help_heading = "Access")]
+    pub(crate) access_public_read: Option<bool>,
+    /// The socket's mode, in octal [default: 0660, or 0666 with
+    /// public read].
+    #[arg(long, value_name = "MODE", value_parser = parse_mode, help_heading = "Access")]
+    pub(crate) access_socket_mode: Option<u32>,
+
+    /// Track mounts [default: true].
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true", help_heading = "Mounts")]
+    pub(crate) mounts_enabled: Option<bool>,
+    /// fanotify, mountinfo, or auto [default: auto].
+    #[arg(long, value_name = "BACKEND", value_parser = backend_parser(), help_heading = "Mounts")]
+    pub(crate) mounts_backend: Option<BackendChoice>,
+    /// The share of one CPU, in percent, whole-table readings may use
+    /// [default: 5].
+    #[arg(long, value_name = "PERCENT", value_parser = parse_percent, help_heading = "Mounts")]
+    pub(crate) mounts_budget_percent: Option<f64>,
+    /// Compare the whole table this often; 0 turns it off [default: 30].
+    #[arg(long, value_name = "SECS", help_heading = "Mounts")]
+    pub(crate) mounts_audit_secs: Option<u64>,
+
+    /// Track block devices and LVM [default: true].
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true", help_heading = "Devices")]
+    pub(crate) devices_enabled: Option<bool>,
+    /// A device filter pattern (`a|REGEX|`, `r|REGEX|`); repeatable, in
+    /// order; replaces the file's list.
+    #[arg(long, value_name = "PATTERN", help_heading = "Devices")]
+    pub(crate) devices_filter: Vec<String>,
+    /// Run `CMD VGNAME` each time a VG becomes complete; "" for none.
+    #[arg(long, value_name = "CMD", help_heading = "Devices")]
+    pub(crate) devices_on_vg_complete: Option<String>,
+
+    /// Appended records reach the OS within this many ms [default: 10].
+    #[arg(long, value_name = "MS", help_heading = "Log")]
+    pub(crate) log_flush_ms: Option<u64>,
+    /// Records are fsynced at least this often; 0 only on request
+    /// [default: 5000].
+    #[arg(long, value_name = "MS", help_heading = "Log")]
+    pub(crate) log_sync_ms: Option<u64>,
+    /// The size of each segment file [default: 8].
+    #[arg(long, value_name = "MIB", help_heading = "Log")]
+    pub(crate) log_segment_mib: Option<u64>,
+    /// Slots in the append ring, a power of two [default: 16384].
+    #[arg(long, value_name = "N", help_heading = "Log")]
+    pub(crate) log_ring_slots: Option<u64>,
+    /// The longest an append waits for room [default: 10000].
+    #[arg(long, value_name = "MS", help_heading = "Log")]
+    pub(crate) log_append_timeout_ms: Option<u64>,
+    /// The log's total size [default: 4096].
+    #[arg(long, value_name = "MIB", help_heading = "Log")]
+    pub(crate) log_max_mib: Option<u64>,
+    /// Without consumers, delete segments older than this; 0 never
+    /// [default: 0].
+    #[arg(long, value_name = "SECS", help_heading = "Log")]
+    pub(crate) log_max_age_secs: Option<u64>,
+    /// At the size limit with lagging consumers: evict_most_idle or
+    /// drop_oldest [default: evict_most_idle].
+    #[arg(long, value_name = "POLICY", help_heading = "Log")]
+    pub(crate) log_on_full: Option<weir_daemon::config::OnFull>,
+    /// Evict a consumer this many records behind; 0 never.
+    #[arg(long, value_name = "N", help_heading = "Log")]
+    pub(crate) log_max_idle_records: Option<u64>,
+    /// Evict a lagging consumer that has not cleared for this long; 0
+    /// never [default: 30 days].
+    #[arg(long, value_name = "SECS", help_heading = "Log")]
+    pub(crate) log_max_idle_secs: Option<u64>,
+
+    /// The largest request body accepted [default: 1048576].
+    #[arg(long, value_name = "BYTES", help_heading = "API")]
+    pub(crate) api_max_body_bytes: Option<u64>,
+    /// The most `follow` streams open at once [default: 1024].
+    #[arg(long, value_name = "N", help_heading = "API")]
+    pub(crate) api_max_followers: Option<u64>,
+
+    /// Rewrite the inventory checkpoint this often, when it changed
+    /// [default: 5].
+    #[arg(long, value_name = "SECS", help_heading = "Daemon")]
+    pub(crate) daemon_checkpoint_secs: Option<u64>,
+}
+
+fn parse_mode(s: &str) -> Result<u32, String> {
+    weir_daemon::config::parse_mode(s).map_err(str::to_owned)
+}
+
 fn backend_parser() -> impl TypedValueParser<Value = BackendChoice> {
     PossibleValuesParser::new(["auto", "fanotify", "mountinfo"])
         .try_map(|s| s.parse::<BackendChoice>())
 }
 
-fn parse_columns(s: &str) -> Result<Columns, String> {
-    Columns::parse(s)
+fn parse_columns(s: &str) -> Result<ColumnsArg, String> {
+    Ok(ColumnsArg {
+        text: s.to_owned(),
+        columns: Columns::parse(s)?,
+    })
 }
 
 fn parse_percent(s: &str) -> Result<f64, String> {
@@ -296,14 +432,39 @@ mod tests {
     }
 
     #[test]
+    fn socket_and_direct_are_global() {
+        let cli = Cli::try_parse_from(["weir", "vgs", "--socket", "/tmp/s", "--direct"]).unwrap();
+        assert_eq!(cli.socket.as_deref(), Some(std::path::Path::new("/tmp/s")));
+        assert!(cli.direct);
+        assert!(matches!(cli.command, Command::Vgs(_)));
+        let cli = Cli::try_parse_from(["weir", "--socket", "/s", "status", "--json"]).unwrap();
+        let Command::Status(a) = cli.command else {
+            panic!("not status: {:?}", cli.command);
+        };
+        assert!(a.json && !cli.direct);
+        assert!(matches!(
+            Cli::try_parse_from(["weir", "sync"]).unwrap().command,
+            Command::Sync(JsonArg { json: false })
+        ));
+    }
+
+    #[test]
     fn parses_mounts_options() {
         let cli = Cli::try_parse_from(["weir", "mounts", "-o", "id,maj:min", "--json"]).unwrap();
         let Command::Mounts(m) = cli.command else {
             panic!("not mounts: {:?}", cli.command);
         };
         assert!(m.command.is_none() && m.list.json && !m.list.verbose);
-        assert_eq!(m.list.backend, BackendChoice::Auto);
-        assert_eq!(m.list.columns.0.len(), 2);
+        assert_eq!(m.list.backend, None, "no --backend: the daemon may answer");
+        assert_eq!(m.list.columns.columns.0.len(), 2);
+        assert_eq!(m.list.columns.text, "id,maj:min");
+
+        let cli = Cli::try_parse_from(["weir", "mounts", "--backend", "auto"]).unwrap();
+        let Command::Mounts(m) = cli.command else {
+            panic!("not mounts: {:?}", cli.command);
+        };
+        assert_eq!(m.list.backend, Some(BackendChoice::Auto));
+        assert_eq!(m.list.columns.text, "TARGET,SOURCE,FSTYPE,OPTIONS");
 
         let cli =
             Cli::try_parse_from(["weir", "mounts", "watch", "--backend", "mountinfo"]).unwrap();

@@ -2,13 +2,16 @@
 //! `weir mounts ...`).
 //!
 //! This binary is glue: argument parsing lives in `cli`, the state directory
-//! in `state_dir`, and each command family in its own module under `cmd`.
-//! Every error ends here, printed as `weir: error: <message>: <cause>...`
-//! with exit status 1; usage errors exit 2 (clap's convention).
+//! in `state_dir`, the choice between asking the daemon and working
+//! directly in `daemon`, and each command family in its own module under
+//! `cmd`. Every error ends here, printed as `weir: error: <message>:
+//! <cause>...` with exit status 1; usage errors exit 2 (clap's convention);
+//! `weir status` without a daemon exits 3.
 #![forbid(unsafe_code)]
 
 mod cli;
 mod cmd;
+mod daemon;
 mod devices_line;
 mod mounts_line;
 mod signals;
@@ -25,6 +28,12 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         // A reader that went away (`weir log tail | head`) is not an error.
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        // `weir status` without a daemon: status 3, as `systemctl status`
+        // gives for a unit that is not running.
+        Err(e) if e.downcast_ref::<cmd::NoDaemon>().is_some() => {
+            eprintln!("weir: {e}");
+            ExitCode::from(3)
+        }
         Err(e) => {
             eprintln!("weir: error: {e:#}");
             ExitCode::FAILURE
@@ -37,7 +46,7 @@ fn main() -> ExitCode {
 /// `RUST_LOG` overrides both.
 fn init_tracing(command: &cli::Command) {
     let default = match command {
-        cli::Command::Run => "info",
+        cli::Command::Run(_) => "info",
         cli::Command::Log { .. } => "warn",
         cli::Command::Mounts(m) => match m.command {
             Some(cli::MountsCommand::Watch(_)) => "info",
@@ -47,7 +56,10 @@ fn init_tracing(command: &cli::Command) {
             Some(cli::DevicesCommand::Watch(_)) => "info",
             None => "warn",
         },
-        cli::Command::Pvs(_) | cli::Command::Vgs(_) => "warn",
+        cli::Command::Pvs(_)
+        | cli::Command::Vgs(_)
+        | cli::Command::Sync(_)
+        | cli::Command::Status(_) => "warn",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));

@@ -30,6 +30,11 @@ impl StateDir {
         Ok(StateDir { root })
     }
 
+    /// The state directory itself.
+    pub(crate) fn root(&self) -> &Path {
+        &self.root
+    }
+
     /// The log directory, whether or not it exists.
     pub(crate) fn log_dir(&self) -> PathBuf {
         self.root.join(LOG_SUBDIR)

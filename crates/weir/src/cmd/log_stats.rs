@@ -1,56 +1,91 @@
-//! `weir log stats`: sizes, indexes and consumers of the log, read without
-//! the writer's lock (a snapshot that may trail a running writer slightly).
+//! `weir log stats`: sizes, indexes and consumers of the log: the daemon's
+//! figures when one answers, otherwise read here without the writer's lock
+//! (a snapshot that may trail a running writer slightly).
+//!
+//! Both paths produce the same JSON object, and the text form is printed
+//! from that object, so the two cannot drift apart.
 
 use std::io::Write;
 
 use anyhow::{Context, Result};
+use serde::Deserialize;
+use serde_json::Value;
 use weir_log::fs::StdFs;
 
-use super::log_consumer::read_list;
+use super::log_consumer::{ConsumerRow, read_list};
+use crate::daemon::{Route, print_json_line};
 use crate::state_dir::StateDir;
 use weir_view::consumer::consumer_json;
 
-pub(super) fn stats(state: &StateDir, json: bool) -> Result<()> {
+pub(super) fn stats(route: &Route, state: &StateDir, json: bool) -> Result<()> {
+    let v = match route.log_client()? {
+        Some(mut client) => client
+            .get_json("/v1/log/stats")
+            .context("asking the daemon for the log's figures")?,
+        None => direct(state)?,
+    };
+    if json {
+        print_json_line(&v)
+    } else {
+        print_text(&v)
+    }
+}
+
+/// The figures, read from the log directory.
+fn direct(state: &StateDir) -> Result<Value> {
     let dir = state.existing_log_dir()?;
     let s = weir_log::inspect(&StdFs, &dir).context("reading the log")?;
     let consumers = read_list(state)?;
+    Ok(serde_json::json!({
+        "dir": dir.display().to_string(),
+        "segments": s.segments,
+        "bytes": s.bytes,
+        "allocated_bytes": s.allocated,
+        "first_index": s.first_index,
+        "last_index": s.last_index,
+        "records": s.records(),
+        "consumers": consumers.iter().map(consumer_json).collect::<Vec<_>>(),
+    }))
+}
+
+/// The JSON object's fields that the text form shows.
+#[derive(Deserialize)]
+struct Figures {
+    dir: String,
+    segments: u64,
+    bytes: u64,
+    allocated_bytes: u64,
+    first_index: u64,
+    last_index: u64,
+    records: u64,
+    consumers: Vec<ConsumerRow>,
+}
+
+fn print_text(v: &Value) -> Result<()> {
+    let s = Figures::deserialize(v).context("the log's figures")?;
     let mut out = std::io::stdout().lock();
-    if json {
-        let v = serde_json::json!({
-            "dir": dir.display().to_string(),
-            "segments": s.segments,
-            "bytes": s.bytes,
-            "allocated_bytes": s.allocated,
-            "first_index": s.first_index,
-            "last_index": s.last_index,
-            "records": s.records(),
-            "consumers": consumers.iter().map(consumer_json).collect::<Vec<_>>(),
-        });
-        writeln!(out, "{v}")?;
-    } else {
-        writeln!(out, "log:          {}", dir.display())?;
-        writeln!(out, "segments:     {}", s.segments)?;
+    writeln!(out, "log:          {}", s.dir)?;
+    writeln!(out, "segments:     {}", s.segments)?;
+    writeln!(
+        out,
+        "bytes:        {} (allocated on disk: {})",
+        s.bytes, s.allocated_bytes
+    )?;
+    writeln!(out, "first index:  {}", s.first_index)?;
+    writeln!(out, "last index:   {}", s.last_index)?;
+    writeln!(out, "records:      {}", s.records)?;
+    writeln!(out, "consumers:    {}", s.consumers.len())?;
+    for c in &s.consumers {
         writeln!(
             out,
-            "bytes:        {} (allocated on disk: {})",
-            s.bytes, s.allocated
+            "  {} (id {}): cleared {}, lag {}, idle {} s, mask {}",
+            c.name,
+            c.id,
+            c.cleared,
+            c.lag,
+            c.idle_secs(),
+            c.mask
         )?;
-        writeln!(out, "first index:  {}", s.first_index)?;
-        writeln!(out, "last index:   {}", s.last_index)?;
-        writeln!(out, "records:      {}", s.records())?;
-        writeln!(out, "consumers:    {}", consumers.len())?;
-        for c in &consumers {
-            writeln!(
-                out,
-                "  {} (id {}): cleared {}, lag {}, idle {} s, mask {}",
-                c.name,
-                c.id,
-                c.cleared,
-                c.lag,
-                c.idle.as_secs(),
-                c.mask
-            )?;
-        }
     }
     out.flush()?;
     Ok(())

@@ -1,21 +1,25 @@
 //! `weir log tail`: print records, optionally following the log.
 //!
-//! It reads the directory without the writer's lock ([`Reader::open_dir`]),
-//! so it works while `weir run` or `weir log write` appends. `--consumer`
-//! starts after that consumer's cleared index with its mask; `--mask`
-//! narrows further. A closed stdout ends the command quietly (see `main`);
-//! SIGINT or SIGTERM stop `-f` after the current record.
+//! With a daemon, it streams `GET /v1/log/records`, which the daemon renders
+//! line by line in the same form. Without one, it reads the directory
+//! without the writer's lock ([`Reader::open_dir`]), so it works while
+//! `weir log write` appends. `--consumer` starts after that consumer's
+//! cleared index with its mask; `--mask` narrows further. A closed stdout
+//! ends the command quietly (see `main`); SIGINT or SIGTERM stop `-f` after
+//! the current record.
 
 use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Context, Result, anyhow, bail};
+use weir_client::{Client, Next, PathQuery};
 use weir_log::fs::StdFs;
 use weir_log::{Reader, RecordType, TypeMask};
 
 use crate::cli::TailArgs;
+use crate::daemon::Route;
 use crate::signals;
 use crate::state_dir::StateDir;
 use weir_view::record as json;
@@ -24,7 +28,10 @@ use weir_view::record as text;
 /// How long `-f` waits between looks at the directory.
 const POLL: Duration = Duration::from_millis(50);
 
-pub(super) fn tail(state: &StateDir, args: TailArgs) -> Result<()> {
+pub(super) fn tail(route: &Route, state: &StateDir, args: TailArgs) -> Result<()> {
+    if let Some(mut client) = route.log_client()? {
+        return via_daemon(&mut client, &args);
+    }
     let dir = state.existing_log_dir()?;
     let (from, mask) = start(&dir, &args)?;
     let stop = if args.follow {
@@ -70,6 +77,51 @@ pub(super) fn tail(state: &StateDir, args: TailArgs) -> Result<()> {
             _ => return Ok(()),
         }
     }
+}
+
+/// The records from the daemon: copied as they come, or, with `-f`, line
+/// by line so that a signal stops the command between records.
+fn via_daemon(client: &mut Client, args: &TailArgs) -> Result<()> {
+    let target = PathQuery::new("/v1/log/records")
+        .param("format", if args.json { "json" } else { "text" })
+        .param_opt("from", args.from)
+        .param_opt("consumer", args.consumer.as_ref())
+        .param_opt("mask", args.mask.as_ref());
+    if !args.follow {
+        client
+            .get_text(target.as_str(), &mut std::io::stdout().lock())
+            .context("reading the log through the daemon")?;
+        return Ok(());
+    }
+    let target = target.param("follow", "true");
+    let stop = signals::stop_flag()?;
+    let mut lines = client
+        .get_lines(target.as_str())
+        .context("following the log through the daemon")?;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    while !stop.load(Ordering::SeqCst) {
+        match lines
+            .next(POLL)
+            .context("following the log through the daemon")?
+        {
+            Next::Line(line) => {
+                out.write_all(line)?;
+                out.write_all(b"\n")?;
+            }
+            Next::Idle => {}
+            Next::End => {
+                out.flush()?;
+                bail!("the daemon ended the stream (it is stopping)");
+            }
+        }
+        // Flush once everything that arrived is printed, as the direct
+        // path does once it has caught up.
+        if !lines.pending() {
+            out.flush()?;
+        }
+    }
+    out.flush()?;
+    Ok(())
 }
 
 /// Where to start and which types to show.

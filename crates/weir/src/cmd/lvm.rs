@@ -1,10 +1,12 @@
-//! `weir devices`, `weir pvs` and `weir vgs`: one scan of every block
-//! device, read in parallel with `O_DIRECT` (a label and the mda headers
-//! per device, each distinct metadata text once), shown as a table or a
-//! JSON array.
+//! `weir devices`, `weir pvs` and `weir vgs`: the daemon's inventory, from
+//! memory, when one answers (and no `--filter` is given); otherwise one
+//! scan of every block device, read in parallel with `O_DIRECT` (a label
+//! and the mda headers per device, each distinct metadata text once).
+//! Shown as a table or a JSON array, the same bytes either way.
 //!
 //! A device that cannot be opened or read is listed with the reason (in
-//! `weir devices`, and as a warning on stderr); it never fails the command.
+//! `weir devices`, and, when scanning here, as a warning on stderr); it
+//! never fails the command.
 
 use std::io::Write;
 
@@ -12,7 +14,10 @@ use anyhow::{Context, Result};
 use weir_devices::sysfs::Detail;
 use weir_devices::{DevNum, Filter, Inventory, Probe, Sysfs};
 
+use weir_client::PathQuery;
+
 use crate::cli::{FilterArgs, LvmListArgs};
+use crate::daemon::{Route, copy_listing};
 use weir_view::{lvm_json, lvm_table as lvm_view};
 
 /// What is listed.
@@ -23,7 +28,14 @@ pub(super) enum Listing {
     Vgs,
 }
 
-pub(super) fn list(what: Listing, args: &LvmListArgs) -> Result<()> {
+pub(super) fn list(route: &Route, what: Listing, args: &LvmListArgs) -> Result<()> {
+    // The daemon scans with its own filter: a --filter asks for a scan here.
+    if args.filter.patterns.is_empty()
+        && let Some(mut client) = route.client()?
+        && via_daemon(&mut client, what, args.json)?
+    {
+        return Ok(());
+    }
     // pvs and vgs need only what probing needs from sysfs.
     let detail = match what {
         Listing::Devices => Detail::Full,
@@ -51,6 +63,17 @@ pub(super) fn list(what: Listing, args: &LvmListArgs) -> Result<()> {
     out.write_all(text.as_bytes())?;
     out.flush()?;
     Ok(())
+}
+
+/// The listing from the daemon; `Ok(false)` when its device tracker is off.
+fn via_daemon(client: &mut weir_client::Client, what: Listing, json: bool) -> Result<bool> {
+    let (path, name) = match what {
+        Listing::Devices => ("/v1/devices", "block devices"),
+        Listing::Pvs => ("/v1/lvm/pvs", "LVM physical volumes"),
+        Listing::Vgs => ("/v1/lvm/vgs", "LVM volume groups"),
+    };
+    let format = if json { "json" } else { "text" };
+    copy_listing(client, &PathQuery::new(path).param("format", format), name)
 }
 
 /// The filter the arguments give.

@@ -12,39 +12,50 @@ mod lvm;
 mod mounts;
 mod mounts_watch;
 mod run;
+mod status;
+mod sync;
+
+pub(crate) use status::NoDaemon;
 
 use anyhow::Result;
 
 use crate::cli::{Cli, Command, DevicesCommand, LogCommand, MountsCommand};
+use crate::daemon::Route;
 use crate::state_dir::StateDir;
 
 /// Runs the command `cli` names.
 pub(crate) fn dispatch(cli: Cli) -> Result<()> {
     // Resolved up front but checked only by the commands that use it:
     // listing mounts needs no state directory, nor $HOME to find one.
+    // `weir run` lays its configuration file between these flags and the
+    // defaults, so it takes them as given.
+    let run_paths = (cli.state_dir.clone(), cli.socket.clone());
+    let route = Route::new(cli.socket, cli.direct, cli.state_dir.clone());
     let state = StateDir::resolve(cli.state_dir);
     match cli.command {
-        Command::Run => run::run(&state?),
+        Command::Run(a) => run::run(&a, run_paths.0, run_paths.1),
         Command::Log { command } => {
             let state = state?;
             match command {
-                LogCommand::Write(a) => log_write::write(&state, &a),
-                LogCommand::Tail(a) => log_tail::tail(&state, a),
-                LogCommand::Consumer { command } => log_consumer::consumer(&state, command),
+                LogCommand::Write(a) => log_write::write(&route, &state, &a),
+                LogCommand::Tail(a) => log_tail::tail(&route, &state, a),
+                LogCommand::Consumer { command } => log_consumer::consumer(&route, &state, command),
                 LogCommand::Verify => log_verify::verify(&state),
-                LogCommand::Stats(a) => log_stats::stats(&state, a.json),
+                LogCommand::Stats(a) => log_stats::stats(&route, &state, a.json),
             }
         }
         Command::Mounts(m) => match m.command {
-            None => mounts::list(&m.list),
+            None => mounts::list(&route, &m.list),
             Some(MountsCommand::Watch(a)) => mounts_watch::watch(&state?, &a),
         },
         Command::Devices(d) => match d.command {
-            None => lvm::list(lvm::Listing::Devices, &d.list),
+            None => lvm::list(&route, lvm::Listing::Devices, &d.list),
             Some(DevicesCommand::Watch(a)) => devices_watch::watch(&state?, &a),
         },
-        Command::Pvs(a) => lvm::list(lvm::Listing::Pvs, &a),
-        Command::Vgs(a) => lvm::list(lvm::Listing::Vgs, &a),
+        Command::Pvs(a) => lvm::list(&route, lvm::Listing::Pvs, &a),
+        Command::Vgs(a) => lvm::list(&route, lvm::Listing::Vgs, &a),
+        Command::Sync(a) => sync::sync(&route, a.json),
+        Command::Status(a) => status::status(&route, a.json),
     }
 }
 

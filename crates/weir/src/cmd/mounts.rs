@@ -1,5 +1,7 @@
-//! `weir mounts`: one reading of the mount table, as a findmnt-like table
-//! or a JSON array, with the backend `--backend` selects.
+//! `weir mounts`: the mount table as a findmnt-like table or a JSON array:
+//! the daemon's, from memory, when one answers; otherwise one reading with
+//! the backend `--backend` selects (an explicit `--backend` always reads
+//! directly).
 //!
 //! A one-shot listing keeps stderr quiet: which backend answered, and why
 //! `auto` fell back to mountinfo, is said only with `--verbose`.
@@ -7,14 +9,24 @@
 use std::io::Write;
 
 use anyhow::{Context, Result};
+use serde::Deserialize;
+use weir_client::{Client, PathQuery};
 use weir_mounts::{Backend, BackendChoice};
 
 use crate::cli::MountsListArgs;
+use crate::daemon::{Route, copy_listing};
 use weir_view::chain::error_chain;
 use weir_view::{mounts_json, mounts_table};
 
-pub(super) fn list(args: &MountsListArgs) -> Result<()> {
-    let snap = weir_mounts::snapshot(args.backend).with_context(|| match args.backend {
+pub(super) fn list(route: &Route, args: &MountsListArgs) -> Result<()> {
+    if args.backend.is_none()
+        && let Some(mut client) = route.client()?
+        && via_daemon(&mut client, args)?
+    {
+        return Ok(());
+    }
+    let backend = args.backend.unwrap_or(BackendChoice::Auto);
+    let snap = weir_mounts::snapshot(backend).with_context(|| match backend {
         BackendChoice::Fanotify => "reading the mount table with the fanotify backend",
         _ => "reading the mount table",
     })?;
@@ -27,11 +39,59 @@ pub(super) fn list(args: &MountsListArgs) -> Result<()> {
     let text = if args.json {
         mounts_json::mounts_json(&snap.mounts)
     } else {
-        mounts_table::render(&args.columns, &snap.mounts)
+        mounts_table::render(&args.columns.columns, &snap.mounts)
     };
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())?;
     out.flush()?;
+    Ok(())
+}
+
+/// The listing from the daemon; `Ok(false)` when its mount tracker is off.
+fn via_daemon(client: &mut Client, args: &MountsListArgs) -> Result<bool> {
+    if args.verbose {
+        say_daemon_backend(client)?;
+    }
+    let target = PathQuery::new("/v1/mounts");
+    let target = if args.json {
+        target.param("format", "json")
+    } else {
+        target
+            .param("format", "text")
+            .param("columns", &args.columns.text)
+    };
+    copy_listing(client, &target, "the mount table")
+}
+
+/// What `GET /v1/status` says of the mount tracker.
+#[derive(Deserialize)]
+struct Status {
+    mounts: Option<MountsStatus>,
+}
+
+#[derive(Deserialize)]
+struct MountsStatus {
+    backend: String,
+    fallback_reason: Option<String>,
+}
+
+/// `--verbose` through the daemon: its tracker's backend, and why it fell
+/// back, on stderr.
+fn say_daemon_backend(client: &mut Client) -> Result<()> {
+    let status: Status = client
+        .get_json("/v1/status")
+        .context("asking the daemon for its mount backend")?;
+    let socket = client.socket().display();
+    match status.mounts {
+        Some(MountsStatus {
+            backend,
+            fallback_reason: Some(why),
+        }) => eprintln!(
+            "weir: backend: {backend} (the daemon on {socket}; fanotify unavailable: {why})"
+        ),
+        Some(m) => eprintln!("weir: backend: {} (the daemon on {socket})", m.backend),
+        None => eprintln!("weir: backend: none (the daemon on {socket} tracks no mounts)"),
+    }
     Ok(())
 }
 

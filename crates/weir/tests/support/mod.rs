@@ -29,10 +29,21 @@ impl Weir {
         self.dir.path().join("log")
     }
 
-    /// `weir --state-dir DIR ARGS...`, not started.
+    /// The socket of this state directory's daemon, if one is started
+    /// (`weir run`); nothing listens there otherwise.
+    pub(crate) fn socket(&self) -> PathBuf {
+        self.dir.path().join("weir.sock")
+    }
+
+    /// `weir --state-dir DIR ARGS...`, not started. `$WEIR_SOCKET` points
+    /// into DIR, so a test never reaches (or, with `weir run`, takes the
+    /// place of) a daemon on the machine's socket.
     pub(crate) fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_weir"));
-        c.arg("--state-dir").arg(self.dir.path()).args(args);
+        c.env("WEIR_SOCKET", self.socket())
+            .arg("--state-dir")
+            .arg(self.dir.path())
+            .args(args);
         c
     }
 

@@ -7,40 +7,63 @@
 //! gets an answer per line. With `--sync` a batch's indexes are printed only
 //! after its last record is durable, which makes every record before it
 //! durable too: printing never runs ahead of durability.
+//!
+//! A batch goes to the daemon as `POST /v1/log/records` when one answers
+//! (`durable` with `--sync`), or straight into the log as its writer.
 
 use std::io::{BufRead, BufReader, Read, Write};
+
+mod via_daemon;
 
 use anyhow::{Context, Result};
 use weir_log::{Appended, Log, Record, RecordType, codec};
 
 use crate::cli::WriteArgs;
+use crate::daemon::Route;
 use crate::state_dir::StateDir;
 
 /// The most input taken in one batch: enough lines to share one commit,
 /// few enough that the first indexes are printed without delay.
 const READ_BUF: usize = 16 * 1024;
 
-pub(super) fn write(state: &StateDir, args: &WriteArgs) -> Result<()> {
-    let log = state.open_writer()?;
+pub(super) fn write(route: &Route, state: &StateDir, args: &WriteArgs) -> Result<()> {
     let stdin = std::io::stdin();
     let mut out = std::io::stdout().lock();
-    let res = copy_lines(&log, args, stdin.lock(), &mut out);
+    if let Some(mut client) = route.log_client()? {
+        let mut sink = via_daemon::ViaDaemon::new(&mut client, args.kind, args.sync);
+        return copy_lines(&mut sink, stdin.lock(), &mut out);
+    }
+    let log = state.open_writer()?;
+    let mut sink = Direct {
+        log: &log,
+        kind: args.kind,
+        sync: args.sync,
+        printed: String::new(),
+    };
+    let res = copy_lines(&mut sink, stdin.lock(), &mut out);
     // Close durably even after an error, so that what was appended stays.
     let closed = log.close().context("closing the log");
     res.and(closed)
 }
 
+/// Where batches of lines go.
+trait Sink {
+    /// Appends one record per line and prints their indexes. If an append
+    /// fails, the indexes of the records appended before it are still
+    /// printed (once durable, with `--sync`), then the error is returned.
+    fn batch(&mut self, lines: &[&[u8]], out: &mut dyn Write) -> Result<()>;
+}
+
 /// Appends the lines of `input` and prints their indexes to `out`.
-fn copy_lines(log: &Log, args: &WriteArgs, input: impl Read, out: &mut impl Write) -> Result<()> {
+fn copy_lines(sink: &mut impl Sink, input: impl Read, out: &mut dyn Write) -> Result<()> {
     let mut input = BufReader::with_capacity(READ_BUF, input);
     // Bytes read so far that do not yet end in a newline.
     let mut carry: Vec<u8> = Vec::new();
-    let mut printed = String::new();
     loop {
         let chunk = input.fill_buf().context("reading stdin")?;
         if chunk.is_empty() {
             if !carry.is_empty() {
-                batch(log, args, &[&carry[..]], &mut printed, out)?;
+                sink.batch(&[&carry[..]], out)?;
             }
             return Ok(());
         }
@@ -52,75 +75,72 @@ fn copy_lines(log: &Log, args: &WriteArgs, input: impl Read, out: &mut impl Writ
         input.consume(n);
         let Some(end) = newline.map(|p| start + p) else {
             if carry.len() > codec::MAX_FRAME {
-                // No record can hold this line: let the log say why rather
+                // No record can hold this line: let the sink say why rather
                 // than buffer it without bound.
-                batch(log, args, &[&carry[..]], &mut printed, out)?;
+                sink.batch(&[&carry[..]], out)?;
             }
             continue;
         };
         let lines: Vec<&[u8]> = carry[..end].split(|&b| b == b'\n').collect();
-        batch(log, args, &lines, &mut printed, out)?;
+        sink.batch(&lines, out)?;
         carry.drain(..=end);
     }
 }
 
-/// Appends one record per line and prints their indexes. If an append
-/// fails, the indexes of the records appended before it are still printed
-/// (once durable, with `--sync`), then the error is returned.
-fn batch(
-    log: &Log,
-    args: &WriteArgs,
-    lines: &[&[u8]],
-    printed: &mut String,
-    out: &mut impl Write,
-) -> Result<()> {
-    let mut last = None;
-    let appended = append_lines(log, args.kind, lines, &mut last, printed);
-    emit(log, args.sync, last, printed, out)?;
-    appended
-}
-
-/// Appends one record per line, noting each index in `printed` and the last
-/// record's ticket in `last`.
-fn append_lines(
-    log: &Log,
+/// The log itself, as its writer.
+struct Direct<'a> {
+    log: &'a Log,
     kind: RecordType,
-    lines: &[&[u8]],
-    last: &mut Option<Appended>,
-    printed: &mut String,
-) -> Result<()> {
-    for line in lines {
-        let a = log
-            .append(&Record::new(kind).name(line))
-            .context("appending a record")?;
-        printed.push_str(&a.index().to_string());
-        printed.push('\n');
-        *last = Some(a);
-    }
-    Ok(())
+    sync: bool,
+    /// The indexes of the batch, one per line.
+    printed: String,
 }
 
-/// Prints a batch's indexes, after waiting for durability if asked to.
-fn emit(
-    log: &Log,
-    sync: bool,
-    last: Option<Appended>,
-    printed: &mut String,
-    out: &mut impl Write,
-) -> Result<()> {
-    if let (true, Some(a)) = (sync, last) {
-        log.wait_durable(a)
-            .context("waiting for records to become durable")?;
+impl Sink for Direct<'_> {
+    fn batch(&mut self, lines: &[&[u8]], out: &mut dyn Write) -> Result<()> {
+        let mut last = None;
+        let appended = self.append_lines(lines, &mut last);
+        if let (true, Some(a)) = (self.sync, last) {
+            self.log
+                .wait_durable(a)
+                .context("waiting for records to become durable")?;
+        }
+        out.write_all(self.printed.as_bytes())?;
+        out.flush()?;
+        self.printed.clear();
+        appended
     }
-    out.write_all(printed.as_bytes())?;
-    out.flush()?;
-    printed.clear();
-    Ok(())
+}
+
+impl Direct<'_> {
+    /// Appends one record per line, noting each index and the last
+    /// record's ticket in `last`.
+    fn append_lines(&mut self, lines: &[&[u8]], last: &mut Option<Appended>) -> Result<()> {
+        for line in lines {
+            let a = self
+                .log
+                .append(&Record::new(self.kind).name(line))
+                .context("appending a record")?;
+            self.printed.push_str(&a.index().to_string());
+            self.printed.push('\n');
+            *last = Some(a);
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn direct(log: &Log, kind: RecordType) -> Direct<'_> {
+        Direct {
+            log,
+            kind,
+            sync: true,
+            printed: String::new(),
+        }
+    }
 
     /// A reader that hands out its data in fixed pieces, as a pipe might.
     struct Pieces(Vec<Vec<u8>>);
@@ -141,17 +161,14 @@ mod tests {
     fn lines_split_across_reads() {
         let dir = tempfile::tempdir().unwrap();
         let log = Log::open(dir.path(), weir_log::Options::default()).unwrap();
-        let args = WriteArgs {
-            kind: RecordType::CREAT,
-            sync: true,
-        };
+        let mut sink = direct(&log, RecordType::CREAT);
         let input = Pieces(vec![
             b"al".to_vec(),
             b"pha\n\nbe".to_vec(),
             b"ta\ngam\xffma".to_vec(),
         ]);
         let mut out = Vec::new();
-        copy_lines(&log, &args, input, &mut out).unwrap();
+        copy_lines(&mut sink, input, &mut out).unwrap();
         assert_eq!(out, b"1\n2\n3\n4\n");
         let names: Vec<Vec<u8>> = log.reader(1).map(|r| r.unwrap().name).collect();
         let want: [&[u8]; 4] = [b"alpha", b"", b"beta", b"gam\xffma"];
@@ -164,15 +181,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let opts = weir_log::Options::default().segment_size(64 * 1024);
         let log = Log::open(dir.path(), opts).unwrap();
-        let args = WriteArgs {
-            kind: RecordType::MARK,
-            sync: true,
-        };
+        let mut sink = direct(&log, RecordType::MARK);
         let mut input = b"ok\n".to_vec();
         input.extend(std::iter::repeat_n(b'x', 100 * 1024));
         input.extend_from_slice(b"\nnever\n");
         let mut out = Vec::new();
-        let err = copy_lines(&log, &args, &input[..], &mut out).unwrap_err();
+        let err = copy_lines(&mut sink, &input[..], &mut out).unwrap_err();
         let too_long = err.chain().any(|e| {
             matches!(
                 e.downcast_ref::<weir_log::Error>(),

@@ -1,0 +1,154 @@
+//! Choosing between the daemon and direct work.
+//!
+//! A command that the daemon can answer asks it when its socket accepts a
+//! connection, and works directly (reading the system, or the log's files)
+//! when nothing listens there. `--direct` never asks. Commands on the log
+//! also work directly when `--state-dir` names another directory than the
+//! daemon's: the daemon only speaks for its own log.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::Deserialize;
+use weir_client::{Client, ErrorCode, PathQuery};
+
+/// The environment variable that names the socket when `--socket` is not
+/// given.
+const SOCKET_ENV: &str = "WEIR_SOCKET";
+
+/// Where the daemon is, and whether to ask it.
+#[derive(Debug, Clone)]
+pub(crate) struct Route {
+    socket: PathBuf,
+    direct: bool,
+    /// `--state-dir`, when it was given.
+    state_arg: Option<PathBuf>,
+}
+
+impl Route {
+    /// The route from the global options.
+    pub(crate) fn new(socket: Option<PathBuf>, direct: bool, state_arg: Option<PathBuf>) -> Route {
+        Route {
+            socket: socket_path(socket),
+            direct,
+            state_arg,
+        }
+    }
+
+    /// The socket: `--socket`, else `$WEIR_SOCKET`, else the default.
+    pub(crate) fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    /// Whether `--direct` was given.
+    pub(crate) fn direct(&self) -> bool {
+        self.direct
+    }
+
+    /// A connection to the daemon; `None` with `--direct` or when nothing
+    /// listens on the socket.
+    pub(crate) fn client(&self) -> Result<Option<Client>> {
+        if self.direct {
+            return Ok(None);
+        }
+        Client::connect(&self.socket)
+            .with_context(|| format!("asking the daemon on {}", self.socket.display()))
+    }
+
+    /// As [`Route::client`], for commands on the log: also `None` when
+    /// `--state-dir` names another directory than the daemon's.
+    pub(crate) fn log_client(&self) -> Result<Option<Client>> {
+        let Some(mut client) = self.client()? else {
+            return Ok(None);
+        };
+        let Some(arg) = &self.state_arg else {
+            return Ok(Some(client));
+        };
+        let status: StatusDir = client
+            .get_json("/v1/status")
+            .context("asking the daemon for its state directory")?;
+        Ok(same_dir(arg, Path::new(&status.state_dir)).then_some(client))
+    }
+}
+
+#[derive(Deserialize)]
+struct StatusDir {
+    state_dir: String,
+}
+
+/// Whether two paths name the same existing directory.
+fn same_dir(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// `--socket`, else `$WEIR_SOCKET` (when set and not empty), else
+/// [`weir_client::default_socket`]. `weir run` listens where this says.
+pub(crate) fn socket_path(arg: Option<PathBuf>) -> PathBuf {
+    arg.or_else(|| {
+        std::env::var_os(SOCKET_ENV)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    })
+    .unwrap_or_else(weir_client::default_socket)
+}
+
+/// Copies a listing the daemon renders (`target`) to stdout. `Ok(false)`
+/// when the daemon answers that its source for it is off or failed
+/// (`unavailable`): the caller then reads the system itself.
+pub(crate) fn copy_listing(client: &mut Client, target: &PathQuery, what: &str) -> Result<bool> {
+    let mut out = std::io::stdout().lock();
+    match client.get_text(target.as_str(), &mut out) {
+        Ok(_) => Ok(true),
+        Err(e) if e.code() == Some(&ErrorCode::Unavailable) => {
+            tracing::info!(what, "the daemon's source is unavailable; reading directly");
+            Ok(false)
+        }
+        Err(e) => Err(e).with_context(|| format!("asking the daemon for {what}")),
+    }
+}
+
+/// Prints `v` as one compact JSON line: serde_json's maps keep their keys
+/// sorted, so the same value prints the same bytes on either path.
+pub(crate) fn print_json_line(v: &serde_json::Value) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{v}")?;
+    out.flush()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_dir_resolves_links_and_dots() {
+        let t = tempfile::tempdir().unwrap();
+        let a = t.path().join("a");
+        std::fs::create_dir(&a).unwrap();
+        std::os::unix::fs::symlink(&a, t.path().join("link")).unwrap();
+        assert!(same_dir(&a, &t.path().join("link")));
+        assert!(same_dir(&a, &t.path().join("a/../a/.")));
+        assert!(!same_dir(&a, t.path()));
+        assert!(!same_dir(
+            &t.path().join("missing"),
+            &t.path().join("missing")
+        ));
+    }
+
+    #[test]
+    fn direct_never_connects() {
+        // A socket that exists and listens: --direct must still not ask.
+        let t = tempfile::tempdir().unwrap();
+        let sock = t.path().join("s.sock");
+        let _l = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+        let r = Route::new(Some(sock.clone()), true, None);
+        assert!(r.client().unwrap().is_none());
+        assert_eq!(r.socket(), sock);
+        let r = Route::new(Some(t.path().join("none.sock")), false, None);
+        assert!(r.client().unwrap().is_none(), "nothing listens there");
+    }
+}
