@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 mod append;
+mod daemon;
 mod frag;
 mod fsinfo;
 mod loopdev;
@@ -43,6 +44,11 @@ enum Cmd {
     MountStorm(storm::Args),
     /// LVM2 against weir: cold vgs at 350 and 1000 PVs, event activation of 1000 PVs, parity (needs root, lvm2).
     Lvm(lvm::Args),
+    /// weir run queried and followed through its socket: latency, 100 consumers in a storm, restart (needs root, lvm2).
+    Daemon(daemon::Args),
+    /// Internal: `daemon`, run inside a private mount namespace.
+    #[command(hide = true)]
+    DaemonInner(daemon::InnerArgs),
     /// Internal: one `frag` part, run inside a private mount namespace.
     #[command(hide = true)]
     FragPart(frag::PartArgs),
@@ -62,6 +68,8 @@ fn main() -> anyhow::Result<()> {
         Cmd::Recovery(a) => recovery::run(a),
         Cmd::MountStorm(a) => storm::run(a),
         Cmd::Lvm(a) => lvm::run(a),
+        Cmd::Daemon(a) => daemon::run(a),
+        Cmd::DaemonInner(a) => daemon::inner(a),
         Cmd::MountStormInner(a) => storm::inner(a),
         Cmd::FragPart(a) => frag::part(a),
         Cmd::RecoveryFill(a) => recovery::fill(a),

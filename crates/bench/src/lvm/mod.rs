@@ -14,14 +14,14 @@
 //! Ctrl-C.
 
 mod activation;
-mod env;
-mod fleet;
+pub(crate) mod env;
+pub(crate) mod fleet;
 mod parity;
 mod pvscan;
-mod stop;
+pub(crate) mod stop;
 mod summary;
 mod vgs;
-mod weir_cli;
+pub(crate) mod weir_cli;
 
 use std::path::Path;
 

@@ -17,7 +17,7 @@
 //! host, and all vanish with the child whatever goes wrong.
 
 pub(crate) mod cpu;
-mod driver;
+pub(crate) mod driver;
 mod exact;
 mod latency;
 mod measure;
