@@ -155,10 +155,12 @@ pub(crate) fn inner(ia: InnerArgs) -> Result<()> {
     );
     println!("  {}", report::host_note());
 
-    let env = LvmEnv::new(lvm)?;
+    let env = LvmEnv::new(lvm.clone())?;
+    // Its own scratch directory: a fleet names its images pv0, pv1, ...
+    let late_env = LvmEnv::new(lvm)?;
     let tag = std::process::id();
     eprintln!("  making the restart VG ({RESTART_PVS} PVs, then detached)");
-    let mut late = Fleet::create(&env, &format!("weirlate{tag}"), RESTART_PVS, &stop)?;
+    let mut late = Fleet::create(&late_env, &format!("weirlate{tag}"), RESTART_PVS, &stop)?;
     late.detach_all();
     eprintln!("  making the VG over {pvs} PVs");
     let fleet = Fleet::create(&env, &format!("weirbench{tag}"), pvs, &stop)?;
