@@ -135,12 +135,16 @@ pub enum ErrorCode {
     LogError,
     /// `method_not_allowed`: the route exists for other methods.
     MethodNotAllowed,
-    /// A code this client does not know, as sent.
-    Other(String),
+    /// `timeout`: the request's body did not arrive in time.
+    Timeout,
+    /// `internal`: the daemon failed while answering.
+    Internal,
+    /// A code this client does not know yet (a newer daemon), as sent.
+    Unknown(String),
 }
 
 impl ErrorCode {
-    const KNOWN: [(ErrorCode, &'static str); 10] = [
+    const KNOWN: [(ErrorCode, &'static str); 12] = [
         (ErrorCode::BadRequest, "bad_request"),
         (ErrorCode::BadRange, "bad_range"),
         (ErrorCode::NotFound, "not_found"),
@@ -151,6 +155,8 @@ impl ErrorCode {
         (ErrorCode::Unavailable, "unavailable"),
         (ErrorCode::LogError, "log_error"),
         (ErrorCode::MethodNotAllowed, "method_not_allowed"),
+        (ErrorCode::Timeout, "timeout"),
+        (ErrorCode::Internal, "internal"),
     ];
 
     /// The code for its wire name.
@@ -158,13 +164,13 @@ impl ErrorCode {
         ErrorCode::KNOWN
             .iter()
             .find(|(_, w)| *w == s)
-            .map_or_else(|| ErrorCode::Other(s.to_owned()), |(c, _)| c.clone())
+            .map_or_else(|| ErrorCode::Unknown(s.to_owned()), |(c, _)| c.clone())
     }
 
     /// The wire name.
     pub fn as_str(&self) -> &str {
         match self {
-            ErrorCode::Other(s) => s,
+            ErrorCode::Unknown(s) => s,
             known => ErrorCode::KNOWN
                 .iter()
                 .find(|(c, _)| c == known)
@@ -233,7 +239,7 @@ mod tests {
             assert_eq!(code.as_str(), wire);
         }
         let other = ErrorCode::from_wire("teapot");
-        assert_eq!(other, ErrorCode::Other("teapot".to_owned()));
+        assert_eq!(other, ErrorCode::Unknown("teapot".to_owned()));
         assert_eq!(other.to_string(), "teapot");
     }
 
