@@ -136,6 +136,32 @@ impl Daemon {
         d
     }
 
+    /// Starts `weir run` like [`Daemon::start`] and SIGKILLs it `after`
+    /// the spawn, wherever it is then: opening the log, reading the
+    /// checkpoint, reconciling, or already serving.
+    pub(crate) fn kill_while_starting(
+        state: &Path,
+        socket: &Path,
+        extra: &[&str],
+        after: Duration,
+    ) {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_weir"));
+        cmd.args(["run", "--config", "/dev/null", "--state-dir"])
+            .arg(state)
+            .arg("--socket")
+            .arg(socket)
+            .args(extra)
+            .env_remove("WEIR_SOCKET")
+            .env_remove("NOTIFY_SOCKET")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let mut child = Reap(cmd.spawn().expect("spawn weir run"));
+        std::thread::sleep(after);
+        kill_process(Pid::from_child(&child.0), Signal::KILL).expect("SIGKILL");
+        child.wait_exit(PATIENCE);
+    }
+
     fn pid(&self) -> Pid {
         Pid::from_child(&self.child.0)
     }
