@@ -536,3 +536,53 @@ fn a_sync_on_an_idle_tracker_neither_waits_for_a_uevent_nor_re_reads() {
     assert_eq!(t.with_inventory(|inv| inv.counters().resyncs), 0);
     t.stop().expect("the tracker stops cleanly");
 }
+
+/// Regression: a loop detach ends with a `change` uevent that carries
+/// `DISK_MEDIA_CHANGE=1` and the old media's `DISKSEQ`; the kernel bumps
+/// the number right after. The tracker took the event's number and kept a
+/// stale `diskseq`, so the daemon's `weir devices` differed from a fresh
+/// reading, and the next start logged a change that had been watched.
+#[test]
+fn a_detached_loop_device_has_the_diskseq_the_kernel_shows() {
+    if skipping() {
+        return;
+    }
+    let mut fleet = Fleet::build("diskseq", &[1], 0, 0);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let log = open_log(tmp.path());
+    let seen = Seen::default();
+    let t = start(&fleet, &log, &seen, None);
+    let minor = fleet.minor(0);
+    let name = fleet.name(0);
+    let kernel = |name: &str| -> u64 {
+        std::fs::read_to_string(format!("/sys/class/block/{name}/diskseq"))
+            .expect("read diskseq")
+            .trim()
+            .parse()
+            .expect("diskseq is a number")
+    };
+    let tracked = |t: &Tracker| {
+        t.with_inventory(|inv| {
+            inv.devices()
+                .find(|e| e.device.minor == minor && e.device.major == 7)
+                .and_then(|e| e.device.diskseq)
+        })
+    };
+    for round in 0..2 {
+        fleet.detach(0);
+        t.sync().expect("sync");
+        assert_eq!(
+            tracked(&t),
+            Some(kernel(&name)),
+            "round {round}: diskseq after the detach"
+        );
+        fleet.attach(0);
+        t.sync().expect("sync");
+        assert_eq!(
+            tracked(&t),
+            Some(kernel(&name)),
+            "round {round}: diskseq after the attach"
+        );
+    }
+    t.stop().expect("the tracker stops cleanly");
+}

@@ -58,7 +58,20 @@ impl Inventory {
             && let Some(old) = self.devices.get(&DevNum { major, minor })
             && old.device.name == name
         {
-            return self.sysfs.refresh(&old.device, ev.diskseq);
+            if ev.get("DISK_MEDIA_CHANGE") != Some(b"1") {
+                return self.sysfs.refresh(&old.device, ev.diskseq);
+            }
+            // A media change (a loop device detached, a disc ejected) is
+            // announced with the old media's DISKSEQ, and the kernel bumps
+            // the number only after sending it (disk_force_media_change),
+            // with no event after. So read sysfs, and never go below the
+            // event's number + 1, in case the read raced the bump.
+            let mut d = self.sysfs.refresh(&old.device, None)?;
+            if let Some(n) = ev.diskseq {
+                let next = n.saturating_add(1);
+                d.diskseq = Some(d.diskseq.map_or(next, |s| s.max(next)));
+            }
+            return Ok(d);
         }
         self.sysfs.device(name)
     }
