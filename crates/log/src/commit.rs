@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use crossbeam_utils::Backoff;
 
 use crate::active::{ActiveSegment, IoFail};
+use crate::latency::pending::Pending;
 use crate::log::{FailKind, Inner, SegEntry, now_ns};
 use crate::retention;
 
@@ -95,6 +96,9 @@ struct Committer {
     /// Durable waiters woken by the last fsync, and what that fsync cost.
     woken: usize,
     sync_cost: Duration,
+    /// Append times of what waits to be written or fsynced, for the
+    /// latency histograms.
+    pending: Pending,
 }
 
 enum Outcome {
@@ -121,6 +125,7 @@ impl Committer {
             stuck_at: None,
             woken: 0,
             sync_cost: Duration::ZERO,
+            pending: Pending::default(),
         }
     }
 
@@ -339,10 +344,12 @@ impl Committer {
                 self.open_segment(idx)?;
             }
             let active = self.active.as_mut().expect("opened above");
+            let pending = &mut self.pending;
             let mut place = |frame: &[u8]| {
                 if active.fits(frame.len()) {
                     let time = u64::from_le_bytes(frame[16..24].try_into().expect("header"));
                     active.push(frame, idx, time);
+                    pending.placed(time);
                     Some(frame.len())
                 } else {
                     None
@@ -502,8 +509,12 @@ impl Committer {
         Ok(())
     }
 
-    fn publish_committed(&self, upto: u64) {
+    fn publish_committed(&mut self, upto: u64) {
         let inner = &self.inner;
+        // Counted before the index is published: whoever sees a record
+        // committed sees its latency in the stats.
+        self.pending
+            .committed(upto, now_ns(), &inner.counters.commit_latency);
         if inner.committed.fetch_max(upto, Ordering::AcqRel) < upto {
             let _g = inner.lock_wait();
             inner.commit_cv.notify_all();
@@ -513,6 +524,8 @@ impl Committer {
     fn publish_durable(&mut self, upto: u64) {
         let inner = &self.inner;
         self.last_sync = Instant::now();
+        self.pending
+            .durable(upto, now_ns(), &inner.counters.durable_latency);
         inner.durable.fetch_max(upto, Ordering::AcqRel);
         let mut woken = 0;
         inner

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use crate::consumers::{ConsumerInfo, Consumers};
 use crate::error::{Error, Result, StallCause};
 use crate::kind::TypeMask;
+use crate::latency::{Histogram, SharedHistogram};
 use crate::options::Options;
 use crate::reader::Reader;
 use crate::record::Record;
@@ -70,6 +71,10 @@ pub(crate) struct Counters {
     pub(crate) ring_full: AtomicU64,
     pub(crate) lifted: AtomicU64,
     pub(crate) spilled: AtomicU64,
+    /// From append to the committer's write (see `latency`).
+    pub(crate) commit_latency: SharedHistogram,
+    /// From append to the fsync that made the record durable.
+    pub(crate) durable_latency: SharedHistogram,
 }
 
 /// State shared by writer handles, the committer and readers.
@@ -392,6 +397,14 @@ pub struct Stats {
     pub spilled: u64,
     /// Registered consumers.
     pub consumers: usize,
+    /// How long the records committed since the log was opened waited from
+    /// their append (the time in their frame) until the committer had
+    /// written them to the OS, which is when readers see them.
+    pub commit_latency: Histogram,
+    /// How long the same records waited until an fsync made them durable.
+    /// Exact in sum and count; within a write batch the counts are spread
+    /// evenly between its oldest and newest record.
+    pub durable_latency: Histogram,
 }
 
 /// The changelog, opened for writing by this process.
@@ -605,6 +618,8 @@ impl Log {
             lifted: k.lifted.load(Ordering::Relaxed),
             spilled: k.spilled.load(Ordering::Relaxed),
             consumers: self.consumers().list().len(),
+            commit_latency: k.commit_latency.snapshot(),
+            durable_latency: k.durable_latency.snapshot(),
         }
     }
 

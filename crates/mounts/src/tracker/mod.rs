@@ -12,10 +12,11 @@
 mod emit;
 mod events;
 mod restart;
+mod stats;
 mod worker;
 
 use std::os::fd::OwnedFd;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::sync::{Arc, RwLock};
 use std::thread::JoinHandle;
@@ -30,6 +31,9 @@ use crate::model::Mount;
 use crate::previous::Previous;
 use crate::table::Table;
 use crate::{Error, Result};
+
+use self::stats::SharedStats;
+pub use self::stats::TrackerStats;
 
 /// How a tracker runs.
 #[derive(Clone, Debug)]
@@ -89,54 +93,6 @@ impl Default for TrackerOptions {
 /// Called on the tracker's thread for every change, after it is in the
 /// table and the log.
 pub type OnChange = Box<dyn FnMut(&Change) + Send>;
-
-/// Counters of a running tracker.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct TrackerStats {
-    /// fanotify events read.
-    pub events: u64,
-    /// fanotify queue overflows (each followed by a full resynchronisation).
-    pub overflows: u64,
-    /// Whole-table readings and comparisons.
-    pub readings: u64,
-    /// Changes found (and records appended, with a log).
-    pub changes: u64,
-    /// CPU time of the tracker's thread, ns.
-    pub cpu_ns: u64,
-    /// CPU time of the whole-table readings alone, ns.
-    pub reading_cpu_ns: u64,
-    /// Of `changes`, those found at start against a previous table
-    /// (records flagged `FLAG_RECONCILED`).
-    pub reconciled: u64,
-}
-
-#[derive(Default)]
-pub(crate) struct SharedStats {
-    events: AtomicU64,
-    overflows: AtomicU64,
-    readings: AtomicU64,
-    changes: AtomicU64,
-    cpu_ns: AtomicU64,
-    reading_cpu_ns: AtomicU64,
-    reconciled: AtomicU64,
-    /// Bumped under the state's write lock on every change to the table.
-    generation: AtomicU64,
-}
-
-impl SharedStats {
-    fn snapshot(&self) -> TrackerStats {
-        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        TrackerStats {
-            events: l(&self.events),
-            overflows: l(&self.overflows),
-            readings: l(&self.readings),
-            changes: l(&self.changes),
-            cpu_ns: l(&self.cpu_ns),
-            reading_cpu_ns: l(&self.reading_cpu_ns),
-            reconciled: l(&self.reconciled),
-        }
-    }
-}
 
 /// What the handle and the thread share: the table, and the index of the
 /// last record appended for it, under one lock.

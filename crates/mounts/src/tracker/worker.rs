@@ -78,6 +78,8 @@ impl Worker {
         wake: Arc<OwnedFd>,
     ) -> Result<Worker> {
         let now = Instant::now();
+        let budget = Budget::new(opts.budget, now);
+        budget.publish(&stats.budget);
         Ok(Worker {
             backend,
             watch,
@@ -87,7 +89,7 @@ impl Worker {
             state,
             log,
             on_change,
-            budget: Budget::new(opts.budget, now),
+            budget,
             opts,
             stats,
             requests,
@@ -197,7 +199,7 @@ impl Worker {
                 // table stays as it was meanwhile.
                 tracing::warn!(error = %e, ?why, "reading the mount table failed");
                 self.need_resync = true;
-                self.budget.charge(RETRY_COST_NS, Instant::now());
+                self.charge(RETRY_COST_NS, Instant::now());
             }
             self.update_cpu();
         }
@@ -226,7 +228,8 @@ impl Worker {
         next
     }
 
-    /// Whether a whole-table reading should run now, and why.
+    /// Whether a whole-table reading should run now, and why. Tells the
+    /// stats whether one is due but held back by the budget.
     fn reading_due(&mut self, now: Instant) -> Option<Why> {
         let budget_ok = self.budget.wait(now).is_zero();
         if self.need_resync && budget_ok {
@@ -244,7 +247,17 @@ impl Worker {
         {
             return Some(Why::Audit);
         }
+        // A wanted reading waits for the budget whatever else it waits for
+        // (the storm's pause, the spacing), until `max_delay` forces it.
+        let wanted = self.need_resync || self.dirty_since.is_some();
+        self.stats.set_throttled(wanted && !budget_ok);
         None
+    }
+
+    /// Charges the budget and shows its new level in the stats.
+    fn charge(&mut self, cpu_ns: u64, now: Instant) {
+        self.budget.charge(cpu_ns, now);
+        self.budget.publish(&self.stats.budget);
     }
 
     /// `sync()`: compare (which drains the queue first), then wait until
@@ -267,6 +280,7 @@ impl Worker {
         // raises a new one instead of being lost.
         self.rearm_pollpri();
         self.dirty_since = None;
+        self.stats.set_throttled(false);
         if why == Why::Overflow || why == Why::Sync {
             // Events queued before the reading are older than it.
             self.drain_events()?;
@@ -296,7 +310,7 @@ impl Worker {
         let now = Instant::now();
         self.last_reading = now;
         let cost = thread_cpu_ns().saturating_sub(start_cpu);
-        self.budget.charge(cost, now);
+        self.charge(cost, now);
         self.stats.readings.fetch_add(1, Ordering::Relaxed);
         self.stats.reading_cpu_ns.fetch_add(cost, Ordering::Relaxed);
         Ok(())
