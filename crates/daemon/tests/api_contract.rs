@@ -471,10 +471,19 @@ async fn metrics_count_requests_by_route_and_show_consumer_lag() {
             "{line} missing from:\n{text}"
         );
     }
-    // Every sample belongs to a family with HELP and TYPE.
+    // Every sample belongs to a family with HELP and TYPE (a histogram's
+    // samples add `_bucket`, `_sum` and `_count` to its name; api_metrics.rs
+    // checks the format in full).
     for l in text.lines().filter(|l| !l.starts_with('#')) {
         let name = l.split(['{', ' ']).next().unwrap();
-        assert!(text.contains(&format!("# TYPE {name} ")), "{l}");
+        let histogram = ["_bucket", "_sum", "_count"].iter().any(|s| {
+            name.strip_suffix(s)
+                .is_some_and(|f| text.contains(&format!("# TYPE {f} histogram\n")))
+        });
+        assert!(
+            histogram || text.contains(&format!("# TYPE {name} ")),
+            "{l}"
+        );
     }
 }
 

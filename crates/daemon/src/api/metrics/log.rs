@@ -1,0 +1,107 @@
+//! The log's families: appends, indexes, commits, syncs, bytes, the commit
+//! and durable latency histograms, and each consumer's lag.
+
+use super::text::Out;
+
+/// The log's families.
+pub(super) fn write(o: &mut Out, log: &weir_log::Log) {
+    let s = log.stats();
+    let one: [(&str, &str, &str, u64); 12] = [
+        (
+            "weir_log_appends_total",
+            "counter",
+            "Records appended and committed to the log (its last index).",
+            s.last_index,
+        ),
+        (
+            "weir_log_last_index",
+            "gauge",
+            "The last committed index.",
+            s.last_index,
+        ),
+        (
+            "weir_log_first_index",
+            "gauge",
+            "The oldest index still in the log.",
+            s.first_index,
+        ),
+        (
+            "weir_log_durable_index",
+            "gauge",
+            "The last index known to be fsynced.",
+            s.durable_index,
+        ),
+        (
+            "weir_log_commits_total",
+            "counter",
+            "Write batches handed to the OS.",
+            s.commits,
+        ),
+        (
+            "weir_log_syncs_total",
+            "counter",
+            "fsyncs of segment data.",
+            s.syncs,
+        ),
+        (
+            "weir_log_written_bytes_total",
+            "counter",
+            "Bytes handed to the OS.",
+            s.bytes_written,
+        ),
+        (
+            "weir_log_write_errors_total",
+            "counter",
+            "Failed write attempts (retried).",
+            s.write_errors,
+        ),
+        (
+            "weir_log_ring_full_waits_total",
+            "counter",
+            "Appends that waited for room in the ring.",
+            s.ring_full_waits,
+        ),
+        (
+            "weir_log_evictions_total",
+            "counter",
+            "Consumers evicted by retention.",
+            s.evictions,
+        ),
+        (
+            "weir_log_segments",
+            "gauge",
+            "Segment files.",
+            s.segments as u64,
+        ),
+        (
+            "weir_log_bytes",
+            "gauge",
+            "Total segment file length.",
+            s.bytes,
+        ),
+    ];
+    for (name, kind, help, v) in one {
+        o.one(name, kind, help, v);
+    }
+    o.one(
+        "weir_log_poisoned",
+        "gauge",
+        "1 when an fsync failure has poisoned the log.",
+        u8::from(log.is_poisoned()),
+    );
+    o.histogram(
+        "weir_log_commit_seconds",
+        "Time from a record's append to its write to the OS, when readers see it (records committed since the daemon started).",
+        &s.commit_latency,
+    );
+    o.histogram(
+        "weir_log_durable_seconds",
+        "Time from a record's append to the fsync that made it durable (exact sum; counts spread evenly within each write batch).",
+        &s.durable_latency,
+    );
+    let lag = "weir_consumer_lag";
+    o.family(lag, "gauge", "Records a consumer has not cleared yet.");
+    for c in log.consumer_list() {
+        o.sample(lag, &[("consumer", &c.name)], c.lag);
+    }
+}
