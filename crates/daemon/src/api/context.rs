@@ -25,7 +25,8 @@ pub(crate) struct Ctx {
     /// Open follow streams.
     pub(crate) followers: AtomicUsize,
     pub(crate) http: HttpCounters,
-    _notifier: Notifier,
+    /// The commit notifier and its window of rendered lines.
+    pub(crate) notifier: Notifier,
 }
 
 impl Ctx {
@@ -39,7 +40,7 @@ impl Ctx {
             stop: watch::channel(false).0,
             followers: AtomicUsize::new(0),
             http: HttpCounters::default(),
-            _notifier: notifier,
+            notifier,
         })
     }
 

@@ -14,7 +14,9 @@
 //! - Hostile input: query strings ([`query`]) and bodies (`body`,
 //!   [`requests`]) are bounded and strictly parsed; every refusal is a
 //!   4xx with the JSON error body of `error`.
-//! - Follow streams share one commit notifier (`commits`).
+//! - Follow streams share one commit notifier (`commits`), which renders
+//!   each new record once into a shared `window`; each stream's `cursor`
+//!   copies from it, or reads the log itself when outside it.
 
 mod access;
 mod body;
@@ -22,6 +24,7 @@ mod cache;
 mod commits;
 mod consumers;
 mod context;
+mod cursor;
 mod error;
 mod gate;
 mod inventory;
@@ -37,6 +40,7 @@ mod state;
 mod status;
 mod sync;
 mod tail;
+mod window;
 
 use std::sync::Arc;
 

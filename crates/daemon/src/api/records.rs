@@ -17,11 +17,12 @@ use weir_log::{RecordType, TypeMask};
 
 use super::body;
 use super::context::Ctx;
+use super::cursor::Cursor;
 use super::error::{ApiError, Code, json_response};
 use super::inventory::bad_query;
 use super::query::{Format, RecordsQuery};
 use super::requests::AppendRequest;
-use super::tail::{Tail, reader};
+use super::tail::Tail;
 
 /// `GET /v1/log/records`.
 pub(crate) async fn read(
@@ -62,15 +63,14 @@ pub(crate) async fn read(
     } else {
         None
     };
-    let tail = Tail {
-        reader: reader(&ctx, from.unwrap_or(first), mask.as_ref()),
-        ctx: ctx.clone(),
+    let cursor = Cursor::new(
+        from.unwrap_or(first),
         mask,
-        format: q.format,
-        remaining: q.limit,
-        follow,
-        chase_oldest: from.is_none(),
-    };
+        q.format,
+        q.limit,
+        from.is_none(),
+    );
+    let tail = Tail::new(ctx.clone(), cursor, follow);
     let kind = match q.format {
         Format::Json => "application/x-ndjson",
         Format::Text => "text/plain; charset=utf-8",

@@ -1,14 +1,15 @@
-//! The body of `GET /v1/log/records`: records read from the stream's own
-//! `weir_log::Reader`, rendered as lines and sent in chunks; with
+//! The body of `GET /v1/log/records`: lines from the stream's
+//! [`Cursor`] (the shared window of lines rendered once by the commit
+//! notifier, or the stream's own reader), sent in chunks; with
 //! `follow=true`, it then waits for commits and sends what is new.
 //!
 //! No thread is parked per stream: a caught-up stream awaits the commit
-//! notifier's `watch` ([`super::commits`]) and, on waking, reads from its
-//! reader (memory and page cache) on the server's threads. Each stream
-//! reads the log in order from its own position, so it sees every record
-//! once, in order. A follow stream ends when the server stops
-//! ([`super::context::Ctx::stop_streams`]) or the client goes away (the
-//! body is dropped).
+//! notifier's `watch` ([`super::commits`]) and, on waking, copies its new
+//! lines from the window on the server's threads. A follow stream ends
+//! when the server stops ([`super::context::Ctx::stop_streams`]) or the
+//! client goes away (the body is dropped). Nothing waits for a stream
+//! that is not read: the window moves on without it, and the stream reads
+//! the log itself when it is read again.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,40 +17,39 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::Stream;
 use tokio::sync::watch;
-use weir_log::{Reader, TypeMask};
-use weir_view::record::{record_json, record_line};
 
 use super::context::{Ctx, FollowerGuard};
-use super::query::Format;
-
-/// A chunk is sent once it holds this many bytes (or the reader has
-/// caught up): large enough to amortize writes, small enough to stream.
-const CHUNK: usize = 64 * 1024;
+use super::cursor::Cursor;
+use super::window::Window;
 
 /// A caught-up stream looks again this often even without a notice from
 /// the notifier (a safety net, and the only wake-up if it failed to
 /// start).
 const RECHECK: Duration = Duration::from_secs(1);
 
-/// Where a stream reads and how it shows records.
+/// A stream of records.
 pub(crate) struct Tail {
-    pub(crate) ctx: Arc<Ctx>,
-    pub(crate) reader: Reader,
-    pub(crate) mask: Option<TypeMask>,
-    pub(crate) format: Format,
-    /// Records still to send; `None`: no limit.
-    pub(crate) remaining: Option<u64>,
+    ctx: Arc<Ctx>,
+    window: Arc<Window>,
+    cursor: Cursor,
     /// Keep waiting for new records once caught up.
-    pub(crate) follow: Option<FollowerGuard>,
-    /// Started at the oldest record without an explicit `from`: if that
-    /// segment is collected before the first read, start at the new oldest.
-    pub(crate) chase_oldest: bool,
+    follow: Option<FollowerGuard>,
 }
 
 /// What one step of the stream yields.
 type Item = Result<Bytes, weir_log::Error>;
 
 impl Tail {
+    /// A stream from `cursor`, following when `follow` is given.
+    pub(crate) fn new(ctx: Arc<Ctx>, cursor: Cursor, follow: Option<FollowerGuard>) -> Tail {
+        Tail {
+            window: ctx.notifier.window().clone(),
+            ctx,
+            cursor,
+            follow,
+        }
+    }
+
     /// The stream of chunks.
     pub(crate) fn into_stream(self) -> impl Stream<Item = Item> + Send + 'static {
         let commits = self.ctx.commits.clone();
@@ -62,7 +62,11 @@ impl Tail {
                     return None;
                 }
                 let mut buf = Vec::new();
-                match t.fill(&mut buf) {
+                let following = t.follow.is_some();
+                match t
+                    .cursor
+                    .fill(&t.ctx.state.log, &t.window, following, &mut buf)
+                {
                     Err(e) if buf.is_empty() => {
                         tracing::warn!(error = %e, "a record stream failed");
                         return Some((Err(e), None));
@@ -73,7 +77,7 @@ impl Tail {
                     }
                     _ => {}
                 }
-                if t.remaining == Some(0) || t.follow.is_none() {
+                if t.cursor.done() || !following {
                     return None;
                 }
                 if !t.wait(&mut commits, &mut stop).await {
@@ -83,42 +87,14 @@ impl Tail {
         })
     }
 
-    /// Reads and renders records into `buf` until it holds a chunk, the
-    /// reader has caught up, or the limit is reached.
-    fn fill(&mut self, buf: &mut Vec<u8>) -> Result<(), weir_log::Error> {
-        while buf.len() < CHUNK && self.remaining != Some(0) {
-            let rec = match self.reader.next_record() {
-                Ok(Some(r)) => r,
-                Ok(None) => return Ok(()),
-                Err(weir_log::Error::Truncated { oldest, .. }) if self.chase_oldest => {
-                    self.chase_oldest = false;
-                    self.reader = reader(&self.ctx, oldest, self.mask.as_ref());
-                    continue;
-                }
-                Err(e) => return Err(e),
-            };
-            self.chase_oldest = false;
-            let line = match self.format {
-                Format::Json => record_json(&rec),
-                Format::Text => record_line(&rec),
-            };
-            buf.extend_from_slice(line.as_bytes());
-            buf.push(b'\n');
-            if let Some(n) = &mut self.remaining {
-                *n -= 1;
-            }
-        }
-        Ok(())
-    }
-
-    /// Waits until a record past the reader's position is committed.
-    /// `false`: the server is stopping.
+    /// Waits until the notifier has published a record at or past the
+    /// stream's position. `false`: the server is stopping.
     async fn wait(
         &self,
         commits: &mut watch::Receiver<u64>,
         stop: &mut watch::Receiver<bool>,
     ) -> bool {
-        let pos = self.reader.position();
+        let pos = self.cursor.position();
         let notifier_gone = tokio::select! {
             _ = stop.wait_for(|&s| s) => return false,
             r = tokio::time::timeout(RECHECK, commits.wait_for(|&c| c >= pos)) => {
@@ -130,14 +106,5 @@ impl Tail {
             tokio::time::sleep(RECHECK).await;
         }
         !*stop.borrow()
-    }
-}
-
-/// A reader of the log from `from`, through `mask`.
-pub(crate) fn reader(ctx: &Ctx, from: u64, mask: Option<&TypeMask>) -> Reader {
-    let r = ctx.state.log.reader(from);
-    match mask {
-        Some(m) if !m.is_all() => r.with_mask(m.clone()),
-        _ => r,
     }
 }
