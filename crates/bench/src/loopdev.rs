@@ -194,6 +194,25 @@ pub(crate) fn self_in_private_ns(args: &[OsString]) -> Result<Command> {
     Ok(cmd)
 }
 
+/// Runs this executable again as `INNER --outer-ns NS ARGS...` in a new
+/// private mount namespace, where ARGS are the arguments that followed
+/// `bench` on this command line (they pass through unchanged); fails
+/// unless it succeeds.
+pub(crate) fn rerun_in_private_ns(bench: &str, inner: &str) -> Result<()> {
+    let argv: Vec<OsString> = std::env::args_os().collect();
+    let pos = argv
+        .iter()
+        .position(|a| a == bench)
+        .with_context(|| format!("{bench} not found in the arguments"))?;
+    let mut args: Vec<OsString> = vec![inner.into(), "--outer-ns".into(), mount_ns()?.into()];
+    args.extend_from_slice(&argv[pos + 1..]);
+    let st = self_in_private_ns(&args)?.status().context("run unshare")?;
+    if !st.success() {
+        bail!("{bench} in a private mount namespace failed ({st})");
+    }
+    Ok(())
+}
+
 /// Fails unless this process is in a mount namespace other than
 /// `outer_ns`, so that nothing it mounts reaches the host.
 pub(crate) fn ensure_private_ns(outer_ns: &str) -> Result<()> {

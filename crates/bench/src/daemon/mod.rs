@@ -14,7 +14,6 @@ mod followers;
 mod query;
 mod restart;
 
-use std::ffi::OsString;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
@@ -103,24 +102,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
     if a.pvs() < 2 || a.mounts() == 0 || a.storm() == 0 || a.runs() == 0 {
         bail!("--pvs must be at least 2, and --mounts, --storm and --runs positive");
     }
-    let argv: Vec<OsString> = std::env::args_os().collect();
-    let pos = argv
-        .iter()
-        .position(|a| a == BENCH)
-        .context("daemon not found in the arguments")?;
-    let mut args: Vec<OsString> = vec![
-        "daemon-inner".into(),
-        "--outer-ns".into(),
-        loopdev::mount_ns()?.into(),
-    ];
-    args.extend_from_slice(&argv[pos + 1..]);
-    let st = loopdev::self_in_private_ns(&args)?
-        .status()
-        .context("run unshare")?;
-    if !st.success() {
-        bail!("daemon in a private mount namespace failed ({st})");
-    }
-    Ok(())
+    loopdev::rerun_in_private_ns(BENCH, "daemon-inner")
 }
 
 /// The hidden `daemon-inner`: the whole benchmark, in the namespace.

@@ -27,7 +27,6 @@ mod targets;
 pub(crate) mod watch_child;
 mod watchers;
 
-use std::ffi::OsString;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
@@ -144,24 +143,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         bail!("--rounds and --raw-rounds must be positive");
     }
     // The options pass through unchanged: everything after the subcommand.
-    let argv: Vec<OsString> = std::env::args_os().collect();
-    let pos = argv
-        .iter()
-        .position(|a| a == "mount-storm")
-        .context("mount-storm not found in the arguments")?;
-    let mut args: Vec<OsString> = vec![
-        "mount-storm-inner".into(),
-        "--outer-ns".into(),
-        loopdev::mount_ns()?.into(),
-    ];
-    args.extend_from_slice(&argv[pos + 1..]);
-    let st = loopdev::self_in_private_ns(&args)?
-        .status()
-        .context("run unshare")?;
-    if !st.success() {
-        bail!("mount-storm in a private mount namespace failed ({st})");
-    }
-    Ok(())
+    loopdev::rerun_in_private_ns("mount-storm", "mount-storm-inner")
 }
 
 /// The hidden `mount-storm-inner`: the whole benchmark, in the namespace.
