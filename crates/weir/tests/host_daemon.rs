@@ -10,6 +10,10 @@
 
 #[path = "support/child_lines.rs"]
 mod child_lines;
+// Each test uses a part of it.
+#[allow(dead_code)]
+#[path = "support/daemon_child.rs"]
+mod daemon_child;
 
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -20,47 +24,11 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use child_lines::{Reap, lines_of, wait_line};
+use daemon_child::{in_private_namespace, on_path};
 use rustix::process::{Pid, Signal, kill_process};
 use weir_log::{FLAG_RECONCILED, LogRecord, Reader, RecordType};
 
 const PATIENCE: Duration = Duration::from_secs(30);
-const INNER: &str = "WEIR_HOST_TEST_INNER";
-
-/// True in the inner run, inside the namespace; the outer run spawns it
-/// and checks it passed. Without root or `unshare` it says why it skips.
-fn in_private_namespace(test: &str) -> bool {
-    if std::env::var(INNER).as_deref() == Ok(test) {
-        return true;
-    }
-    if !rustix::process::geteuid().is_root() {
-        eprintln!("skipping {test}: needs root to mount");
-        return false;
-    }
-    if !on_path("unshare") {
-        eprintln!("skipping {test}: unshare (util-linux) is not installed");
-        return false;
-    }
-    let out = Command::new("unshare")
-        .args(["-m", "--propagation", "private"])
-        .arg(std::env::current_exe().expect("current_exe"))
-        .args(["--exact", test, "--nocapture", "--test-threads=1"])
-        .env(INNER, test)
-        .output()
-        .expect("run unshare");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && text.contains("1 passed"),
-        "{test} failed in its namespace ({}):\n{text}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    false
-}
-
-fn on_path(tool: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
-}
 
 /// `weir ARGS...` with a clean environment for the daemon.
 fn weir(args: &[&str]) -> Command {
