@@ -171,6 +171,9 @@ fn twenty_pvs_attached_while_down_are_reconciled_once() {
     let activated = dir.path().join("activated");
     let script = format!("printf '%s\\n' \"$1\" >> '{}'", activated.display());
     let argv = ["/bin/sh", "-c", &script, "sh"].map(str::to_owned).to_vec();
+    // Committed, so that `since` is past every record logged so far: the
+    // committer may not have written the first tracker's last ones yet.
+    log.sync().expect("sync the log");
     let since = log.last_index();
     let t2 = start(&fleet, &log, Some(checkpoint.clone()), Some(argv));
     let all = records(&log);
@@ -291,6 +294,9 @@ fn after_a_crash_the_records_past_the_checkpoint_are_not_logged_again() {
     for i in 3..PVS {
         fleet.attach(i);
     }
+    // Committed, so that `since` is past every record logged so far: the
+    // committer may not have written the first tracker's last ones yet.
+    log.sync().expect("sync the log");
     let since = log.last_index();
     let t2 = start(&fleet, &log, Some(stale.clone()), None);
     let recs = records(&log);
