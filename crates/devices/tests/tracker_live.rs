@@ -249,6 +249,19 @@ fn assert_attach_records(
 }
 
 /// The records of member `i` detached from the complete VG.
+/// A loop detach ends with the media-change uevent, after which the
+/// kernel gives the empty device a new diskseq: its own DEVICE_CHANGE,
+/// with nothing else changed.
+fn assert_diskseq_bump(c: &Change) {
+    match &c.kind {
+        ChangeKind::DeviceChange { old, new, changed } => {
+            assert_eq!(changed, &["diskseq"], "{c:?}");
+            assert!(new.diskseq > old.diskseq, "{c:?}");
+        }
+        other => panic!("not the diskseq change: {other:?}"),
+    }
+}
+
 fn assert_detach_records(fleet: &Fleet, truth: &Truth, recs: &[LogRecord], i: usize) {
     let (vg, vg_target) = (fleet.vg_name(), undashed(&truth.vg_uuid));
     let gone = truth.pv_uuid[&fleet.path(i)].as_str();
@@ -379,7 +392,11 @@ fn pvs_attached_one_by_one_complete_the_vg_once_then_detach_and_reattach() {
     t.sync().expect("sync");
     let ours = seen.ours_since(&fleet, from);
     let kinds: Vec<&str> = ours.iter().map(Change::name).collect();
-    assert_eq!(kinds, ["DEVICE_CHANGE", "PV_LOST", "VG_INCOMPLETE"]);
+    assert_eq!(
+        kinds,
+        ["DEVICE_CHANGE", "PV_LOST", "VG_INCOMPLETE", "DEVICE_CHANGE"]
+    );
+    assert_diskseq_bump(&ours[3]);
     match &ours[1].kind {
         ChangeKind::PvLost {
             name, uuid, vg: v, ..
@@ -504,7 +521,8 @@ fn a_start_with_the_vg_complete_logs_it_flagged_scan_and_tracks_a_copy() {
     t.sync().expect("sync");
     let ours = seen.ours_since(&fleet, from);
     let kinds: Vec<&str> = ours.iter().map(Change::name).collect();
-    assert_eq!(kinds, ["DEVICE_CHANGE", "PV_LOST"]);
+    assert_eq!(kinds, ["DEVICE_CHANGE", "PV_LOST", "DEVICE_CHANGE"]);
+    assert_diskseq_bump(&ours[2]);
     t.with_inventory(|inv| {
         let vgs = inv.vgs();
         assert!(vgs[0].complete && vgs[0].duplicates == 0, "{vgs:?}");
