@@ -15,7 +15,7 @@ use weir_client::{Client, ErrorCode, PathQuery};
 
 /// The environment variable that names the socket when `--socket` is not
 /// given.
-const SOCKET_ENV: &str = "WEIR_SOCKET";
+pub(crate) const SOCKET_ENV: &str = "WEIR_SOCKET";
 
 /// Where the daemon is, and whether to ask it.
 #[derive(Debug, Clone)]

@@ -9,13 +9,11 @@ use anyhow::{Context, Result};
 use weir_daemon::config::{Config, ConfigOverrides};
 
 use crate::cli::RunArgs;
+use crate::daemon::SOCKET_ENV;
 use crate::state_dir::StateDir;
 
 /// The configuration file read when `--config` is not given, if it exists.
 const DEFAULT_CONFIG: &str = "/etc/weir/weir.toml";
-/// The socket's environment variable, as the client commands read it
-/// (`crate::daemon`).
-const SOCKET_ENV: &str = "WEIR_SOCKET";
 
 pub(super) fn run(
     args: &RunArgs,
