@@ -44,8 +44,11 @@ pub struct TrackerOptions {
     /// reading under the mountinfo backend, and the comparisons that catch
     /// remounts under fanotify. Default 0.05 (5%).
     pub budget: f64,
-    /// Under fanotify, a comparison waits until events have been quiet this
-    /// long, so a storm is compared once at its end. Default 20 ms.
+    /// A storm is compared once at its pause: under fanotify a comparison
+    /// waits until events have been quiet this long; under mountinfo, a
+    /// change that comes within `min_interval` of the last reading waits
+    /// until POLLPRI has been quiet this long (a lone change is read at
+    /// once). Default 20 ms.
     pub quiet: Duration,
     /// The least time between two readings that a change (POLLPRI) asks
     /// for, so that a storm is read in batches rather than per change: each

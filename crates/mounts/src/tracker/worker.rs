@@ -54,6 +54,9 @@ pub(super) struct Worker {
     dirty_since: Option<Instant>,
     /// When the last fanotify event came.
     pub(super) last_event: Instant,
+    /// When POLLPRI last said the table changed. Under mountinfo, which has
+    /// no events, a storm's pause is measured from it.
+    last_pri: Instant,
     pub(super) need_resync: bool,
     last_reading: Instant,
     /// Mounts that were gone before they could be read: their detach is
@@ -96,6 +99,7 @@ impl Worker {
             wake,
             dirty_since: None,
             last_event: now,
+            last_pri: now,
             need_resync: false,
             last_reading: now,
             gone: HashSet::new(),
@@ -134,7 +138,10 @@ impl Worker {
                     tv_nsec: i64::from(left.subsec_nanos()),
                 }
             });
-            let watch_pri = self.dirty_since.is_none();
+            // Under mountinfo PRI stays watched while a reading is pending,
+            // so that a storm's pause can be seen (each poll that reports
+            // it re-arms it); under fanotify the events show the pause.
+            let watch_pri = self.dirty_since.is_none() || self.watch.is_none();
             let (woke, fan, pri) = {
                 let mut fds = Vec::with_capacity(3);
                 fds.push(PollFd::new(&*self.wake, PollFlags::IN));
@@ -158,7 +165,9 @@ impl Worker {
                 (r(0), r(2), watch_pri && r(1))
             };
             if pri {
-                self.dirty_since.get_or_insert_with(Instant::now);
+                let now = Instant::now();
+                self.last_pri = now;
+                self.dirty_since.get_or_insert(now);
             }
             if fan && let Err(e) = self.drain_events() {
                 // Events may be lost with the failed batch: a full reading
@@ -219,6 +228,8 @@ impl Worker {
                 (now + self.budget.wait(now)).max(self.last_reading + self.opts.min_interval);
             if self.watch.is_some() {
                 t = t.max(self.last_event + self.opts.quiet);
+            } else if self.in_storm(since) {
+                t = t.max(self.last_pri + self.opts.quiet);
             }
             at(t.min(since + self.opts.max_delay));
         }
@@ -236,7 +247,10 @@ impl Worker {
             return Some(Why::Overflow);
         }
         if let Some(since) = self.dirty_since {
-            let quiet = self.watch.is_none() || now >= self.last_event + self.opts.quiet;
+            let quiet = match &self.watch {
+                Some(_) => now >= self.last_event + self.opts.quiet,
+                None => !self.in_storm(since) || now >= self.last_pri + self.opts.quiet,
+            };
             let spaced = now >= self.last_reading + self.opts.min_interval;
             if (budget_ok && quiet && spaced) || now >= since + self.opts.max_delay {
                 return Some(Why::Changed);
@@ -252,6 +266,16 @@ impl Worker {
         let wanted = self.need_resync || self.dirty_since.is_some();
         self.stats.set_throttled(wanted && !budget_ok);
         None
+    }
+
+    /// Under mountinfo, whether the pending change is part of a storm: it
+    /// came within `min_interval` of the last reading. A lone change is
+    /// read at once (budget permitting), so one mount reaches the log in
+    /// about a millisecond; in a storm the reading waits for a pause of
+    /// `quiet` (at most `max_delay`), as under fanotify, because each
+    /// reading holds the namespace lock the mounters need.
+    fn in_storm(&self, since: Instant) -> bool {
+        self.watch.is_none() && since < self.last_reading + self.opts.min_interval
     }
 
     /// Charges the budget and shows its new level in the stats.

@@ -1,0 +1,82 @@
+//! The mountinfo backend's pacing: a lone change is read at once, while a
+//! storm is read about once, at its pause, rather than every
+//! `min_interval` all through it (each reading holds the namespace lock
+//! the mounters need). In a private mount namespace.
+
+mod support;
+
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use rustix::mount::{MountFlags, UnmountFlags, mount, mount_bind, unmount};
+use weir_mounts::{BackendChoice, Tracker, TrackerOptions};
+
+use support::in_private_namespace;
+
+const STORM: usize = 1000;
+
+fn seen(t: &Tracker, p: &Path) -> bool {
+    let point = p.as_os_str().as_bytes();
+    t.mounts().iter().any(|m| *m.mount_point == *point)
+}
+
+#[test]
+fn a_lone_mount_is_read_at_once_and_a_storm_at_its_pause() {
+    if !in_private_namespace("a_lone_mount_is_read_at_once_and_a_storm_at_its_pause") {
+        return;
+    }
+    let opts = TrackerOptions {
+        backend: BackendChoice::Mountinfo,
+        // Generous, so that only the pacing holds readings back.
+        budget: 1.0,
+        audit_interval: None,
+        ..TrackerOptions::default()
+    };
+    let (quiet, max_delay) = (opts.quiet, opts.max_delay);
+    let t = Tracker::start(None, opts, None).expect("start tracker");
+    let d = tempfile::tempdir().unwrap();
+    mount("weirtest", d.path(), "tmpfs", MountFlags::empty(), None).expect("mount tmpfs");
+
+    // Lone: read without a sync, well before max_delay would force it.
+    let t0 = Instant::now();
+    while !seen(&t, d.path()) {
+        assert!(
+            t0.elapsed() < max_delay / 2,
+            "a lone mount waited: {:?}",
+            t.stats()
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+
+    // A storm with no pause as long as `quiet`.
+    std::thread::sleep(Duration::from_millis(200));
+    let src = d.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    let targets: Vec<_> = (0..STORM).map(|i| d.path().join(format!("t{i}"))).collect();
+    let before = t.stats().readings;
+    for p in &targets {
+        std::fs::create_dir(p).unwrap();
+        mount_bind(&src, p).expect("bind mount");
+        std::thread::sleep(quiet / 20);
+    }
+    let t1 = Instant::now();
+    while !targets.iter().all(|p| seen(&t, p)) {
+        assert!(t1.elapsed() < max_delay * 2, "{:?}", t.stats());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let readings = t.stats().readings - before;
+    // One at the first mount, one at the pause; a few more if the storm
+    // was descheduled for longer than `quiet`. Reading every
+    // `min_interval` would take about 20 over this storm.
+    assert!(
+        readings <= 6,
+        "{readings} readings in the storm: {:?}",
+        t.stats()
+    );
+
+    t.sync().unwrap();
+    assert!(targets.iter().all(|p| seen(&t, p)));
+    t.stop().unwrap();
+    unmount(d.path(), UnmountFlags::DETACH).expect("detach the tmpfs");
+}
