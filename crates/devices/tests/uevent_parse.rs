@@ -98,7 +98,7 @@ fn actions() {
         ("offline", Action::Offline),
         ("bind", Action::Bind),
         ("unbind", Action::Unbind),
-        ("frobnicate", Action::Other("frobnicate".into())),
+        ("frobnicate", Action::Unknown("frobnicate".into())),
     ] {
         let msg =
             format!("{word}@/devices/x\0ACTION={word}\0DEVPATH=/devices/x\0SUBSYSTEM=block\0");

@@ -1,9 +1,9 @@
 //! Resolving the socket's group name to a gid from `/etc/group`.
 //!
-//! rustix has no `getgrnam`, and calling libc's would need `unsafe` (and
-//! NSS modules in the daemon). The group weir needs is a local system group
-//! (created by sysusers.d or the package), so the local file is enough;
-//! a group known only to LDAP is reported as missing.
+//! rustix has no `getgrnam`, and calling libc's would mean FFI outside
+//! weir-sys (and NSS modules in the daemon). The group weir needs is a
+//! local system group (created by sysusers.d or the package), so the local
+//! file is enough; a group known only to LDAP is reported as missing.
 //!
 //! The file is read with a size bound and parsed leniently: malformed
 //! lines are skipped, never trusted.

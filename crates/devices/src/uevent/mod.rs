@@ -56,8 +56,8 @@ pub enum Action {
     Bind,
     /// `unbind`.
     Unbind,
-    /// Any other action word, kept as sent.
-    Other(String),
+    /// An action word this parser does not know (a newer kernel), kept as sent.
+    Unknown(String),
 }
 
 impl Action {
@@ -72,11 +72,11 @@ impl Action {
             Action::Offline => "offline",
             Action::Bind => "bind",
             Action::Unbind => "unbind",
-            Action::Other(s) => s,
+            Action::Unknown(s) => s,
         }
     }
 
-    /// The action for a word; unknown words become [`Action::Other`].
+    /// The action for a word; unknown words become [`Action::Unknown`].
     pub fn from_word(word: &str) -> Action {
         match word {
             "add" => Action::Add,
@@ -87,7 +87,7 @@ impl Action {
             "offline" => Action::Offline,
             "bind" => Action::Bind,
             "unbind" => Action::Unbind,
-            other => Action::Other(other.to_owned()),
+            other => Action::Unknown(other.to_owned()),
         }
     }
 }
