@@ -91,28 +91,56 @@ fn check_len(field: &'static str, len: usize, max: usize) -> Result<()> {
 /// Appends the frame of `r` to `out`. `len` must come from [`encoded_len`].
 pub fn encode_into(r: &Record<'_>, index: u64, time_ns: u64, len: usize, out: &mut Vec<u8>) {
     let start = out.len();
-    out.reserve(len);
-    out.extend_from_slice(&(len as u32).to_le_bytes());
-    out.extend_from_slice(&[0; 4]);
-    out.extend_from_slice(&index.to_le_bytes());
-    out.extend_from_slice(&time_ns.to_le_bytes());
-    out.extend_from_slice(&r.kind.0.to_le_bytes());
-    out.extend_from_slice(&r.flags.to_le_bytes());
+    out.resize(start + len, 0);
+    encode_to(r, index, time_ns, &mut out[start..]);
+}
+
+/// Writes the frame of `r` into `out`, which must be exactly
+/// [`encoded_len`] bytes long. The append path encodes small frames this
+/// way into a stack buffer, with no allocation and no capacity checks.
+///
+/// # Panics
+///
+/// If `out` is not the record's encoded length.
+#[inline]
+pub fn encode_to(r: &Record<'_>, index: u64, time_ns: u64, out: &mut [u8]) {
+    let len = out.len();
+    let mut w = Cursor { out, at: 0 };
+    w.put(&(len as u32).to_le_bytes());
+    w.put(&[0; 4]);
+    w.put(&index.to_le_bytes());
+    w.put(&time_ns.to_le_bytes());
+    w.put(&r.kind.0.to_le_bytes());
+    w.put(&r.flags.to_le_bytes());
     for part in [r.target.len(), r.parent.len(), r.name.len(), r.fields.len()] {
-        out.extend_from_slice(&(part as u16).to_le_bytes());
+        w.put(&(part as u16).to_le_bytes());
     }
-    out.extend_from_slice(r.target);
-    out.extend_from_slice(r.parent);
-    out.extend_from_slice(r.name);
+    w.put(r.target);
+    w.put(r.parent);
+    w.put(r.name);
     for f in r.fields {
-        out.extend_from_slice(&(f.key.len() as u16).to_le_bytes());
-        out.extend_from_slice(&(f.value.len() as u32).to_le_bytes());
-        out.extend_from_slice(f.key.as_bytes());
-        out.extend_from_slice(f.value);
+        w.put(&(f.key.len() as u16).to_le_bytes());
+        w.put(&(f.value.len() as u32).to_le_bytes());
+        w.put(f.key.as_bytes());
+        w.put(f.value);
     }
-    debug_assert_eq!(out.len() - start, len);
-    let crc = frame_crc(&out[start..]);
-    out[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
+    assert_eq!(w.at, len, "the buffer is not the encoded length");
+    let crc = frame_crc(w.out);
+    w.out[4..8].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// Writes parts one after another into a slice of known length.
+struct Cursor<'a> {
+    out: &'a mut [u8],
+    at: usize,
+}
+
+impl Cursor<'_> {
+    #[inline]
+    fn put(&mut self, b: &[u8]) {
+        self.out[self.at..self.at + b.len()].copy_from_slice(b);
+        self.at += b.len();
+    }
 }
 
 /// Encodes a record into a new buffer (convenient for tests and tools).

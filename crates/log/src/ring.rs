@@ -216,23 +216,37 @@ impl Ring {
             spill.insert(index, frame.to_vec());
             return;
         }
-        let slot = &self.slots[(index & self.mask) as usize];
         if frame.len() <= INLINE {
             let mut buf = [0u8; INLINE];
             buf[..frame.len()].copy_from_slice(frame);
-            let n = frame.len().div_ceil(8);
-            for (w, chunk) in slot.words[..n].iter().zip(buf.chunks_exact(8)) {
-                w.store(
-                    u64::from_le_bytes(chunk.try_into().expect("8 bytes")),
-                    Ordering::Relaxed,
-                );
-            }
-        } else {
-            let mut big = slot.big.lock().unwrap_or_else(|p| p.into_inner());
-            big.clear();
-            big.extend_from_slice(frame);
+            self.publish_inline(index, &buf, frame.len());
+            return;
         }
+        let slot = &self.slots[(index & self.mask) as usize];
+        let mut big = slot.big.lock().unwrap_or_else(|p| p.into_inner());
+        big.clear();
+        big.extend_from_slice(frame);
+        drop(big);
         slot.len.store(frame.len() as u32, Ordering::Relaxed);
+        slot.ready.store(index, Ordering::Release);
+    }
+
+    /// Stores the first `len` bytes (at most [`INLINE`]) of `buf` as the
+    /// frame of `index`, reserved in its slot (not spilled), and publishes
+    /// it. The append path encodes small frames straight into `buf`.
+    #[inline]
+    pub(crate) fn publish_inline(&self, index: u64, buf: &[u8; INLINE], len: usize) {
+        let slot = &self.slots[(index & self.mask) as usize];
+        for (w, chunk) in slot.words[..len.div_ceil(8)]
+            .iter()
+            .zip(buf.chunks_exact(8))
+        {
+            w.store(
+                u64::from_le_bytes(chunk.try_into().expect("8 bytes")),
+                Ordering::Relaxed,
+            );
+        }
+        slot.len.store(len as u32, Ordering::Relaxed);
         slot.ready.store(index, Ordering::Release);
     }
 
