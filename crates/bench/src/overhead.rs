@@ -45,6 +45,9 @@ pub(crate) struct Args {
     /// Where the thread directories and the logs go (should be tmpfs).
     #[arg(long, default_value = "/dev/shm")]
     dir: PathBuf,
+    /// Slots in weir's append ring [default: weir-log's default].
+    #[arg(long)]
+    ring_slots: Option<usize>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -140,6 +143,7 @@ struct WeirRun {
 /// One measurement: `n` threads for `secs` seconds, in a fresh directory.
 fn run_once(
     base: &Path,
+    opts: &Options,
     case: Case,
     n: usize,
     secs: f64,
@@ -152,7 +156,7 @@ fn run_once(
         std::fs::create_dir(d)?;
     }
     let log = match case {
-        Case::Weir => Some(Log::open(root.join("log"), Options::default())?),
+        Case::Weir => Some(Log::open(root.join("log"), opts.clone())?),
         _ => None,
     };
     let mlog = match case {
@@ -208,6 +212,10 @@ pub(crate) fn run(a: Args) -> Result<()> {
     if a.threads.is_empty() || a.threads.contains(&0) {
         bail!("--threads needs positive counts");
     }
+    let mut opts = Options::default();
+    if let Some(n) = a.ring_slots {
+        opts = opts.ring_slots(n);
+    }
     let fs = FsInfo::of(&a.dir)?;
     println!(
         "changelog-overhead: mdtest-like create+unlink of empty files, one directory per thread"
@@ -251,7 +259,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
                 // Rotate the order each round so no case always runs first.
                 let ci = (j + round) % Case::ALL.len();
                 let case = Case::ALL[ci];
-                let (r, weir_run) = run_once(base.path(), case, n, secs, k)?;
+                let (r, weir_run) = run_once(base.path(), &opts, case, n, secs, k)?;
                 k += 1;
                 let mut counters = String::new();
                 if let Some(w) = weir_run {
