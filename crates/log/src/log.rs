@@ -25,6 +25,7 @@ use crate::ring::{INLINE, Reservation, Ring};
 use crate::{codec, commit};
 
 /// Wall-clock time in ns since the Unix epoch.
+///
 /// Read with `clock_gettime` directly: `SystemTime` adds checks that cost
 /// a tenth of an append. A clock before the epoch reads as 0.
 pub(crate) fn now_ns() -> u64 {

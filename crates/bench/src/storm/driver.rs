@@ -130,7 +130,7 @@ impl Workspace {
                 c.arg(&self.mount_tool)
                     .arg(&self.src)
                     .args(&self.targets[..n]);
-                run_quiet(&mut c)?;
+                run_quiet(&mut c, "the mount(8) loop")?;
             }
             Loop::Raw => {
                 for t in &self.targets[..n] {
@@ -149,7 +149,7 @@ impl Workspace {
             Loop::Mount8 => {
                 let mut c = shell_loop(r#"u=$1; shift; for t; do "$u" "$t" || exit 1; done"#);
                 c.arg(&self.umount_tool).args(&self.targets[..n]);
-                run_quiet(&mut c)?;
+                run_quiet(&mut c, "the umount(8) loop")?;
             }
             Loop::Raw => {
                 for t in &self.targets[..n] {
@@ -213,14 +213,16 @@ fn shell_loop(script: &str) -> Command {
     c
 }
 
-fn run_quiet(c: &mut Command) -> Result<()> {
+/// Runs `c`, called `what` in errors: its arguments, thousands of targets,
+/// would drown the message.
+fn run_quiet(c: &mut Command, what: &str) -> Result<()> {
     let st = c
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .status()
-        .with_context(|| format!("run {c:?}"))?;
+        .with_context(|| format!("run {what}"))?;
     if !st.success() {
-        bail!("{c:?} failed ({st})");
+        bail!("{what} failed ({st})");
     }
     Ok(())
 }
