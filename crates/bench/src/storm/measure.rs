@@ -27,9 +27,10 @@ pub(crate) struct Phase {
     pub(crate) cpu_s: f64,
     /// The tracker thread alone, from its own counter.
     pub(crate) tracker_cpu_s: f64,
-    /// The tracker's counters over the phase: fanotify events read, whole
-    /// readings, and the CPU those readings took.
+    /// The tracker's counters over the phase: fanotify events, the reads
+    /// that returned them, whole readings, and the CPU those readings took.
     pub(crate) events: u64,
+    pub(crate) event_reads: u64,
     pub(crate) readings: u64,
     pub(crate) reading_cpu_s: f64,
     /// How long the watcher took to catch up after the loop.
@@ -82,8 +83,14 @@ impl Measurement {
             let mut s = format!("{name} {:>7.3} s", p.wall_s);
             if self.mode.backend().is_some() {
                 s += &format!(
-                    " ({who} CPU {:.3} s: tracker {:.3} s, {} events, {} readings taking {:.3} s; idle {:.1} s later)",
-                    p.cpu_s, p.tracker_cpu_s, p.events, p.readings, p.reading_cpu_s, p.settle_s
+                    " ({who} CPU {:.3} s: tracker {:.3} s, {} events in {} reads, {} readings taking {:.3} s; idle {:.1} s later)",
+                    p.cpu_s,
+                    p.tracker_cpu_s,
+                    p.events,
+                    p.event_reads,
+                    p.readings,
+                    p.reading_cpu_s,
+                    p.settle_s
                 );
             } else if !who.is_empty() {
                 s += &format!(
@@ -192,6 +199,7 @@ fn phase(
         cpu_s: cpu::secs(cpu1.saturating_sub(cpu0)),
         tracker_cpu_s: cpu::secs(s1.cpu_ns.saturating_sub(s0.cpu_ns)),
         events: s1.events - s0.events,
+        event_reads: s1.event_reads - s0.event_reads,
         readings: s1.readings - s0.readings,
         reading_cpu_s: cpu::secs(s1.reading_cpu_ns.saturating_sub(s0.reading_cpu_ns)),
         settle_s,

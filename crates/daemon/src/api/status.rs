@@ -66,6 +66,8 @@ fn mounts(t: &weir_mounts::Tracker) -> Value {
         "running": !t.is_finished(),
         "count": t.len(),
         "events": s.events,
+        "event_reads": s.event_reads,
+        "wakeups": s.wakeups,
         "overflows": s.overflows,
         "readings": s.readings,
         "changes": s.changes,

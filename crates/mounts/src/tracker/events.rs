@@ -32,8 +32,11 @@ impl Worker {
             if n == 0 {
                 break;
             }
-            self.last_event = Instant::now();
+            let now = Instant::now();
+            self.storm = now.saturating_duration_since(self.last_event) < self.opts.batch * 2;
+            self.last_event = now;
             self.stats.events.fetch_add(n as u64, Ordering::Relaxed);
+            self.stats.event_reads.fetch_add(1, Ordering::Relaxed);
             let state = self.state.clone();
             {
                 let mut st = write(&state);

@@ -55,6 +55,14 @@ pub struct TrackerOptions {
     /// reading holds the kernel's namespace lock and slows the mounters.
     /// `sync()` does not wait for it. Default 50 ms.
     pub min_interval: Duration,
+    /// Under fanotify, how long events may gather in a storm before the
+    /// tracker reads them. A lone event is read at once; once events come
+    /// less than twice this apart, each read waits until this long after
+    /// the previous one, so a storm of mount(8) processes wakes the tracker
+    /// once per few mounts instead of once per mount (each wakeup costs
+    /// more than the event's own work). `sync()` does not wait for it.
+    /// Default 5 ms; zero reads every event at once.
+    pub batch: Duration,
     /// The longest a known change waits for its reading, budget or not.
     /// Under fanotify, a storm that never pauses is compared this often.
     /// Default 5 s.
@@ -85,6 +93,7 @@ impl Default for TrackerOptions {
             budget: 0.05,
             quiet: Duration::from_millis(20),
             min_interval: Duration::from_millis(50),
+            batch: Duration::from_millis(5),
             max_delay: Duration::from_secs(5),
             audit_interval: Some(Duration::from_secs(30)),
             previous: None,

@@ -12,6 +12,13 @@ use crate::budget::BudgetGauge;
 pub struct TrackerStats {
     /// fanotify events read.
     pub events: u64,
+    /// Reads of the fanotify group that returned events: how often events
+    /// woke the tracker. In a storm it reads a few events each time (see
+    /// `TrackerOptions::batch`); far fewer than `events`.
+    pub event_reads: u64,
+    /// Times the tracker's loop woke, for any reason: events, a change
+    /// to mountinfo, a request, a deadline.
+    pub wakeups: u64,
     /// fanotify queue overflows (each followed by a full resynchronisation).
     pub overflows: u64,
     /// Whole-table readings and comparisons.
@@ -45,6 +52,8 @@ pub struct TrackerStats {
 #[derive(Default)]
 pub(crate) struct SharedStats {
     pub(super) events: AtomicU64,
+    pub(super) event_reads: AtomicU64,
+    pub(super) wakeups: AtomicU64,
     pub(super) overflows: AtomicU64,
     pub(super) readings: AtomicU64,
     pub(super) changes: AtomicU64,
@@ -64,6 +73,8 @@ impl SharedStats {
         let (budget_tokens_ns, budget_capacity_ns) = self.budget.level(Instant::now());
         TrackerStats {
             events: l(&self.events),
+            event_reads: l(&self.event_reads),
+            wakeups: l(&self.wakeups),
             overflows: l(&self.overflows),
             readings: l(&self.readings),
             changes: l(&self.changes),

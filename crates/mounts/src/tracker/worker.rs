@@ -52,8 +52,11 @@ pub(super) struct Worker {
     budget: Budget,
     /// When POLLPRI first said the table changed since the last reading.
     dirty_since: Option<Instant>,
-    /// When the last fanotify event came.
+    /// When the last batch of fanotify events was read.
     pub(super) last_event: Instant,
+    /// Whether the last batch came within twice `batch` of the one before:
+    /// a storm, whose events are left to gather for `batch`.
+    pub(super) storm: bool,
     /// When POLLPRI last said the table changed. Under mountinfo, which has
     /// no events, a storm's pause is measured from it.
     last_pri: Instant,
@@ -99,6 +102,7 @@ impl Worker {
             wake,
             dirty_since: None,
             last_event: now,
+            storm: false,
             last_pri: now,
             need_resync: false,
             last_reading: now,
@@ -131,7 +135,14 @@ impl Worker {
 
     pub(super) fn run(mut self) -> Result<()> {
         loop {
-            let timeout = self.next_deadline().map(|d| {
+            // In a storm the events are left to gather (the fd is not
+            // polled) until `hold` has passed.
+            let hold = self.hold_events_until(Instant::now());
+            let deadline = match (self.next_deadline(), hold) {
+                (Some(d), Some(h)) => Some(d.min(h)),
+                (d, h) => d.or(h),
+            };
+            let timeout = deadline.map(|d| {
                 let left = d.saturating_duration_since(Instant::now());
                 rustix::time::Timespec {
                     tv_sec: left.as_secs() as i64,
@@ -142,27 +153,43 @@ impl Worker {
             // so that a storm's pause can be seen (each poll that reports
             // it re-arms it); under fanotify the events show the pause.
             let watch_pri = self.dirty_since.is_none() || self.watch.is_none();
+            // An fd that is not to wake the loop is left out of the set, not
+            // given an empty mask: mountinfo's poll reports a change as
+            // POLLERR too, which no mask can turn off, so a masked fd would
+            // wake the loop at every mount anyway.
             let (woke, fan, pri) = {
                 let mut fds = Vec::with_capacity(3);
                 fds.push(PollFd::new(&*self.wake, PollFlags::IN));
-                fds.push(PollFd::from_borrowed_fd(
-                    self.mountinfo.as_fd(),
-                    if watch_pri {
-                        PollFlags::PRI
-                    } else {
-                        PollFlags::empty()
-                    },
-                ));
-                if let Some(w) = &self.watch {
-                    fds.push(PollFd::from_borrowed_fd(w.as_fd(), PollFlags::IN));
-                }
+                let pri_at = watch_pri.then(|| {
+                    fds.push(PollFd::from_borrowed_fd(
+                        self.mountinfo.as_fd(),
+                        PollFlags::PRI,
+                    ));
+                    fds.len() - 1
+                });
+                let fan_at = match &self.watch {
+                    Some(w) if hold.is_none() => {
+                        fds.push(PollFd::from_borrowed_fd(w.as_fd(), PollFlags::IN));
+                        Some(fds.len() - 1)
+                    }
+                    _ => None,
+                };
                 match poll(&mut fds, timeout.as_ref()) {
-                    Ok(_) => {}
+                    Ok(_) => {
+                        self.stats.wakeups.fetch_add(1, Ordering::Relaxed);
+                    }
                     Err(rustix::io::Errno::INTR) => continue,
                     Err(e) => return Err(sys("poll", e)),
                 }
-                let r = |i: usize| fds.get(i).is_some_and(|f| !f.revents().is_empty());
-                (r(0), r(2), watch_pri && r(1))
+                let r = |i: Option<usize>| {
+                    i.and_then(|i| fds.get(i))
+                        .is_some_and(|f| !f.revents().is_empty())
+                };
+                // A hold that ran out is a read due: the events gathered
+                // during it are there, and polling again to learn so would
+                // cost a wakeup per read.
+                let held_out = hold.is_some_and(|h| Instant::now() >= h);
+                (r(Some(0)), held_out || r(fan_at), r(pri_at))
             };
             if pri {
                 let now = Instant::now();
@@ -237,6 +264,16 @@ impl Worker {
             at(self.last_reading + iv);
         }
         next
+    }
+
+    /// Until when fanotify events are left to gather: in a storm, `batch`
+    /// after the last read; `None` when they are to be read as they come.
+    fn hold_events_until(&self, now: Instant) -> Option<Instant> {
+        if self.watch.is_none() || !self.storm {
+            return None;
+        }
+        let until = self.last_event + self.opts.batch;
+        (now < until).then_some(until)
     }
 
     /// Whether a whole-table reading should run now, and why. Tells the
