@@ -49,6 +49,28 @@ impl Table {
         self.mounts.values()
     }
 
+    /// The ids of the mounts below `id` (its submounts, theirs and so on),
+    /// parents before children. One pass over the table: a move, which is
+    /// what asks, is rare next to attaches and detaches.
+    pub fn descendants(&self, id: u64) -> Vec<u64> {
+        let mut children: HashMap<u64, Vec<u64>> = HashMap::new();
+        for m in self.mounts.values() {
+            // The root mount is its own parent in some namespaces.
+            if m.id != m.parent_id {
+                children.entry(m.parent_id).or_default().push(m.id);
+            }
+        }
+        let mut out = Vec::new();
+        let mut next = vec![id];
+        while let Some(p) = next.pop() {
+            if let Some(c) = children.remove(&p) {
+                out.extend(&c);
+                next.extend(c);
+            }
+        }
+        out
+    }
+
     /// Every mount, sorted by id (for a unique-id table, that is the order
     /// they were mounted in).
     pub fn to_sorted_vec(&self) -> Vec<Mount> {
@@ -169,6 +191,30 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn descendants_are_the_whole_subtree_and_a_cycle_ends() {
+        let t = Table::from_mounts(vec![
+            mount(1, 1, "/"),
+            mount(2, 1, "/a"),
+            mount(3, 2, "/a/b"),
+            mount(4, 3, "/a/b/c"),
+            mount(5, 2, "/a/d"),
+            mount(6, 1, "/e"),
+        ]);
+        let mut below = t.descendants(2);
+        below.sort_unstable();
+        assert_eq!(below, [3, 4, 5]);
+        assert!(t.descendants(6).is_empty());
+        // The root is its own parent: it is not below itself.
+        assert_eq!(t.descendants(1).len(), 5);
+        // Parent ids from a corrupt mountinfo may loop; each mount is
+        // still listed once.
+        let looped = Table::from_mounts(vec![mount(7, 8, "/x"), mount(8, 7, "/y")]);
+        let mut below = looped.descendants(7);
+        below.sort_unstable();
+        assert_eq!(below, [7, 8]);
     }
 
     #[test]

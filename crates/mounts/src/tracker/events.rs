@@ -1,5 +1,6 @@
 //! Applying fanotify mount events: one statmount per event, never a whole
-//! reading (that is the point of this backend).
+//! reading (that is the point of this backend). A move also re-reads the
+//! moved mount's submounts, whose mount points change with it unreported.
 
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -9,6 +10,7 @@ use weir_sys::fanotify::MountEvent;
 use super::emit::write;
 use super::worker::Worker;
 use crate::change::{Change, ChangeKind, Seen};
+use crate::table::Table;
 use crate::{Result, source};
 
 impl Worker {
@@ -61,8 +63,12 @@ impl Worker {
                                     }
                                 }
                                 (Some(old), Some(new)) => {
+                                    let moved = old.mount_point != new.mount_point;
                                     changes.extend(Change::between(old, &new, Seen::Event));
                                     table.insert(new);
+                                    if moved {
+                                        self.restat_below(table, id, &mut changes)?;
+                                    }
                                 }
                                 // Moved, then gone: its detach event follows.
                                 (Some(_), None) => {}
@@ -83,6 +89,29 @@ impl Worker {
             changes.clear();
         }
         self.event_buf = evs;
+        Ok(())
+    }
+}
+
+impl Worker {
+    /// After a move, reads the moved mount's submounts again: their mount
+    /// points moved with it, and the kernel reports only the mount that
+    /// was moved. Without this they would stay at their old paths until
+    /// the next comparison, and be logged from it.
+    fn restat_below(
+        &mut self,
+        table: &mut Table,
+        id: u64,
+        changes: &mut Vec<Change>,
+    ) -> Result<()> {
+        for sub in table.descendants(id) {
+            let Some(old) = table.get(sub) else { continue };
+            // A submount gone already has its detach event to come.
+            if let Some(new) = source::stat_one(&mut self.sm, sub)? {
+                changes.extend(Change::between(old, &new, Seen::Event));
+                table.insert(new);
+            }
+        }
         Ok(())
     }
 }
