@@ -12,18 +12,11 @@ use weir_log::{Log, Options, RecordType};
 use weir_mounts::record::{FLAG_COMPARE, mount_id};
 use weir_mounts::{BackendChoice, Tracker, TrackerOptions};
 
-use support::{in_private_namespace, sh};
+use support::{in_private_namespace, sh, tmpfs};
 
-fn tmpfs(target: &Path) {
+fn dir_with_tmpfs(target: &Path) {
     std::fs::create_dir_all(target).unwrap();
-    rustix::mount::mount(
-        "weirtest",
-        target,
-        "tmpfs",
-        rustix::mount::MountFlags::empty(),
-        None,
-    )
-    .expect("mount tmpfs");
+    tmpfs(target);
 }
 
 /// `base/sub`, or `base` itself for an empty `sub` (`join("")` would add a
@@ -57,9 +50,9 @@ fn a_moved_trees_submounts_follow_it_from_the_event() {
     let d = tempfile::tempdir().unwrap();
     let log = Arc::new(Log::open(d.path().join("log"), Options::default()).unwrap());
     let (a, b) = (d.path().join("a"), d.path().join("b"));
-    tmpfs(&a);
-    tmpfs(&a.join("s1"));
-    tmpfs(&a.join("s1/s2"));
+    dir_with_tmpfs(&a);
+    dir_with_tmpfs(&a.join("s1"));
+    dir_with_tmpfs(&a.join("s1/s2"));
     std::fs::create_dir(&b).unwrap();
     let opts = TrackerOptions {
         backend: BackendChoice::Fanotify,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use weir_log::{Log, LogRecord, Options, RecordType};
 use weir_mounts::{BackendChoice, Mount, Tracker, TrackerOptions};
 
-use support::{in_private_namespace, sh};
+use support::{in_private_namespace, sh, tmpfs};
 
 fn tracker(dir: &Path, backend: BackendChoice) -> (Tracker, Arc<Log>) {
     let log = Arc::new(Log::open(dir.join("log"), Options::default()).expect("open log"));
@@ -40,17 +40,6 @@ fn at<'a>(mounts: &'a [Mount], p: &Path) -> Option<&'a Mount> {
 
 fn id_of(r: &LogRecord) -> u64 {
     weir_mounts::record::mount_id(r).expect("8-byte target")
-}
-
-fn tmpfs(target: &Path) {
-    rustix::mount::mount(
-        "weirtest",
-        target,
-        "tmpfs",
-        rustix::mount::MountFlags::empty(),
-        None,
-    )
-    .expect("mount tmpfs");
 }
 
 /// Issue 3, "Barrier": 1000 rounds of (mount, sync, query) with the

@@ -65,3 +65,15 @@ pub(crate) fn sh(cmd: &str) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Mounts a fresh tmpfs on `target`, an existing directory.
+pub(crate) fn tmpfs(target: &std::path::Path) {
+    rustix::mount::mount(
+        "weirtest",
+        target,
+        "tmpfs",
+        rustix::mount::MountFlags::empty(),
+        None,
+    )
+    .expect("mount tmpfs");
+}
