@@ -198,8 +198,6 @@ impl Drop for Workspace {
     }
 }
 
-/// Runs a mount tool as the shell loop does (stderr passes through, so a
-/// failure explains itself); fails when it fails.
 /// A bash loop running `script` over the arguments that follow. The
 /// mount(8) storm runs as the anchor's `storm.sh` runs it, a shell loop in
 /// a process of its own: spawning 2000 processes from this one, which also
@@ -213,8 +211,9 @@ fn shell_loop(script: &str) -> Command {
     c
 }
 
-/// Runs `c`, called `what` in errors: its arguments, thousands of targets,
-/// would drown the message.
+/// Runs `c` with stderr passing through, so a failed mount tool explains
+/// itself; fails when it fails. `c` is called `what` in errors: its
+/// arguments, thousands of targets, would drown the message.
 fn run_quiet(c: &mut Command, what: &str) -> Result<()> {
     let st = c
         .stdin(Stdio::null())

@@ -10,6 +10,22 @@ use crate::commit::HOLE_PATIENCE;
 use crate::mem::MemFs;
 use crate::{Options, Record, RecordType};
 
+/// A log in memory with a ring of `slots` slots, committing every 1 ms.
+fn small_ring_log(dir: &std::path::Path, slots: usize) -> Log {
+    let opts = Options::default()
+        .ring_slots(slots)
+        .flush_interval(Duration::from_millis(1))
+        .fs(Arc::new(MemFs::new()));
+    Log::open(dir, opts).unwrap()
+}
+
+/// Publishes a record named `hole` at the reservation a test held back.
+fn publish_hole(log: &Log, hole: Reservation) {
+    let record = Record::new(RecordType::UNLNK).name(b"hole");
+    let len = codec::encoded_len(&record).unwrap();
+    encode_and_publish(&log.inner.ring, &record, hole, now_ns(), len);
+}
+
 /// Lifting copies every frame past a hole into the reorder area, so it
 /// waits until writers need the room. Regression: with 16 writers on 2
 /// CPUs the committer lifted past every preempted writer, moving 15% of
@@ -17,11 +33,7 @@ use crate::{Options, Record, RecordType};
 #[test]
 fn a_hole_is_lifted_past_only_once_the_ring_is_crowded() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = Options::default()
-        .ring_slots(16)
-        .flush_interval(Duration::from_millis(1))
-        .fs(Arc::new(MemFs::new()));
-    let log = Log::open(dir.path(), opts).unwrap();
+    let log = small_ring_log(dir.path(), 16);
     let hole = log.inner.ring.try_reserve(64).unwrap();
     let append = |k: usize| {
         let _ = log
@@ -46,9 +58,7 @@ fn a_hole_is_lifted_past_only_once_the_ring_is_crowded() {
     }
     let lifted = log.stats().lifted;
     // Fill the hole before asserting: a close waits for it.
-    let record = Record::new(RecordType::UNLNK).name(b"hole");
-    let len = codec::encoded_len(&record).unwrap();
-    encode_and_publish(&log.inner.ring, &record, hole, now_ns(), len);
+    publish_hole(&log, hole);
     assert_eq!(lifted_early, 0, "lifted with the ring mostly free");
     assert_eq!(lifted, 8, "never lifted once crowded");
     assert_eq!(log.sync().unwrap().unwrap().index(), hole.index + 8);
@@ -65,11 +75,7 @@ fn a_hole_is_lifted_past_only_once_the_ring_is_crowded() {
 #[test]
 fn a_held_reservation_does_not_stop_other_writers() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = Options::default()
-        .ring_slots(4)
-        .flush_interval(Duration::from_millis(1))
-        .fs(Arc::new(MemFs::new()));
-    let log = Log::open(dir.path(), opts).unwrap();
+    let log = small_ring_log(dir.path(), 4);
     let first = log
         .append_durable(&Record::new(RecordType::MARK).name(b"first"))
         .unwrap();
@@ -95,9 +101,7 @@ fn a_held_reservation_does_not_stop_other_writers() {
     let st = log.stats();
     let readers_saw = log.last_index();
     // Fill the hole before asserting: a close waits for it.
-    let record = Record::new(RecordType::UNLNK).name(b"hole");
-    let len = codec::encoded_len(&record).unwrap();
-    encode_and_publish(&log.inner.ring, &record, hole, now_ns(), len);
+    publish_hole(&log, hole);
     assert_eq!((st.spilled, st.ring_full_waits), (2, 0), "{st:?}");
     assert_eq!(readers_saw, first.index(), "the hole must stop readers");
     let last = log.sync().unwrap().unwrap().index();

@@ -91,9 +91,7 @@ impl Worker {
         self.event_buf = evs;
         Ok(())
     }
-}
 
-impl Worker {
     /// After a move, reads the moved mount's submounts again: their mount
     /// points moved with it, and the kernel reports only the mount that
     /// was moved. Without this they would stay at their old paths until
