@@ -10,6 +10,7 @@
 mod append;
 mod daemon;
 mod frag;
+mod freemem;
 mod fsinfo;
 mod loopdev;
 mod lvm;

@@ -9,7 +9,9 @@
 //! encodes the same frame and `pwrite`s it under one lock, as Lustre's llog
 //! appends. The cases are interleaved over several rounds (rotating which
 //! goes first) and the median per case is reported, to fight noise on a
-//! small shared machine.
+//! small shared machine. Before each measurement a file is written and
+//! deleted on the same filesystem, so that every case finds the same warm
+//! free memory for the pages it allocates (see `freemem`).
 
 use std::collections::BTreeMap;
 use std::ffi::CStr;
@@ -22,6 +24,7 @@ use rustix::fs::{AtFlags, Mode, OFlags};
 use serde_json::{Map, json};
 use weir_log::{Log, Options, Record, RecordType};
 
+use crate::freemem;
 use crate::fsinfo::FsInfo;
 use crate::mutexlog::MutexLog;
 use crate::report::{self, median, round};
@@ -48,6 +51,11 @@ pub(crate) struct Args {
     /// Slots in weir's append ring [default: weir-log's default].
     #[arg(long)]
     ring_slots: Option<usize>,
+    /// Do not write and delete a file before each measurement (see
+    /// `freemem`): each case then starts with whatever memory the one
+    /// before it left.
+    #[arg(long)]
+    no_warm: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -148,7 +156,7 @@ fn run_once(
     n: usize,
     secs: f64,
     k: usize,
-) -> Result<(Timed, Option<WeirRun>)> {
+) -> Result<(Timed, Option<WeirRun>, u64)> {
     let root = base.join(format!("run{k}-{}-{n}", case.name()));
     std::fs::create_dir(&root)?;
     let dirs: Vec<PathBuf> = (0..n).map(|t| root.join(format!("t{t}"))).collect();
@@ -196,8 +204,9 @@ fn run_once(
             case.name()
         );
     }
+    let bytes = freemem::footprint(&root)?;
     std::fs::remove_dir_all(&root)?;
-    Ok((timed, weir_run))
+    Ok((timed, weir_run, bytes))
 }
 
 /// CPU ns per operation in a run.
@@ -238,6 +247,16 @@ pub(crate) fn run(a: Args) -> Result<()> {
         a.threads
     );
     println!("  {}", report::host_note());
+    if a.no_warm {
+        println!("  memory: as the previous measurement left it (--no-warm)");
+    } else {
+        println!(
+            "  memory: before each measurement a file 1.25x the largest run's footprint is written"
+        );
+        println!(
+            "  and deleted, so every case starts with the same warm free pages (--no-warm: skip)"
+        );
+    }
     let base = tempfile::Builder::new()
         .prefix("weir-bench-overhead.")
         .tempdir_in(&a.dir)
@@ -252,14 +271,24 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let mut full_waits: BTreeMap<usize, u64> = BTreeMap::new();
     let mut lifted: BTreeMap<usize, u64> = BTreeMap::new();
     let mut spilled: BTreeMap<usize, u64> = BTreeMap::new();
+    // What the warm file must cover: the most any measurement allocated,
+    // with a margin, and at first a guess from the duration.
+    let mut peak_bytes: u64 = (secs * 64.0 * (1 << 20) as f64) as u64;
     let mut k = 0;
     for round in 0..rounds {
         for &n in &a.threads {
             for j in 0..Case::ALL.len() {
                 // Rotate the order each round so no case always runs first.
+                // Which case runs right after which barely changes (weir
+                // nearly always follows none, mutex follows weir), so the
+                // warm file, not the order, evens out the memory state.
                 let ci = (j + round) % Case::ALL.len();
                 let case = Case::ALL[ci];
-                let (r, weir_run) = run_once(base.path(), &opts, case, n, secs, k)?;
+                if !a.no_warm {
+                    freemem::warm(base.path(), peak_bytes + peak_bytes / 4)?;
+                }
+                let (r, weir_run, bytes) = run_once(base.path(), &opts, case, n, secs, k)?;
+                peak_bytes = peak_bytes.max(bytes);
                 k += 1;
                 let mut counters = String::new();
                 if let Some(w) = weir_run {
@@ -359,6 +388,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         "rounds": rounds,
         "dir": a.dir,
         "fs": fs.name(),
+        "warm": !a.no_warm,
         "ops_per_s": {"none": none_r, "weir": weir_r, "mutex": mutex_r},
         "cpu_ns_per_op": {"none": none_c, "weir": weir_c, "mutex": mutex_c},
         "ratio_weir": ratio_weir,
