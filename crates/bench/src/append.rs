@@ -3,7 +3,7 @@
 //! Default mode: T threads (1, 2, 4) call `Log::append` with records whose
 //! encoded frame is 100 bytes, as fast as they can, for a fixed time. The log
 //! sits on tmpfs by default so that the figure is the append path and the
-//! committer, not a disk. The ring is bounded (16384 slots by default), so a
+//! committer, not a disk. The ring is bounded (65536 slots by default), so a
 //! committer that falls behind throttles the writers within milliseconds;
 //! the rate is therefore sustained throughput, and the time to drain the
 //! ring afterwards is reported too.
@@ -54,6 +54,20 @@ pub(crate) struct Args {
     /// Which modes to run.
     #[arg(long, value_enum, default_value_t = Mode::Both)]
     mode: Mode,
+    /// Slots in weir's append ring [default: weir-log's default].
+    #[arg(long)]
+    ring_slots: Option<usize>,
+}
+
+impl Args {
+    /// The log's options: the defaults, with `--ring-slots` applied.
+    fn log_options(&self) -> Options {
+        let o = Options::default();
+        match self.ring_slots {
+            Some(n) => o.ring_slots(n),
+            None => o,
+        }
+    }
 }
 
 /// The modes of `append`.
@@ -84,9 +98,9 @@ struct DefaultRun {
 }
 
 /// Default mode, `n` threads, one measurement in a fresh log.
-fn default_once(base: &Path, n: usize, secs: f64, k: usize) -> Result<DefaultRun> {
+fn default_once(base: &Path, opts: &Options, n: usize, secs: f64, k: usize) -> Result<DefaultRun> {
     let dir = base.join(format!("default{k}-{n}t"));
-    let log = Log::open(&dir, Options::default())?;
+    let log = Log::open(&dir, opts.clone())?;
     let work = |t: usize, ticket: &Ticket<'_>| -> Result<u64> {
         let (parent, name) = record_parts(t)?;
         let rec = Record::new(RecordType::CREAT).parent(&parent).name(&name);
@@ -121,9 +135,9 @@ fn default_once(base: &Path, n: usize, secs: f64, k: usize) -> Result<DefaultRun
 
 /// Durable mode, `w` writers, weir: every append waits for its fsync.
 /// Returns records/s and records per fsync.
-fn durable_weir(base: &Path, w: usize, secs: f64, k: usize) -> Result<(f64, f64)> {
+fn durable_weir(base: &Path, opts: &Options, w: usize, secs: f64, k: usize) -> Result<(f64, f64)> {
     let dir = base.join(format!("durable{k}-{w}w"));
-    let log = Log::open(&dir, Options::default())?;
+    let log = Log::open(&dir, opts.clone())?;
     let work = |t: usize, ticket: &Ticket<'_>| -> Result<u64> {
         let (parent, name) = record_parts(t)?;
         let rec = Record::new(RecordType::CREAT).parent(&parent).name(&name);
@@ -182,7 +196,8 @@ fn tempdir(parent: &Path, what: &str) -> Result<tempfile::TempDir> {
 fn default_mode(a: &Args, secs: f64, rounds: usize) -> Result<(Value, f64)> {
     let fs = FsInfo::of(&a.dir)?;
     println!(
-        "  default mode: Log::append in a tight loop, default Options, log in {} ({}); {secs} s x {rounds} rounds, median",
+        "  default mode: Log::append in a tight loop, a ring of {} slots, log in {} ({}); {secs} s x {rounds} rounds, median",
+        a.log_options().ring_slots,
         a.dir.display(),
         fs.name()
     );
@@ -196,7 +211,7 @@ fn default_mode(a: &Args, secs: f64, rounds: usize) -> Result<(Value, f64)> {
         let mut cpu = Vec::new();
         let mut recs = 0;
         for k in 0..rounds {
-            let r = default_once(base.path(), n, secs, k)?;
+            let r = default_once(base.path(), &a.log_options(), n, secs, k)?;
             eprintln!(
                 "  default {n}t round {k}: {:.0}/s, {:.0} CPU ns/record",
                 r.per_s, r.cpu_ns
@@ -240,9 +255,10 @@ fn durable_mode(a: &Args, secs: f64, rounds: usize) -> Result<(Value, f64)> {
         );
     }
     println!(
-        "  durable mode: W threads each looping append_durable, log in {} ({}), default Options;",
+        "  durable mode: W threads each looping append_durable, log in {} ({}), a ring of {} slots;",
         a.durable_dir.display(),
-        fs.name()
+        fs.name(),
+        a.log_options().ring_slots
     );
     println!(
         "  baseline: the same W threads, one global mutex around encode + pwrite + fdatasync (file grows by append)"
@@ -259,7 +275,7 @@ fn durable_mode(a: &Args, secs: f64, rounds: usize) -> Result<(Value, f64)> {
     for &w in &DURABLE_WRITERS {
         let (mut wr, mut mr, mut per_sync) = (Vec::new(), Vec::new(), Vec::new());
         for k in 0..rounds {
-            let (r, b) = durable_weir(base.path(), w, secs, k)?;
+            let (r, b) = durable_weir(base.path(), &a.log_options(), w, secs, k)?;
             let m = durable_mutex(base.path(), w, secs, k)?;
             eprintln!(
                 "  durable {w}w round {k}: weir {r:.0}/s ({b:.1} records/fsync), mutex {m:.0}/s"

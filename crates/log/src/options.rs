@@ -68,7 +68,18 @@ pub struct Options {
     /// trickle of records. `None` leaves durability to explicit requests.
     pub sync_interval: Option<Duration>,
     /// Slots in the append ring (a power of two): how many records can wait
-    /// for the commit stage before writers wait.
+    /// for the commit stage before writers wait. Each slot is 128 bytes.
+    ///
+    /// The default, 65536 (8 MiB of slots), is sized for a writer that the
+    /// scheduler leaves runnable but not running between reserving its
+    /// index and publishing its record: the committer cannot pass that hole
+    /// in order, so the ring must hold what every other writer appends
+    /// meanwhile. With 16 writers on 2 CPUs such holes last tens of
+    /// milliseconds; at half a million appends per second a 16384-slot ring
+    /// was half full within 17 ms, and the committer then lifted about 10%
+    /// of all records past holes (a copy, an allocation and a map entry
+    /// each), which cost 1–2 points of the create/unlink rate at 8 and 16
+    /// writers. Half of 65536 slots lasts about 65 ms at that rate.
     pub ring_slots: usize,
     /// The longest a writer waits for room before it gets an error.
     pub append_timeout: Duration,
@@ -84,7 +95,7 @@ impl Default for Options {
             segment_size: 8 << 20,
             flush_interval: Duration::from_millis(10),
             sync_interval: Some(Duration::from_secs(5)),
-            ring_slots: 16384,
+            ring_slots: 65536,
             append_timeout: Duration::from_secs(10),
             retention: Retention::default(),
             fs: Arc::new(StdFs),

@@ -218,7 +218,7 @@ fn threads_case(ring_slots: usize) -> Stats {
 
 #[test]
 fn threads_many_writers_and_live_readers() {
-    let _ = threads_case(16384);
+    let _ = threads_case(Options::default().ring_slots);
 }
 
 #[test]

@@ -333,7 +333,7 @@ pub(crate) struct RunArgs {
     /// The size of each segment file [default: 8].
     #[arg(long, value_name = "MIB", help_heading = "Log")]
     pub(crate) log_segment_mib: Option<u64>,
-    /// Slots in the append ring, a power of two [default: 16384].
+    /// Slots in the append ring, a power of two [default: 65536].
     #[arg(long, value_name = "N", help_heading = "Log")]
     pub(crate) log_ring_slots: Option<u64>,
     /// The longest an append waits for room [default: 10000].
