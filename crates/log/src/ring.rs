@@ -17,42 +17,47 @@
 //!
 //! Frames up to [`INLINE`] bytes (the common case) are stored as atomic
 //! words, so neither the writer nor the committer takes a lock; larger frames
-//! go through a mutex of their own beside the slot. Slots are two cache
-//! lines, aligned, so writers filling neighbouring slots do not contend for
-//! a line, and a typical record of 60 to 110 bytes moves exactly two lines
-//! from its writer's core to the committer's.
+//! go through a mutex of their own beside the slot. A slot has no header of
+//! its own: the frame's index field is its publish flag. Slots are two
+//! cache lines, aligned, so writers filling neighbouring slots do not
+//! contend for a line, and a frame of up to 64 bytes moves one line from
+//! its writer's core to the committer's (and back, on the next lap).
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crossbeam_utils::CachePadded;
 
-/// Frames up to this many bytes are stored inline: what fills a slot of
-/// two cache lines after its 16-byte header.
-pub(crate) const INLINE: usize = 112;
+/// Frames up to this many bytes are stored inline: two cache lines.
+pub(crate) const INLINE: usize = 128;
 const WORDS: usize = INLINE / 8;
 
-/// One record's place in the ring: 128 bytes, in this order.
+/// The word of a frame that holds its index (bytes 8..16 in format v1),
+/// which is also the slot's publish flag. Word 0 holds the frame's length
+/// (and its CRC).
+const READY: usize = 1;
+
+const _: () = assert!(READY * 8 + 8 <= crate::codec::HEADER_LEN);
+
+/// One record's place in the ring: the frame itself, as 128 bytes of words.
 ///
-/// `repr(C)` keeps the header first. Left to itself the compiler put the
-/// large-frame mutex first and `len` last, so a 66-byte frame touched three
-/// lines rather than two, and every line is a transfer between cores (the
-/// writer's, then the committer's).
+/// A writer stores every word of its frame but [`READY`], then that one
+/// with `Release`; the committer loads [`READY`] with `Acquire` and finds
+/// the index it expects only once the whole frame is there. So a frame of
+/// up to 64 bytes touches one cache line, and every line is a transfer
+/// between cores (the writer's, then the committer's). A separate header
+/// (the index and the length, 16 bytes) put a 64-byte frame on two lines.
 #[repr(C, align(64))]
 struct Slot {
-    /// The index whose record the slot holds, once published.
-    ready: AtomicU64,
-    /// The frame's length; above [`INLINE`] the frame is in `Ring::big`.
-    len: AtomicU32,
+    /// Word [`READY`] holds the index whose record the slot holds, once
+    /// published, or that index with [`LIFTED`] once lifted. Word 0's low
+    /// half is the frame's length; above [`INLINE`] the frame itself is in
+    /// `Ring::big`, and the slot holds only its first two words.
     words: [AtomicU64; WORDS],
 }
 
-const _: () = assert!(
-    std::mem::size_of::<Slot>() == 128
-        && std::mem::offset_of!(Slot, len) == 8
-        && std::mem::offset_of!(Slot, words) == 16
-);
+const _: () = assert!(std::mem::size_of::<Slot>() == 128);
 
 thread_local! {
     /// The index this thread expects to reserve next (see `try_reserve`).
@@ -107,8 +112,6 @@ impl Ring {
         Ring {
             slots: (0..slots)
                 .map(|_| Slot {
-                    ready: AtomicU64::new(0),
-                    len: AtomicU32::new(0),
                     words: std::array::from_fn(|_| AtomicU64::new(0)),
                 })
                 .collect(),
@@ -183,9 +186,7 @@ impl Ring {
             return true;
         }
         index.checked_sub(self.capacity()).is_some_and(|prev| {
-            self.slots[(index & self.mask) as usize]
-                .ready
-                .load(Ordering::Acquire)
+            self.slots[(index & self.mask) as usize].words[READY].load(Ordering::Acquire)
                 == prev | LIFTED
         })
     }
@@ -197,10 +198,7 @@ impl Ring {
     #[inline]
     fn held_by_hole(&self, index: u64) -> bool {
         index.checked_sub(self.capacity()).is_some_and(|prev| {
-            self.slots[(index & self.mask) as usize]
-                .ready
-                .load(Ordering::Acquire)
-                != prev
+            self.slots[(index & self.mask) as usize].words[READY].load(Ordering::Acquire) != prev
         })
     }
 
@@ -245,27 +243,36 @@ impl Ring {
         big.clear();
         big.extend_from_slice(frame);
         drop(big);
-        slot.len.store(frame.len() as u32, Ordering::Relaxed);
-        slot.ready.store(index, Ordering::Release);
+        slot.words[0].store(frame.len() as u64, Ordering::Relaxed);
+        slot.words[READY].store(index, Ordering::Release);
     }
 
-    /// Stores the first `len` bytes (at most [`INLINE`]) of `buf` as the
+    /// Stores the first `len` bytes (at most [`INLINE`]) of `buf`, the
     /// frame of `index`, reserved in its slot (not spilled), and publishes
     /// it. The append path encodes small frames straight into `buf`.
+    ///
+    /// # Panics
+    ///
+    /// If `buf` does not hold a frame with index `index`: its index field
+    /// is what publishes it.
     #[inline]
     pub(crate) fn publish_inline(&self, index: u64, buf: &[u8; INLINE], len: usize) {
         let slot = &self.slots[(index & self.mask) as usize];
-        for (w, chunk) in slot.words[..len.div_ceil(8)]
+        let word =
+            |k: usize| u64::from_le_bytes(buf[k * 8..k * 8 + 8].try_into().expect("8 bytes"));
+        assert!(
+            len > READY * 8 && word(0) as u32 as usize == len && word(READY) == index,
+            "not a frame of {len} bytes with index {index}"
+        );
+        slot.words[0].store(word(0), Ordering::Relaxed);
+        for (k, w) in slot.words[..len.div_ceil(8)]
             .iter()
-            .zip(buf.chunks_exact(8))
+            .enumerate()
+            .skip(READY + 1)
         {
-            w.store(
-                u64::from_le_bytes(chunk.try_into().expect("8 bytes")),
-                Ordering::Relaxed,
-            );
+            w.store(word(k), Ordering::Relaxed);
         }
-        slot.len.store(len as u32, Ordering::Relaxed);
-        slot.ready.store(index, Ordering::Release);
+        slot.words[READY].store(index, Ordering::Release);
     }
 
     /// Hands the frame of `index` to `f` if it is published. Only the
@@ -279,10 +286,10 @@ impl Ring {
     ) -> Option<Option<R>> {
         let at = (index & self.mask) as usize;
         let slot = &self.slots[at];
-        if slot.ready.load(Ordering::Acquire) != index {
+        if slot.words[READY].load(Ordering::Acquire) != index {
             return self.take_spilled(index, f);
         }
-        let len = slot.len.load(Ordering::Relaxed) as usize;
+        let len = slot.words[0].load(Ordering::Relaxed) as u32 as usize;
         if len <= INLINE {
             let mut buf = [0u8; INLINE];
             for (w, out) in slot
@@ -326,13 +333,13 @@ impl Ring {
     /// above `taken` that it will not [`take`](Ring::take).
     pub(crate) fn lift(&self, index: u64) -> Option<Vec<u8>> {
         let slot = &self.slots[(index & self.mask) as usize];
-        if slot.ready.load(Ordering::Acquire) != index {
+        if slot.words[READY].load(Ordering::Acquire) != index {
             return None;
         }
         let frame = self.take(index, |f| Some(f.to_vec())).flatten();
         // Release: the next lap's writer must not overwrite the frame
         // before the copy above is complete.
-        slot.ready.store(index | LIFTED, Ordering::Release);
+        slot.words[READY].store(index | LIFTED, Ordering::Release);
         frame
     }
 
@@ -356,8 +363,15 @@ impl Ring {
 mod tests {
     use super::*;
 
-    fn frame(n: usize, seed: u8) -> Vec<u8> {
-        (0..n).map(|k| seed.wrapping_add(k as u8)).collect()
+    /// A frame of `n` bytes (at least 16) as the ring expects one: its
+    /// length in bytes 0..4 and its index in bytes 8..16.
+    fn frame(index: u64, n: usize) -> Vec<u8> {
+        let mut f: Vec<u8> = (0..n)
+            .map(|k| (index as u8).wrapping_add(k as u8))
+            .collect();
+        f[0..4].copy_from_slice(&(n as u32).to_le_bytes());
+        f[8..16].copy_from_slice(&index.to_le_bytes());
+        f
     }
 
     fn reserve(r: &Ring) -> Option<u64> {
@@ -383,15 +397,15 @@ mod tests {
         let r = Ring::new(4, 1);
         let ids: Vec<u64> = (0..4).map(|_| reserve(&r).unwrap()).collect();
         assert_eq!(ids, [1, 2, 3, 4]);
-        r.publish(slot(2), b"two");
+        r.publish(slot(2), &frame(2, 22));
         assert_eq!(
             r.take(1, |b| Some(b.to_vec())),
             None,
             "1 is not published yet"
         );
-        r.publish(slot(1), b"one");
-        assert_eq!(taken(&r, 1), b"one");
-        assert_eq!(taken(&r, 2), b"two");
+        r.publish(slot(1), &frame(1, 21));
+        assert_eq!(taken(&r, 1), frame(1, 21));
+        assert_eq!(taken(&r, 2), frame(2, 22));
         r.release(3);
         assert_eq!(reserve(&r), Some(5));
         assert_eq!(reserve(&r), Some(6));
@@ -407,25 +421,25 @@ mod tests {
         for want in 3..=6 {
             let res = r.try_reserve(128).unwrap();
             assert_eq!((res.index, res.spill), (want, true));
-            r.publish(res, &frame(128, want as u8));
+            r.publish(res, &frame(want, 128));
         }
         assert_eq!(r.spilled(), 4);
         assert!(!r.has_room(1));
         // A slot that holds a published frame only waits for the committer:
         // no room, though the spill map would have some.
         let q = Ring::new(2, 1);
-        q.publish(slot(reserve(&q).unwrap()), b"one");
+        q.publish(slot(reserve(&q).unwrap()), &frame(1, 21));
         reserve(&q).unwrap();
         assert!(!q.has_room(1), "the committer is behind; nothing spills");
         assert_eq!(q.try_reserve(1), None);
         assert_eq!(r.try_reserve(1), None, "the spill map is full");
         // Spilled frames are taken in order once the committer gets there,
         // and taking them makes room again.
-        r.publish(slot(1), b"one");
-        r.publish(slot(2), b"two");
-        assert_eq!(taken(&r, 1), b"one");
-        assert_eq!(taken(&r, 2), b"two");
-        assert_eq!(taken(&r, 3), frame(128, 3));
+        r.publish(slot(1), &frame(1, 21));
+        r.publish(slot(2), &frame(2, 22));
+        assert_eq!(taken(&r, 1), frame(1, 21));
+        assert_eq!(taken(&r, 2), frame(2, 22));
+        assert_eq!(taken(&r, 3), frame(3, 128));
         assert_eq!(r.spilled(), 3);
         assert!(r.has_room(128));
         assert!(!r.has_room(129));
@@ -439,10 +453,10 @@ mod tests {
         let res = r.try_reserve(9).unwrap();
         assert!(res.spill);
         assert_eq!(r.take(3, |b| Some(b.len())), None, "not published yet");
-        r.publish(res, b"three");
+        r.publish(res, &frame(3, 23));
         assert_eq!(r.take(3, |_| None::<()>), Some(None));
         assert_eq!(r.spilled(), 1);
-        assert_eq!(taken(&r, 3), b"three");
+        assert_eq!(taken(&r, 3), frame(3, 23));
         assert_eq!(r.spilled(), 0);
     }
 
@@ -455,12 +469,12 @@ mod tests {
         let ids: Vec<u64> = (0..4).map(|_| reserve(&r).unwrap()).collect();
         assert_eq!(ids, [1, 2, 3, 4]);
         // 1 is the hole; 2 and 3 are published; 4 is reserved only.
-        r.publish(slot(2), b"two");
-        r.publish(slot(3), b"three");
+        r.publish(slot(2), &frame(2, 22));
+        r.publish(slot(3), &frame(3, 23));
         assert_eq!(r.lift(1), None, "a hole cannot be lifted");
         assert_eq!(r.lift(4), None, "unpublished");
-        assert_eq!(r.lift(2).unwrap(), b"two");
-        assert_eq!(r.lift(3).unwrap(), b"three");
+        assert_eq!(r.lift(2).unwrap(), frame(2, 22));
+        assert_eq!(r.lift(3).unwrap(), frame(3, 23));
         assert_eq!(r.lift(2), None, "already lifted");
         // 5 maps to the hole's slot: it spills. 6 and 7 reuse the lifted
         // slots. 8 maps to 4's slot, still held: it spills.
@@ -470,9 +484,9 @@ mod tests {
         assert_eq!(reserve(&r), Some(7));
         let eight = r.try_reserve(9).unwrap();
         assert_eq!((eight.index, eight.spill), (8, true));
-        r.publish(slot(6), b"six");
+        r.publish(slot(6), &frame(6, 26));
         assert_eq!(r.lift(2), None, "the slot now holds 6");
-        assert_eq!(taken(&r, 6), b"six");
+        assert_eq!(taken(&r, 6), frame(6, 26));
     }
 
     #[test]
@@ -491,12 +505,9 @@ mod tests {
     #[test]
     fn inline_and_large_frames_round_trip_and_stay_until_taken() {
         let r = Ring::new(2, 1);
-        for (k, n) in [0, 1, 7, 8, 9, INLINE - 1, INLINE, INLINE + 1, 100_000]
-            .into_iter()
-            .enumerate()
-        {
+        for n in [16, 17, 63, 64, 65, INLINE - 1, INLINE, INLINE + 1, 100_000] {
             let idx = reserve(&r).unwrap();
-            let want = frame(n, k as u8);
+            let want = frame(idx, n);
             r.publish(slot(idx), &want);
             // Left in place (did not fit), then taken again.
             assert_eq!(r.take(idx, |_| None::<()>), Some(None));
@@ -506,11 +517,41 @@ mod tests {
     }
 
     #[test]
+    fn a_frame_of_64_bytes_writes_one_cache_line() {
+        // The slot has no header: a 64-byte frame, the usual create or
+        // unlink record, must stay within the slot's first line, or it costs
+        // a second transfer between cores per record.
+        let r = Ring::new(1, 1);
+        r.publish(slot(reserve(&r).unwrap()), &frame(1, INLINE));
+        assert_eq!(taken(&r, 1), frame(1, INLINE));
+        r.release(2);
+        r.publish(slot(reserve(&r).unwrap()), &frame(2, 64));
+        let words: Vec<u64> = r.slots[0]
+            .words
+            .iter()
+            .map(|w| w.load(Ordering::Relaxed))
+            .collect();
+        let old = frame(1, INLINE);
+        for (k, w) in words.iter().enumerate().skip(8) {
+            let was = u64::from_le_bytes(old[k * 8..k * 8 + 8].try_into().unwrap());
+            assert_eq!(*w, was, "word {k} of the second line was written");
+        }
+        assert_eq!(taken(&r, 2), frame(2, 64));
+    }
+
+    #[test]
+    #[should_panic(expected = "with index 1")]
+    fn a_frame_without_its_index_is_refused() {
+        let r = Ring::new(2, 1);
+        r.publish(slot(reserve(&r).unwrap()), &frame(7, 40));
+    }
+
+    #[test]
     fn lifted_frames_of_every_size_round_trip() {
         let r = Ring::new(2, 1);
-        for (k, n) in [0, 5, INLINE, INLINE + 1, 70_000].into_iter().enumerate() {
+        for n in [16, 21, INLINE, INLINE + 1, 70_000] {
             let idx = reserve(&r).unwrap();
-            let want = frame(n, k as u8);
+            let want = frame(idx, n);
             r.publish(slot(idx), &want);
             assert_eq!(r.lift(idx).unwrap(), want);
             r.release(idx + 1);
