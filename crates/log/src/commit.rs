@@ -93,8 +93,14 @@ struct Committer {
     reorder_bytes: u64,
     /// The hole the last gather stopped at, and since when.
     stuck_at: Option<(u64, Instant)>,
-    /// Durable waiters woken by the last fsync, and what that fsync cost.
-    woken: usize,
+    /// Durable waits begun (`Inner::durable_entries`) when the batch being
+    /// written was gathered, and when the one before it was.
+    entries_gathered: u64,
+    entries_before: u64,
+    /// How many durable waits the last fsync satisfied, the count of waits
+    /// begun when it published, and what it cost.
+    woken: u64,
+    entries_at_wake: u64,
     sync_cost: Duration,
     /// Append times of what waits to be written or fsynced, for the
     /// latency histograms.
@@ -123,7 +129,10 @@ impl Committer {
             reorder: BTreeMap::new(),
             reorder_bytes: 0,
             stuck_at: None,
+            entries_gathered: 0,
+            entries_before: 0,
             woken: 0,
+            entries_at_wake: 0,
             sync_cost: Duration::ZERO,
             pending: Pending::default(),
         }
@@ -257,9 +266,11 @@ impl Committer {
         self.inner.committer_idle.store(false, Ordering::SeqCst);
     }
 
-    /// Group commit: before an fsync, give the writers the last fsync woke a
-    /// moment to append again, bounded by half that fsync's cost (at most
-    /// 2 ms), so that one fsync serves them all instead of half of them.
+    /// Group commit: before an fsync, give the writers the last fsync
+    /// satisfied a moment to append again, bounded by half that fsync's
+    /// cost (at most 2 ms), so that one fsync serves them all instead of
+    /// half of them. They are back when as many durable waits have begun
+    /// since as that fsync ended.
     fn gather_waiters(&self) {
         let inner = &self.inner;
         if self.woken < 2
@@ -268,7 +279,7 @@ impl Committer {
             return;
         }
         let deadline = Instant::now() + (self.sync_cost / 2).min(Duration::from_millis(2));
-        while inner.durable_waiters.load(Ordering::Acquire) < self.woken
+        while inner.durable_entries.load(Ordering::Acquire) - self.entries_at_wake < self.woken
             && Instant::now() < deadline
             && !inner.closing.load(Ordering::Acquire)
         {
@@ -279,7 +290,10 @@ impl Committer {
     fn cycle(&mut self, closing: bool) -> Outcome {
         let inner = self.inner.clone();
         self.gather_waiters();
-        let wanted = inner.durable_wanted.load(Ordering::Acquire);
+        // The waits begun by now are (nearly all) for records this batch
+        // takes: a writer announces what it wants right after.
+        let entries = inner.durable_entries.load(Ordering::SeqCst);
+        let wanted = inner.durable_wanted.load(Ordering::SeqCst);
         let must_reach = if closing {
             inner.ring.next() - 1
         } else {
@@ -300,6 +314,7 @@ impl Committer {
         let need_sync = placed_to > durable_now && (wanted > durable_now || closing || sync_due);
         if need_sync {
             active.pad();
+            self.entries_before = std::mem::replace(&mut self.entries_gathered, entries);
         }
         if active.has_unwritten() {
             let before = active.written();
@@ -538,21 +553,10 @@ impl Committer {
         self.last_sync = Instant::now();
         self.pending
             .durable(upto, now_ns(), &inner.counters.durable_latency);
-        inner.durable.fetch_max(upto, Ordering::AcqRel);
-        let mut woken = 0;
-        inner
-            .durable_parked
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|(index, t)| {
-                let done = *index <= upto;
-                if done {
-                    t.unpark();
-                    woken += 1;
-                }
-                !done
-            });
-        self.woken = woken;
+        inner.durable.fetch_max(upto, Ordering::SeqCst);
+        self.woken = self.entries_gathered - self.entries_before;
+        self.entries_at_wake = inner.durable_entries.load(Ordering::SeqCst);
+        inner.wake_durable();
     }
 
     fn failed(&mut self, f: IoFail) -> Outcome {
@@ -568,8 +572,10 @@ impl Committer {
         };
         {
             let mut s = inner.fail.lock().unwrap_or_else(|p| p.into_inner());
-            s.epoch += 1;
             s.last = Some(kind);
+            // Under the lock: a waiter that sees the new epoch and then
+            // locks finds this failure.
+            inner.fail_epoch.fetch_add(1, Ordering::AcqRel);
         }
         if poison {
             tracing::error!(dir = %inner.dir.display(), error = %err, "fsync failed; the log is poisoned until reopened");

@@ -8,10 +8,13 @@
 
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, RwLock};
 use std::thread::{JoinHandle, Thread};
 use std::time::{Duration, Instant};
+
+use rustix::thread::futex;
+use rustix::time::Timespec;
 
 use crate::consumers::{ConsumerInfo, Consumers};
 use crate::error::{Error, Result, StallCause};
@@ -58,7 +61,6 @@ pub(crate) enum FailKind {
 
 #[derive(Debug, Default)]
 pub(crate) struct FailState {
-    pub(crate) epoch: u64,
     pub(crate) last: Option<FailKind>,
 }
 
@@ -100,15 +102,23 @@ pub(crate) struct Inner {
     /// The commit thread has ended (see `commit::Stopped`).
     pub(crate) committer_stopped: AtomicBool,
     pub(crate) space_waiters: AtomicUsize,
-    /// Threads inside `wait_durable`; the committer waits for the ones it
-    /// woke to come back before the next fsync, so batches stay large.
+    /// Threads inside `wait_durable`: the committer makes the wake system
+    /// call only when there are some.
     pub(crate) durable_waiters: AtomicUsize,
+    /// Calls of `wait_durable` that had to wait, ever. Between fsyncs the
+    /// committer counts how many writers one satisfied, and waits for that
+    /// many to come back before the next, so batches stay large.
+    pub(crate) durable_entries: AtomicU64,
+    /// The futex durable waiters sleep on. It changes whenever `durable`
+    /// advances or the log's state changes under them (a failure, poison,
+    /// close); see [`Inner::wake_durable`].
+    pub(crate) durable_seq: AtomicU32,
+    /// Counts commit failures, so that a waiter can tell one happened
+    /// since it started without taking `fail`'s lock.
+    pub(crate) fail_epoch: AtomicU64,
+    /// The last failure; written before `fail_epoch` moves.
     pub(crate) fail: Mutex<FailState>,
     pub(crate) wait: Mutex<()>,
-    /// Threads waiting for durability, with the index each waits for. The
-    /// committer unparks exactly the ones an fsync satisfied, so a group
-    /// commit does not wake every waiter into one mutex.
-    pub(crate) durable_parked: Mutex<Vec<(u64, Thread)>>,
     pub(crate) space_cv: Condvar,
     pub(crate) commit_cv: Condvar,
     pub(crate) committer: OnceLock<Thread>,
@@ -136,17 +146,28 @@ impl Inner {
     /// Wakes every waiter (durable, space, followers) to re-check the state
     /// after a failure, poisoning or the committer's end.
     pub(crate) fn wake_all(&self) {
-        for (_, t) in self
-            .durable_parked
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .drain(..)
-        {
-            t.unpark();
-        }
+        self.wake_durable();
         let _g = self.lock_wait();
         self.space_cv.notify_all();
         self.commit_cv.notify_all();
+    }
+
+    /// Wakes every thread in `wait_durable` to re-check `durable` and the
+    /// log's state, with one system call however many there are. Callers
+    /// change that state first.
+    ///
+    /// One futex for all waiters, rather than a list of threads unparked
+    /// one by one: at 64 durable writers the committer spent most of its
+    /// time in those unparks, between one fsync and the next. A waiter the
+    /// fsync did not cover wakes for nothing and sleeps again; under a
+    /// group commit those are the few that appended during the fsync.
+    pub(crate) fn wake_durable(&self) {
+        self.durable_seq.fetch_add(1, Ordering::SeqCst);
+        if self.durable_waiters.load(Ordering::SeqCst) > 0 {
+            // It cannot fail on a valid private futex; a waiter would still
+            // look again within its timeout.
+            let _ = futex::wake(&self.durable_seq, futex::Flags::PRIVATE, i32::MAX as u32);
+        }
     }
 
     pub(crate) fn kick(&self) {
@@ -265,43 +286,43 @@ impl Inner {
         if self.durable.load(Ordering::Acquire) >= index {
             return Ok(());
         }
-        let epoch = self.fail.lock().unwrap_or_else(|p| p.into_inner()).epoch;
+        let epoch = self.fail_epoch.load(Ordering::Acquire);
+        // Counted in before the first look at `durable_seq`: the committer
+        // skips the wake when it sees no waiters (see `wake_durable`).
         self.durable_waiters.fetch_add(1, Ordering::SeqCst);
         let _leave = DurableWaiter(&self.durable_waiters);
+        self.durable_entries.fetch_add(1, Ordering::SeqCst);
         self.durable_wanted.fetch_max(index, Ordering::SeqCst);
         self.kick();
-        let mut registered = false;
+        let timeout = Timespec {
+            tv_sec: 0,
+            tv_nsec: 100_000_000,
+        };
         loop {
-            if self.durable.load(Ordering::Acquire) >= index {
+            // Read before the checks: a change after them makes the wait
+            // below return at once instead of missing the wake.
+            let seq = self.durable_seq.load(Ordering::SeqCst);
+            if self.durable.load(Ordering::SeqCst) >= index {
                 return Ok(());
             }
             if self.poisoned.load(Ordering::Acquire) {
                 return Err(Error::Poisoned);
             }
-            {
-                let f = self.fail.lock().unwrap_or_else(|p| p.into_inner());
-                if f.epoch != epoch {
-                    return Err(self.fail_error(f.last.unwrap_or(FailKind::NoSpace)));
-                }
+            if self.fail_epoch.load(Ordering::Acquire) != epoch {
+                let last = self.fail.lock().unwrap_or_else(|p| p.into_inner()).last;
+                return Err(self.fail_error(last.unwrap_or(FailKind::NoSpace)));
             }
             if self.committer_stopped.load(Ordering::Acquire) || self.closed_and_drained() {
                 return Err(Error::Closed);
             }
-            if !registered {
-                // Register, then check again: the committer may have
-                // published before it could see us.
-                self.durable_parked
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push((index, std::thread::current()));
-                registered = true;
-                continue;
-            }
-            std::thread::park_timeout(Duration::from_millis(100));
-            // A wake-up (or timeout) consumed our entry, or left it stale;
-            // register again if still waiting. Stale entries only cause a
-            // spurious unpark later.
-            registered = false;
+            // EAGAIN (the sequence moved), EINTR and the timeout all mean
+            // the same: look again.
+            let _ = futex::wait(
+                &self.durable_seq,
+                futex::Flags::PRIVATE,
+                seq,
+                Some(&timeout),
+            );
         }
     }
 
@@ -463,9 +484,11 @@ impl Log {
             committer_stopped: AtomicBool::new(false),
             space_waiters: AtomicUsize::new(0),
             durable_waiters: AtomicUsize::new(0),
+            durable_entries: AtomicU64::new(0),
+            durable_seq: AtomicU32::new(0),
+            fail_epoch: AtomicU64::new(0),
             fail: Mutex::new(FailState::default()),
             wait: Mutex::new(()),
-            durable_parked: Mutex::new(Vec::new()),
             space_cv: Condvar::new(),
             commit_cv: Condvar::new(),
             committer: OnceLock::new(),
