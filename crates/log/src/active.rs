@@ -8,6 +8,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::codec;
 use crate::fs::{File, FileSystem, write_all_at};
 use crate::segment::{
     FORMAT_VERSION, Footer, HEADER_LEN, INDEX_STRIDE, SegmentHeader, align_up, segment_path,
@@ -126,7 +127,9 @@ impl ActiveSegment {
         self.sealing.is_none() && self.place_pos() + len as u64 <= self.max_data_end
     }
 
-    /// Places a frame. The caller checked [`ActiveSegment::fits`].
+    /// Places a frame and seals it (writers leave the CRC to this copy; see
+    /// `codec::encode_unsealed_to`). The caller checked
+    /// [`ActiveSegment::fits`].
     pub(crate) fn push(&mut self, frame: &[u8], index: u64, time_ns: u64) {
         debug_assert_eq!(index, self.next_index);
         let at = self.place_pos();
@@ -138,7 +141,9 @@ impl ActiveSegment {
             self.first_time_ns = time_ns;
         }
         self.last_time_ns = time_ns;
+        let start = self.buf.len();
         self.buf.extend_from_slice(frame);
+        codec::seal(&mut self.buf[start..]);
         self.data_end = at + frame.len() as u64;
         self.next_index = index + 1;
     }

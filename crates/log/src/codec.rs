@@ -91,19 +91,42 @@ fn check_len(field: &'static str, len: usize, max: usize) -> Result<()> {
 /// Appends the frame of `r` to `out`. `len` must come from [`encoded_len`].
 pub fn encode_into(r: &Record<'_>, index: u64, time_ns: u64, len: usize, out: &mut Vec<u8>) {
     let start = out.len();
+    encode_unsealed_into(r, index, time_ns, len, out);
+    seal(&mut out[start..]);
+}
+
+/// [`encode_into`] without the CRC (see [`encode_unsealed_to`]).
+pub(crate) fn encode_unsealed_into(
+    r: &Record<'_>,
+    index: u64,
+    time_ns: u64,
+    len: usize,
+    out: &mut Vec<u8>,
+) {
+    let start = out.len();
     out.resize(start + len, 0);
-    encode_to(r, index, time_ns, &mut out[start..]);
+    encode_unsealed_to(r, index, time_ns, &mut out[start..]);
 }
 
 /// Writes the frame of `r` into `out`, which must be exactly
-/// [`encoded_len`] bytes long. The append path encodes small frames this
-/// way into a stack buffer, with no allocation and no capacity checks.
+/// [`encoded_len`] bytes long, with no allocation and no capacity checks.
 ///
 /// # Panics
 ///
 /// If `out` is not the record's encoded length.
 #[inline]
 pub fn encode_to(r: &Record<'_>, index: u64, time_ns: u64, out: &mut [u8]) {
+    encode_unsealed_to(r, index, time_ns, out);
+    seal(out);
+}
+
+/// [`encode_to`] with the CRC field left zero. The append path encodes
+/// this way and the committer seals each frame as it places it in the
+/// segment: there the CRC runs in a tight loop over warm code, while in a
+/// writer, between the caller's system calls, its code and data are cold
+/// and cost several times more.
+#[inline]
+pub(crate) fn encode_unsealed_to(r: &Record<'_>, index: u64, time_ns: u64, out: &mut [u8]) {
     let len = out.len();
     let mut w = Cursor { out, at: 0 };
     w.put(&(len as u32).to_le_bytes());
@@ -125,8 +148,19 @@ pub fn encode_to(r: &Record<'_>, index: u64, time_ns: u64, out: &mut [u8]) {
         w.put(f.value);
     }
     assert_eq!(w.at, len, "the buffer is not the encoded length");
-    let crc = frame_crc(w.out);
-    w.out[4..8].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// Computes the CRC of a whole frame and stores it in bytes 4..8. Sealing
+/// twice gives the same bytes: the CRC does not cover its own field.
+///
+/// # Panics
+///
+/// If `frame` is shorter than a header.
+#[inline]
+pub fn seal(frame: &mut [u8]) {
+    assert!(frame.len() >= HEADER_LEN, "not a frame");
+    let crc = frame_crc(frame);
+    frame[4..8].copy_from_slice(&crc.to_le_bytes());
 }
 
 /// Writes parts one after another into a slice of known length.
@@ -356,5 +390,23 @@ mod tests {
             b[i] ^= 0x10;
             assert!(decode(&b).is_err(), "flip at byte {i} went unnoticed");
         }
+    }
+
+    #[test]
+    fn a_frame_is_valid_only_once_sealed_and_sealing_again_changes_nothing() {
+        // Writers leave the CRC to the committer, which seals each frame as
+        // it places it; an unsealed frame must never pass for a record.
+        let r = Record::new(RecordType::UNLNK)
+            .parent(&[9; 8])
+            .name(b"a name");
+        let len = encoded_len(&r).unwrap();
+        let mut frame = vec![0u8; len];
+        encode_unsealed_to(&r, 5, 6, &mut frame);
+        assert_eq!(frame[4..8], [0; 4]);
+        assert!(matches!(decode(&frame), Err(DecodeError::Crc { .. })));
+        seal(&mut frame);
+        assert_eq!(frame, encode(&r, 5, 6).unwrap());
+        seal(&mut frame);
+        assert_eq!(frame, encode(&r, 5, 6).unwrap());
     }
 }

@@ -346,14 +346,14 @@ fn encode_and_publish(ring: &Ring, r: &Record<'_>, res: Reservation, time: u64, 
         // The common case: encode on the stack, straight into the words
         // the slot will hold.
         let mut buf = [0u8; INLINE];
-        codec::encode_to(r, res.index, time, &mut buf[..len]);
+        codec::encode_unsealed_to(r, res.index, time, &mut buf[..len]);
         ring.publish_inline(res.index, &buf, len);
         return;
     }
     SCRATCH.with(|s| {
         let mut buf = s.borrow_mut();
         buf.clear();
-        codec::encode_into(r, res.index, time, len, &mut buf);
+        codec::encode_unsealed_into(r, res.index, time, len, &mut buf);
         ring.publish(res, &buf);
         if buf.capacity() > 64 * 1024 {
             *buf = Vec::new();

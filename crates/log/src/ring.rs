@@ -35,7 +35,7 @@ const WORDS: usize = INLINE / 8;
 
 /// The word of a frame that holds its index (bytes 8..16 in format v1),
 /// which is also the slot's publish flag. Word 0 holds the frame's length
-/// (and its CRC).
+/// (and its CRC field, still zero: the committer seals frames).
 const READY: usize = 1;
 
 const _: () = assert!(READY * 8 + 8 <= crate::codec::HEADER_LEN);
