@@ -122,9 +122,9 @@ pub fn encode_to(r: &Record<'_>, index: u64, time_ns: u64, out: &mut [u8]) {
 
 /// [`encode_to`] with the CRC field left zero. The append path encodes
 /// this way and the committer seals each frame as it places it in the
-/// segment: there the CRC runs in a tight loop over warm code, while in a
-/// writer, between the caller's system calls, its code and data are cold
-/// and cost several times more.
+/// segment, in one loop over frames it copies anyway: less work for the
+/// writer, which is what the log must keep cheap (in `perf` the CRC took
+/// 0.59% of all CPU in the writers, 0.40–0.43% in the committer).
 #[inline]
 pub(crate) fn encode_unsealed_to(r: &Record<'_>, index: u64, time_ns: u64, out: &mut [u8]) {
     let len = out.len();

@@ -157,8 +157,8 @@ impl Inner {
     /// change that state first.
     ///
     /// One futex for all waiters, rather than a list of threads unparked
-    /// one by one: at 64 durable writers the committer spent most of its
-    /// time in those unparks, between one fsync and the next. A waiter the
+    /// one by one: at 64 durable writers those unparks were the largest
+    /// item in the committer's profile, between one fsync and the next. A waiter the
     /// fsync did not cover wakes for nothing and sleeps again; under a
     /// group commit those are the few that appended during the fsync.
     pub(crate) fn wake_durable(&self) {
