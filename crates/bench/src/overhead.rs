@@ -12,6 +12,11 @@
 //! small shared machine. Before each measurement a file is written and
 //! deleted on the same filesystem, so that every case finds the same warm
 //! free memory for the pages it allocates (see `freemem`).
+//!
+//! Rounds of seconds still see the host drift between them, so an
+//! interleaved pass follows (see `interleave`): the cases take turns in
+//! 100 ms phases inside one process, and the per-cycle ratios are reported
+//! beside the rounds' figures.
 
 use std::collections::BTreeMap;
 use std::ffi::CStr;
@@ -23,6 +28,8 @@ use anyhow::{Context, Result, bail};
 use rustix::fs::{AtFlags, Mode, OFlags};
 use serde_json::{Map, json};
 use weir_log::{Log, Options, Record, RecordType};
+
+mod interleave;
 
 use crate::freemem;
 use crate::fsinfo::FsInfo;
@@ -51,6 +58,14 @@ pub(crate) struct Args {
     /// Slots in weir's append ring [default: weir-log's default].
     #[arg(long)]
     ring_slots: Option<usize>,
+    /// Seconds per thread count of the interleaved pass, in which the cases
+    /// take turns in short phases (0: skip it) [default: 20, or 3 with
+    /// --quick].
+    #[arg(long)]
+    interleave_seconds: Option<f64>,
+    /// Length of one phase of the interleaved pass, in ms.
+    #[arg(long, default_value_t = 100)]
+    phase_ms: u64,
     /// Do not write and delete a file before each measurement (see
     /// `freemem`): each case then starts with whatever memory the one
     /// before it left.
@@ -59,16 +74,16 @@ pub(crate) struct Args {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Case {
+pub(crate) enum Case {
     None,
     Weir,
     Mutex,
 }
 
 impl Case {
-    const ALL: [Case; 3] = [Case::None, Case::Weir, Case::Mutex];
+    pub(crate) const ALL: [Case; 3] = [Case::None, Case::Weir, Case::Mutex];
 
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Case::None => "none",
             Case::Weir => "weir",
@@ -78,7 +93,7 @@ impl Case {
 }
 
 /// Where each operation is recorded.
-enum Sink<'a> {
+pub(crate) enum Sink<'a> {
     None,
     Weir(&'a Log),
     Mutex(&'a MutexLog),
@@ -86,7 +101,7 @@ enum Sink<'a> {
 
 impl Sink<'_> {
     #[inline]
-    fn record(&self, r: &Record<'_>) -> Result<()> {
+    pub(crate) fn record(&self, r: &Record<'_>) -> Result<()> {
         match self {
             Sink::None => {}
             Sink::Weir(log) => {
@@ -98,39 +113,75 @@ impl Sink<'_> {
     }
 }
 
-/// One thread of the load: create and unlink in `dir` until the run stops.
-/// Returns the number of operations.
-fn worker(dir: &Path, t: usize, sink: &Sink<'_>, ticket: &Ticket<'_>) -> Result<u64> {
-    let ino = std::fs::metadata(dir)?.ino();
-    let parent = ino.to_le_bytes();
-    let dirfd = rustix::fs::open(
-        dir,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )?;
-    let mut buf = [0u8; 64];
-    let mut ops = 0u64;
-    let mut i = 0u64;
-    ticket.ready();
-    while !ticket.stopped() {
-        i += 1;
+/// One thread's load: its directory, and the name of its next file.
+pub(crate) struct Load {
+    dirfd: rustix::fd::OwnedFd,
+    parent: [u8; 8],
+    t: usize,
+    i: u64,
+    buf: [u8; 64],
+}
+
+impl Load {
+    /// The load of thread `t` in `dir`.
+    pub(crate) fn open(dir: &Path, t: usize) -> Result<Load> {
+        let ino = std::fs::metadata(dir)?.ino();
+        let dirfd = rustix::fs::open(
+            dir,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        Ok(Load {
+            dirfd,
+            parent: ino.to_le_bytes(),
+            t,
+            i: 0,
+            buf: [0; 64],
+        })
+    }
+
+    /// Creates a file and unlinks it, recording each in `sink`: two
+    /// operations.
+    #[inline]
+    pub(crate) fn step(&mut self, sink: &Sink<'_>) -> Result<()> {
+        self.i += 1;
         let len = {
-            let mut w: &mut [u8] = &mut buf;
-            write!(w, "file.mdtest.{t}.{i}\0")?;
+            let mut w: &mut [u8] = &mut self.buf;
+            write!(w, "file.mdtest.{}.{}\0", self.t, self.i)?;
             64 - w.len()
         };
-        let cname = CStr::from_bytes_with_nul(&buf[..len])?;
-        let name = &buf[..len - 1];
+        let cname = CStr::from_bytes_with_nul(&self.buf[..len])?;
+        let name = &self.buf[..len - 1];
         let fd = rustix::fs::openat(
-            &dirfd,
+            &self.dirfd,
             cname,
             OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::CLOEXEC,
             Mode::from_raw_mode(0o644),
         )?;
         drop(fd);
-        sink.record(&Record::new(RecordType::CREAT).parent(&parent).name(name))?;
-        rustix::fs::unlinkat(&dirfd, cname, AtFlags::empty())?;
-        sink.record(&Record::new(RecordType::UNLNK).parent(&parent).name(name))?;
+        sink.record(
+            &Record::new(RecordType::CREAT)
+                .parent(&self.parent)
+                .name(name),
+        )?;
+        rustix::fs::unlinkat(&self.dirfd, cname, AtFlags::empty())?;
+        sink.record(
+            &Record::new(RecordType::UNLNK)
+                .parent(&self.parent)
+                .name(name),
+        )?;
+        Ok(())
+    }
+}
+
+/// One thread of the load: create and unlink in `dir` until the run stops.
+/// Returns the number of operations.
+fn worker(dir: &Path, t: usize, sink: &Sink<'_>, ticket: &Ticket<'_>) -> Result<u64> {
+    let mut load = Load::open(dir, t)?;
+    let mut ops = 0u64;
+    ticket.ready();
+    while !ticket.stopped() {
+        load.step(sink)?;
         ops += 2;
     }
     Ok(ops)
@@ -217,6 +268,10 @@ fn cpu_ns(t: &Timed) -> f64 {
 /// Runs the benchmark.
 pub(crate) fn run(a: Args) -> Result<()> {
     let secs = a.seconds.unwrap_or(if a.quick { 0.8 } else { 3.0 });
+    let inter_secs = a
+        .interleave_seconds
+        .unwrap_or(if a.quick { 3.0 } else { 20.0 })
+        .max(0.0);
     let rounds = a.rounds.unwrap_or(if a.quick { 3 } else { 5 }).max(1);
     if a.threads.is_empty() || a.threads.contains(&0) {
         bail!("--threads needs positive counts");
@@ -311,6 +366,25 @@ pub(crate) fn run(a: Args) -> Result<()> {
             }
         }
     }
+    // N -> the interleaved pass's phases.
+    let mut phases: BTreeMap<usize, interleave::Phases> = BTreeMap::new();
+    if inter_secs > 0.0 {
+        let phase = std::time::Duration::from_millis(a.phase_ms.max(1));
+        for &n in &a.threads {
+            let root = base.path().join(format!("interleaved-{n}"));
+            std::fs::create_dir(&root)?;
+            let p = interleave::run(&root, &opts, n, inter_secs, phase)?;
+            std::fs::remove_dir_all(&root)?;
+            eprintln!(
+                "  interleaved N={n:>2}: {} cycles of {} ms per case, paired ratio weir {:.3}, mutex {:.3}",
+                p.rates[0].len(),
+                a.phase_ms,
+                median(&p.paired(1)),
+                median(&p.paired(2))
+            );
+            phases.insert(n, p);
+        }
+    }
     drop(base);
 
     let rate =
@@ -378,6 +452,29 @@ pub(crate) fn run(a: Args) -> Result<()> {
         "  (CPU ns/op counts every thread of the process, weir's committer included; time spent"
     );
     println!("   asleep waiting for the mutex is not CPU, so it understates the mutex's cost)");
+    let inter = interleaved_summary(&phases);
+    if !phases.is_empty() {
+        println!();
+        println!(
+            "  interleaved: {} ms phases in rotating order, {inter_secs} s per N; median of the",
+            a.phase_ms
+        );
+        println!("  per-cycle ratios to none, with their quartiles");
+        println!(
+            "  {:>3} {:>7} {:>15} | {:>7} {:>15}",
+            "N", "weir", "quartiles", "mutex", "quartiles"
+        );
+        for (n, row) in &inter.rows {
+            println!(
+                "  {n:>3} {:>7.3} {:>7.3}-{:<7.3} | {:>7.3} {:>7.3}-{:<7.3}",
+                row[0].0, row[0].1, row[0].2, row[1].0, row[1].1, row[1].2
+            );
+        }
+        println!(
+            "  min interleaved ratio: weir {:.3}, mutex {:.3}",
+            inter.min[0], inter.min[1]
+        );
+    }
     let [none_r, weir_r, mutex_r] = json_rates;
     let [none_c, weir_c, mutex_c] = json_cpu;
     let [ratio_weir, ratio_mutex] = ratio;
@@ -399,10 +496,104 @@ pub(crate) fn run(a: Args) -> Result<()> {
         "min_ratio_mutex": round(min_ratio[1], 3),
         "min_paired_ratio_weir": round(min_paired[0], 3),
         "min_paired_ratio_mutex": round(min_paired[1], 3),
+        "interleaved": inter.json(inter_secs, a.phase_ms),
         "weir_records_per_commit": per_commit,
         "weir_ring_full_waits": full_waits,
         "weir_lifted": lifted,
         "weir_spilled": spilled,
     }));
     Ok(())
+}
+
+/// The interleaved pass, summed up per thread count.
+struct InterleavedSummary {
+    /// N -> for weir and mutex: median, first and third quartile of the
+    /// per-cycle ratios.
+    rows: BTreeMap<usize, [(f64, f64, f64); 2]>,
+    /// The lowest median over N, for weir and mutex.
+    min: [f64; 2],
+}
+
+fn interleaved_summary(phases: &BTreeMap<usize, interleave::Phases>) -> InterleavedSummary {
+    let mut rows = BTreeMap::new();
+    let mut min = [f64::INFINITY; 2];
+    for (&n, p) in phases {
+        let row = [1, 2].map(|ci| {
+            let v = p.paired(ci);
+            (
+                median(&v),
+                report::quantile(&v, 0.25),
+                report::quantile(&v, 0.75),
+            )
+        });
+        for i in 0..2 {
+            min[i] = min[i].min(row[i].0);
+        }
+        rows.insert(n, row);
+    }
+    InterleavedSummary { rows, min }
+}
+
+impl InterleavedSummary {
+    fn json(&self, secs: f64, phase_ms: u64) -> serde_json::Value {
+        if self.rows.is_empty() {
+            return serde_json::Value::Null;
+        }
+        let per_n = |i: usize, k: usize| -> Map<String, serde_json::Value> {
+            self.rows
+                .iter()
+                .map(|(n, row)| {
+                    let (m, q1, q3) = row[i];
+                    let v = if k == 0 {
+                        json!(round(m, 3))
+                    } else {
+                        json!([round(q1, 3), round(q3, 3)])
+                    };
+                    (n.to_string(), v)
+                })
+                .collect()
+        };
+        json!({
+            "seconds_per_n": secs,
+            "phase_ms": phase_ms,
+            "paired_ratio_weir": per_n(0, 0),
+            "paired_ratio_mutex": per_n(1, 0),
+            "quartiles_weir": per_n(0, 1),
+            "quartiles_mutex": per_n(1, 1),
+            "min_ratio_weir": round(self.min[0], 3),
+            "min_ratio_mutex": round(self.min[1], 3),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_interleaved_minimum_is_the_worst_median_over_n() {
+        let mut phases = BTreeMap::new();
+        phases.insert(
+            1,
+            interleave::Phases {
+                rates: [vec![100.0; 3], vec![97.0, 96.0, 99.0], vec![70.0; 3]],
+            },
+        );
+        phases.insert(
+            2,
+            interleave::Phases {
+                rates: [vec![200.0; 3], vec![188.0, 190.0, 192.0], vec![150.0; 3]],
+            },
+        );
+        let s = interleaved_summary(&phases);
+        assert_eq!(s.min, [0.95, 0.7]);
+        let j = s.json(3.0, 100);
+        assert_eq!(j["min_ratio_weir"], json!(0.95));
+        assert_eq!(j["paired_ratio_weir"]["1"], json!(0.97));
+        assert!(
+            interleaved_summary(&BTreeMap::new())
+                .json(3.0, 100)
+                .is_null()
+        );
+    }
 }
