@@ -74,16 +74,16 @@ pub(crate) struct Args {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum Case {
+enum Case {
     None,
     Weir,
     Mutex,
 }
 
 impl Case {
-    pub(crate) const ALL: [Case; 3] = [Case::None, Case::Weir, Case::Mutex];
+    const ALL: [Case; 3] = [Case::None, Case::Weir, Case::Mutex];
 
-    pub(crate) fn name(self) -> &'static str {
+    fn name(self) -> &'static str {
         match self {
             Case::None => "none",
             Case::Weir => "weir",
@@ -93,7 +93,7 @@ impl Case {
 }
 
 /// Where each operation is recorded.
-pub(crate) enum Sink<'a> {
+enum Sink<'a> {
     None,
     Weir(&'a Log),
     Mutex(&'a MutexLog),
@@ -101,7 +101,7 @@ pub(crate) enum Sink<'a> {
 
 impl Sink<'_> {
     #[inline]
-    pub(crate) fn record(&self, r: &Record<'_>) -> Result<()> {
+    fn record(&self, r: &Record<'_>) -> Result<()> {
         match self {
             Sink::None => {}
             Sink::Weir(log) => {
@@ -114,7 +114,7 @@ impl Sink<'_> {
 }
 
 /// One thread's load: its directory, and the name of its next file.
-pub(crate) struct Load {
+struct Load {
     dirfd: rustix::fd::OwnedFd,
     parent: [u8; 8],
     t: usize,
@@ -124,7 +124,7 @@ pub(crate) struct Load {
 
 impl Load {
     /// The load of thread `t` in `dir`.
-    pub(crate) fn open(dir: &Path, t: usize) -> Result<Load> {
+    fn open(dir: &Path, t: usize) -> Result<Load> {
         let ino = std::fs::metadata(dir)?.ino();
         let dirfd = rustix::fs::open(
             dir,
@@ -143,7 +143,7 @@ impl Load {
     /// Creates a file and unlinks it, recording each in `sink`: two
     /// operations.
     #[inline]
-    pub(crate) fn step(&mut self, sink: &Sink<'_>) -> Result<()> {
+    fn step(&mut self, sink: &Sink<'_>) -> Result<()> {
         self.i += 1;
         let len = {
             let mut w: &mut [u8] = &mut self.buf;

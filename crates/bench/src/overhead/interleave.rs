@@ -97,7 +97,7 @@ pub(crate) fn run(
     };
     let mut rates: [Vec<f64>; 3] = Default::default();
     let mut totals = [0u64; 3];
-    std::thread::scope(|s| -> Result<()> {
+    let run = std::thread::scope(|s| -> Result<()> {
         for (t, dir) in dirs.iter().enumerate() {
             let (shared, sinks) = (&shared, &sinks);
             s.spawn(move || worker(dir, t, shared, sinks));
@@ -106,7 +106,9 @@ pub(crate) fn run(
         shared.phase.store(DONE, Ordering::Release);
         shared.turn.wait();
         r
-    })?;
+    });
+    // A worker's own error says more than the coordinator's "a worker
+    // failed".
     if let Some(e) = shared
         .error
         .lock()
@@ -115,6 +117,7 @@ pub(crate) fn run(
     {
         return Err(e);
     }
+    run?;
     // Every operation of a weir or mutex phase must have been recorded
     // exactly once.
     log.sync()?;
@@ -205,6 +208,28 @@ fn worker(dir: &Path, t: usize, shared: &Shared, sinks: &[Sink<'_>; 3]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_case_gets_a_phase_per_cycle_and_every_operation_is_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        // `run` itself fails if a log missed or doubled an operation.
+        let p = run(
+            dir.path(),
+            &Options::default(),
+            2,
+            0.2,
+            Duration::from_millis(50),
+        )
+        .unwrap();
+        let cycles = p.rates[0].len();
+        assert!(cycles >= 1);
+        for r in &p.rates {
+            assert_eq!(r.len(), cycles);
+            // Not every phase: a loaded machine may not run the workers
+            // within one phase.
+            assert!(r.iter().sum::<f64>() > 0.0, "a case did no work: {r:?}");
+        }
+    }
 
     #[test]
     fn paired_ratios_are_taken_within_each_cycle() {
