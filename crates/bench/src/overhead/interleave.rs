@@ -32,9 +32,13 @@ const BETWEEN: usize = usize::MAX;
 /// The phase value that tells the workers to exit.
 const DONE: usize = usize::MAX - 1;
 
-/// Memory written and deleted before each phase: several times what one
-/// phase's log allocates (about 3 MiB at half a million records per second).
-const WARM_BYTES: u64 = 16 << 20;
+/// Memory written and deleted before each phase: many times what one
+/// phase's log allocates (about 3 MiB at half a million records per second,
+/// in steps of a whole 8 MiB segment). With 16 MiB, weir's phases still
+/// paid 1–2% for pages the host had to fault back in: the ratio rose by
+/// that much when the log rewrote the same pages instead of fresh ones.
+/// With 64 MiB that difference was gone.
+const WARM_BYTES: u64 = 64 << 20;
 
 /// What the interleaved pass measured at one thread count.
 pub(crate) struct Phases {
