@@ -539,27 +539,22 @@ impl InterleavedSummary {
         if self.rows.is_empty() {
             return serde_json::Value::Null;
         }
-        let per_n = |i: usize, k: usize| -> Map<String, serde_json::Value> {
+        // Per N, for weir (0) or mutex (1): what `f` makes of its row.
+        let per_n = |i: usize, f: fn((f64, f64, f64)) -> serde_json::Value| {
             self.rows
                 .iter()
-                .map(|(n, row)| {
-                    let (m, q1, q3) = row[i];
-                    let v = if k == 0 {
-                        json!(round(m, 3))
-                    } else {
-                        json!([round(q1, 3), round(q3, 3)])
-                    };
-                    (n.to_string(), v)
-                })
-                .collect()
+                .map(|(n, row)| (n.to_string(), f(row[i])))
+                .collect::<Map<String, serde_json::Value>>()
         };
+        let as_median = |(m, _, _): (f64, f64, f64)| json!(round(m, 3));
+        let as_quartiles = |(_, q1, q3): (f64, f64, f64)| json!([round(q1, 3), round(q3, 3)]);
         json!({
             "seconds_per_n": secs,
             "phase_ms": phase_ms,
-            "paired_ratio_weir": per_n(0, 0),
-            "paired_ratio_mutex": per_n(1, 0),
-            "quartiles_weir": per_n(0, 1),
-            "quartiles_mutex": per_n(1, 1),
+            "paired_ratio_weir": per_n(0, as_median),
+            "paired_ratio_mutex": per_n(1, as_median),
+            "quartiles_weir": per_n(0, as_quartiles),
+            "quartiles_mutex": per_n(1, as_quartiles),
             "min_ratio_weir": round(self.min[0], 3),
             "min_ratio_mutex": round(self.min[1], 3),
         })

@@ -158,9 +158,10 @@ impl Inner {
     ///
     /// One futex for all waiters, rather than a list of threads unparked
     /// one by one: at 64 durable writers those unparks were the largest
-    /// item in the committer's profile, between one fsync and the next. A waiter the
-    /// fsync did not cover wakes for nothing and sleeps again; under a
-    /// group commit those are the few that appended during the fsync.
+    /// item in the committer's profile between one fsync and the next. A
+    /// waiter the fsync did not cover wakes for nothing and sleeps again;
+    /// under a group commit those are the few that appended during the
+    /// fsync.
     pub(crate) fn wake_durable(&self) {
         self.durable_seq.fetch_add(1, Ordering::SeqCst);
         if self.durable_waiters.load(Ordering::SeqCst) > 0 {
