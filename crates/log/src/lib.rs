@@ -23,6 +23,16 @@
 //! ```
 #![forbid(unsafe_code)]
 
+/// A named fail point: a place where a test built with the `failpoints`
+/// feature can pause or slow the thread that reaches it (see the
+/// `fail` crate). Without the feature it is nothing at all.
+macro_rules! fail_point {
+    ($name:literal) => {
+        #[cfg(feature = "failpoints")]
+        fail::fail_point!($name);
+    };
+}
+
 mod active;
 pub mod codec;
 mod commit;

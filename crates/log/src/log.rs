@@ -267,6 +267,9 @@ impl Inner {
         if res.spill {
             self.counters.spilled.fetch_add(1, Ordering::Relaxed);
         }
+        // Here the index is this writer's, and its slot holds nothing yet:
+        // a writer preempted here is the hole the committer lifts past.
+        fail_point!("weir_log::append::reserved");
         let idx = res.index;
         let time = now_ns();
         encode_and_publish(&self.ring, r, res, time, len);

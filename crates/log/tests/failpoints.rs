@@ -1,0 +1,95 @@
+//! Writers stopped at an exact place with fail points, where the scheduler
+//! alone stops them only now and then.
+//!
+//! Built only with the `failpoints` feature:
+//! `cargo test -p weir-log --features failpoints --test failpoints`.
+//! Fail points are global to the process, so each test holds a
+//! [`fail::FailScenario`], which also runs them one at a time.
+
+use std::time::{Duration, Instant};
+
+use weir_log::{Log, Options, Stats};
+
+mod workload;
+
+use workload::{SEGMENT, check_record, model, write_all};
+
+/// Where a writer holds its index but has not published its frame.
+const RESERVED: &str = "weir_log::append::reserved";
+
+/// Polls the log's stats until `done` holds, for at most 60 s. Returns
+/// whether it did, and the last stats seen.
+fn wait_for(log: &Log, done: impl Fn(&Stats) -> bool) -> (bool, Stats) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let st = log.stats();
+        if done(&st) {
+            return (true, st);
+        }
+        if Instant::now() > deadline {
+            return (false, st);
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn a_writer_stalled_after_its_reservation_makes_the_others_lift_and_spill() {
+    // The first append to reach the fail point pauses there, holding the
+    // first index of its writer and leaving a hole the committer cannot
+    // pass in order. With 4 slots, the other writers fill the ring at once:
+    // they go on only because the committer lifts the frames published past
+    // the hole, and the writer whose index falls on the hole's own slot
+    // spills. (`threads_with_a_tiny_ring` in concurrency.rs relied on the
+    // scheduler for this, and CI once saw neither.)
+    let scenario = fail::FailScenario::setup();
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options::default().segment_size(SEGMENT).ring_slots(4);
+    let log = Log::open(dir.path(), opts).unwrap();
+    fail::cfg(RESERVED, "1*pause").unwrap();
+    let (indexes, during, readable) = std::thread::scope(|s| {
+        let writers = s.spawn(|| write_all(&log, 8, 2000));
+        let (done, during) = wait_for(&log, |st| st.lifted > 0 && st.spilled > 0);
+        // What a reader sees while the hole is open: it must stop before it.
+        let readable: Vec<_> = log.reader(1).map(|r| r.unwrap()).collect();
+        fail::remove(RESERVED);
+        assert!(done, "no lift and spill in 60 s: {during:?}");
+        (writers.join().unwrap(), during, readable)
+    });
+    let want = model(&indexes);
+    log.sync().unwrap();
+
+    // The hole is the first index no reader could see, and it belongs to
+    // the first record of some writer: the one that paused.
+    let hole = readable.len();
+    for (k, r) in readable.iter().enumerate() {
+        assert_eq!(r.index, k as u64 + 1, "a reader skipped an index");
+        assert_eq!(check_record(r).unwrap(), want[k]);
+    }
+    assert_eq!(
+        want[hole].1,
+        0,
+        "index {} was not a writer's first record: {:?}",
+        hole + 1,
+        want[hole]
+    );
+    assert!(
+        during.durable_index <= hole as u64,
+        "durable index {} passed the hole at {}",
+        during.durable_index,
+        hole + 1
+    );
+
+    // Whatever was lifted and spilled is back in order, exactly.
+    let got: Vec<_> = log
+        .reader(1)
+        .map(|r| check_record(&r.unwrap()).unwrap())
+        .collect();
+    assert!(got == want, "the log differs from the writers' model");
+    log.close().unwrap();
+    let again: Vec<_> = weir_log::Reader::open_dir(dir.path(), 1)
+        .map(|r| check_record(&r.unwrap()).unwrap())
+        .collect();
+    assert!(again == want, "the log read after close differs");
+    scenario.teardown();
+}
