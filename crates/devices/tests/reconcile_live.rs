@@ -160,6 +160,10 @@ fn twenty_pvs_attached_while_down_are_reconciled_once() {
     assert!(!vg_state.complete);
     assert_eq!(vg_state.missing, (PVS - 1) as u64);
     assert!(checkpoint.log_index >= 1);
+    // The checkpoint names the last record the tracker appended, which
+    // readers see only once the committer has written it: so sync first.
+    // (Asserted before the sync, this failed when the committer had not.)
+    log.sync().expect("sync the log");
     assert!(checkpoint.log_index <= log.last_index());
 
     // While no tracker runs: the copy goes, the 20 PVs come.
