@@ -12,6 +12,8 @@
 //! real disk filesystem, against the same W threads appending through one
 //! global mutex with `pwrite` + `fdatasync` per record. Group commit is
 //! what makes the difference; the speedup at 64 writers is the target.
+//! Then one durable writer with its log on tmpfs, where an fsync costs
+//! next to nothing, gives the commit path's own time per record.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -245,6 +247,34 @@ fn default_mode(a: &Args, secs: f64, rounds: usize) -> Result<(Value, f64)> {
     Ok((part, default_2t))
 }
 
+/// A lone durable writer with its log in the default-mode directory (tmpfs
+/// unless told otherwise), where fdatasync costs next to nothing: the time
+/// per record is the commit path's own, chiefly the hand-offs between the
+/// writer and the committer.
+fn commit_path(a: &Args, secs: f64, rounds: usize) -> Result<Value> {
+    let fs = FsInfo::of(&a.dir)?;
+    let base = tempdir(&a.dir, "commit-path")?;
+    let mut rates = Vec::new();
+    for k in 0..rounds {
+        let (r, _) = durable_weir(base.path(), &a.log_options(), 1, secs, k)?;
+        eprintln!("  lone durable writer round {k}: {r:.0}/s");
+        rates.push(r);
+    }
+    let r = median(&rates);
+    println!(
+        "  a lone durable writer, log in {} ({}): {r:.0}/s, {:.1} us per record (the commit path without a device)",
+        a.dir.display(),
+        fs.name(),
+        1e6 / r
+    );
+    Ok(json!({
+        "dir": a.dir,
+        "fs": fs.name(),
+        "per_s": round(r, 1),
+        "us_per_record": round(1e6 / r, 1),
+    }))
+}
+
 /// Durable mode: returns the JSON part and the speedup at 64 writers.
 fn durable_mode(a: &Args, secs: f64, rounds: usize) -> Result<(Value, f64)> {
     let fs = FsInfo::of(&a.durable_dir)?;
@@ -306,6 +336,7 @@ fn durable_mode(a: &Args, secs: f64, rounds: usize) -> Result<(Value, f64)> {
     println!(
         "  weir at 64 writers vs the baseline's best rate at any W ({best_mutex:.0}/s): {vs_best:.1}x"
     );
+    let lone = commit_path(a, secs, rounds)?;
     let part = json!({
         "dir": a.durable_dir,
         "fs": fs.name(),
@@ -314,6 +345,7 @@ fn durable_mode(a: &Args, secs: f64, rounds: usize) -> Result<(Value, f64)> {
         "records_per_fsync": batch,
         "speedup": speedups,
         "speedup_64w_vs_best_mutex": round(vs_best, 2),
+        "commit_path_1w": lone,
     });
     Ok((part, speedup_64))
 }
