@@ -6,9 +6,11 @@
 //! Fail points are global to the process, so each test holds a
 //! [`fail::FailScenario`], which also runs them one at a time.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, mpsc};
 use std::time::{Duration, Instant};
 
-use weir_log::{Log, Options, Stats};
+use weir_log::{Log, Options, Record, RecordType, Stats};
 
 mod workload;
 
@@ -16,6 +18,24 @@ use workload::{SEGMENT, check_record, model, write_all};
 
 /// Where a writer holds its index but has not published its frame.
 const RESERVED: &str = "weir_log::append::reserved";
+
+/// Makes the first append to reach [`RESERVED`] stop there. Returns a
+/// receiver that hears when it has, and a sender whose drop lets it go on.
+fn hold_first_reservation() -> (mpsc::Receiver<()>, mpsc::Sender<()>) {
+    let (reached_tx, reached_rx) = mpsc::channel();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let (reached_tx, release_rx) = (Mutex::new(reached_tx), Mutex::new(release_rx));
+    let first = AtomicBool::new(true);
+    fail::cfg_callback(RESERVED, move || {
+        if first.swap(false, Ordering::SeqCst) {
+            let _ = reached_tx.lock().unwrap().send(());
+            // Returns once the sender is dropped.
+            let _ = release_rx.lock().unwrap().recv();
+        }
+    })
+    .unwrap();
+    (reached_rx, release_tx)
+}
 
 /// Polls the log's stats until `done` holds, for at most 60 s. Returns
 /// whether it did, and the last stats seen.
@@ -91,5 +111,49 @@ fn a_writer_stalled_after_its_reservation_makes_the_others_lift_and_spill() {
         .map(|r| check_record(&r.unwrap()).unwrap())
         .collect();
     assert!(again == want, "the log read after close differs");
+    scenario.teardown();
+}
+
+#[test]
+fn a_durable_wait_behind_a_held_reservation_returns_only_once_it_is_published() {
+    // A `Durable` promises that its record and every one before it are
+    // fsynced. A record appended after a writer that holds an earlier
+    // index unpublished must not be reported durable until that one is
+    // published, written and synced too.
+    let scenario = fail::FailScenario::setup();
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path(), Options::default().segment_size(SEGMENT)).unwrap();
+    let log = &log;
+    let (reached, release) = hold_first_reservation();
+    let (early, stats, held, after) = std::thread::scope(|s| {
+        let held = s.spawn(|| log.append(&Record::new(RecordType::CREAT).name(b"held")));
+        reached
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the first append never reached the fail point");
+        let (done_tx, done_rx) = mpsc::channel();
+        let after = s.spawn(move || {
+            let d = log.append_durable(&Record::new(RecordType::UNLNK).name(b"after"));
+            let _ = done_tx.send(());
+            d
+        });
+        // Correct, it never returns while the hole is held; this wait only
+        // bounds how long the test looks.
+        let early = done_rx.recv_timeout(Duration::from_millis(300)).is_ok();
+        let stats = log.stats();
+        drop(release);
+        fail::remove(RESERVED);
+        (early, stats, held.join().unwrap(), after.join().unwrap())
+    });
+    assert!(
+        !early,
+        "append_durable returned while an earlier index was unpublished"
+    );
+    assert_eq!(stats.durable_index, 0, "{stats:?}");
+    assert_eq!(stats.last_index, 0, "readers saw past the hole: {stats:?}");
+    let (held, after) = (held.unwrap(), after.unwrap());
+    assert_eq!((held.index(), after.index()), (1, 2));
+    assert!(log.stats().durable_index >= 2);
+    let names: Vec<Vec<u8>> = log.reader(1).map(|r| r.unwrap().name).collect();
+    assert_eq!(names, [b"held".to_vec(), b"after".to_vec()]);
     scenario.teardown();
 }
