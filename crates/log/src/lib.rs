@@ -24,8 +24,9 @@
 #![forbid(unsafe_code)]
 
 /// A named fail point: a place where a test built with the `failpoints`
-/// feature can pause or slow the thread that reaches it (see the
-/// `fail` crate). Without the feature it is nothing at all.
+/// feature can pause or slow the thread that reaches it, or call back into
+/// the test (see the `fail` crate). Without the feature it is nothing at
+/// all.
 macro_rules! fail_point {
     ($name:literal) => {
         #[cfg(feature = "failpoints")]
