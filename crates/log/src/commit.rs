@@ -38,7 +38,8 @@ pub(crate) const HOLE_PATIENCE: Duration = Duration::from_millis(1);
 /// looks for the next durable wait before it parks. Waking a parked thread
 /// on an idle CPU took about 20 µs on the 2-vCPU test VM, paid twice per
 /// record by a lone durable writer (the waiter wakes the committer, which
-/// wakes the waiter): polling saves the first.
+/// wakes the waiter): polling saves the first, and the waiter's own
+/// polling (`Inner::poll_durable`) the second when fsyncs are quick.
 const DURABLE_POLL: Duration = Duration::from_micros(50);
 /// Bytes the reorder area may hold per ring slot: three laps of typical
 /// records.
@@ -364,6 +365,8 @@ impl Committer {
                 return self.failed(IoFail::Sync(e));
             }
             self.sync_cost = start.elapsed();
+            let ns = u64::try_from(self.sync_cost.as_nanos()).unwrap_or(u64::MAX);
+            inner.sync_ns.store(ns, Ordering::Relaxed);
             inner.counters.syncs.fetch_add(1, Ordering::Relaxed);
             self.publish_durable(placed_to);
         }
