@@ -23,7 +23,7 @@ use crossbeam_utils::Backoff;
 
 use crate::active::{ActiveSegment, IoFail};
 use crate::latency::pending::Pending;
-use crate::log::{FailKind, Inner, SegEntry, now_ns};
+use crate::log::{FailKind, Inner, SegEntry, now_ns, yield_until};
 use crate::retention;
 
 /// Largest batch gathered before it is written, bounding committer memory.
@@ -281,16 +281,7 @@ impl Committer {
     /// appends durably one record after another is back by then, and finds
     /// the committer awake. Returns whether there is urgent work.
     fn poll_for_durable(&self) -> bool {
-        let until = self.last_sync + DURABLE_POLL;
-        while Instant::now() < until {
-            if self.urgent() {
-                return true;
-            }
-            // Yields rather than spins: on a busy CPU the waiter itself
-            // may be what runs next.
-            thread::yield_now();
-        }
-        false
+        yield_until(self.last_sync + DURABLE_POLL, || self.urgent())
     }
 
     /// Group commit: before an fsync, give the writers the last fsync
@@ -306,12 +297,10 @@ impl Committer {
             return;
         }
         let deadline = Instant::now() + (self.sync_cost / 2).min(Duration::from_millis(2));
-        while inner.durable_entries.load(Ordering::Acquire) - self.entries_at_wake < self.woken
-            && Instant::now() < deadline
-            && !inner.closing.load(Ordering::Acquire)
-        {
-            thread::yield_now();
-        }
+        yield_until(deadline, || {
+            inner.durable_entries.load(Ordering::Acquire) - self.entries_at_wake >= self.woken
+                || inner.closing.load(Ordering::Acquire)
+        });
     }
 
     fn cycle(&mut self, closing: bool) -> Outcome {

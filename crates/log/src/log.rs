@@ -36,6 +36,19 @@ pub(crate) fn now_ns() -> u64 {
     u64::try_from(t.tv_sec).map_or(0, |s| s * 1_000_000_000 + t.tv_nsec as u64)
 }
 
+/// Calls `done` until it holds or `until` passes, yielding the CPU between
+/// calls rather than spinning, so that on a busy CPU the thread being
+/// waited for can run. Returns whether `done` held.
+pub(crate) fn yield_until(until: Instant, mut done: impl FnMut() -> bool) -> bool {
+    while Instant::now() < until {
+        if done() {
+            return true;
+        }
+        std::thread::yield_now();
+    }
+    false
+}
+
 /// The longest a lone durable waiter looks for its record before it sleeps
 /// (see `Inner::poll_durable`).
 const WAITER_POLL: Duration = Duration::from_micros(100);
@@ -352,13 +365,7 @@ impl Inner {
             return false;
         }
         let until = Instant::now() + (sync * 2 + Duration::from_micros(20)).min(WAITER_POLL);
-        while Instant::now() < until {
-            if self.durable.load(Ordering::Acquire) >= index {
-                return true;
-            }
-            std::thread::yield_now();
-        }
-        false
+        yield_until(until, || self.durable.load(Ordering::Acquire) >= index)
     }
 
     fn closed_and_drained(&self) -> bool {
