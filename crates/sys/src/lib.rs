@@ -8,6 +8,9 @@
 //! modelled on rustix: kernel names are kept, and each `unsafe` block is a
 //! small fence around one system call with a `// SAFETY:` comment.
 //!
+//! It also holds the one CPU instruction weir calls directly: `crc32`, for
+//! the CRC of short log frames ([`crc32c`]).
+//!
 //! The kernel's answers are decoded by safe code that reads byte slices
 //! (never pointer casts), so the decoders ([`statmount::decode`],
 //! [`fanotify::decode_events`], [`uevent::decode_creds`]) are total on
@@ -19,6 +22,7 @@
 
 pub mod activation;
 mod bytes;
+pub mod crc32c;
 mod error;
 pub mod fanotify;
 pub mod listmount;
