@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 use rustix::thread::futex;
 use rustix::time::Timespec;
 
+pub(crate) use crate::clock::now_ns;
+use crate::clock::record_time_ns;
 use crate::consumers::{ConsumerInfo, Consumers};
 use crate::error::{Error, Result, StallCause};
 use crate::kind::TypeMask;
@@ -26,15 +28,6 @@ use crate::record::Record;
 use crate::recovery::{self, RecoveryReport};
 use crate::ring::{INLINE, Reservation, Ring};
 use crate::{codec, commit};
-
-/// Wall-clock time in ns since the Unix epoch.
-///
-/// Read with `clock_gettime` directly: `SystemTime` adds checks that cost
-/// a tenth of an append. A clock before the epoch reads as 0.
-pub(crate) fn now_ns() -> u64 {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::Realtime);
-    u64::try_from(t.tv_sec).map_or(0, |s| s * 1_000_000_000 + t.tv_nsec as u64)
-}
 
 /// Calls `done` until it holds or `until` passes, yielding the CPU between
 /// calls rather than spinning, so that on a busy CPU the thread being
@@ -270,7 +263,7 @@ impl Inner {
     pub(crate) fn try_append(&self, r: &Record<'_>) -> Option<u64> {
         let len = codec::encoded_len(r).ok()?;
         let res = self.ring.try_reserve(len)?;
-        let time = now_ns();
+        let time = record_time_ns();
         encode_and_publish(&self.ring, r, res, time, len);
         Some(res.index)
     }
@@ -291,7 +284,7 @@ impl Inner {
         // a writer preempted here is the hole the committer lifts past.
         fail_point!("weir_log::append::reserved");
         let idx = res.index;
-        let time = now_ns();
+        let time = record_time_ns();
         encode_and_publish(&self.ring, r, res, time, len);
         // Wake the committer when this record starts a batch after idleness,
         // and every quarter ring of appends, so that it drains (or lifts
