@@ -49,6 +49,12 @@ pub(crate) fn record_time_ns() -> u64 {
     RECORD_CLOCK.now_ns()
 }
 
+/// Sets the record clock up now (the counter's calibration) rather than at
+/// the first record.
+pub(crate) fn start() {
+    LazyLock::force(&RECORD_CLOCK);
+}
+
 static RECORD_CLOCK: LazyLock<RecordClock> = LazyLock::new(|| {
     let counter = kernel_keeps_time_with_tsc().then(quanta::Clock::new);
     RecordClock::new(counter, Box::new(now_ns))

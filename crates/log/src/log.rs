@@ -492,6 +492,9 @@ impl Log {
     /// no lock (see [`Reader::open_dir`]).
     pub fn open(dir: impl AsRef<Path>, opts: Options) -> Result<Log> {
         opts.validate()?;
+        // The record clock calibrates its counter once per process (under
+        // a millisecond); here rather than in the first append.
+        crate::clock::start();
         let dir = dir.as_ref().to_path_buf();
         let fs = opts.fs.clone();
         fs.create_dir_all(&dir)
