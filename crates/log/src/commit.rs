@@ -105,10 +105,9 @@ struct Committer {
     entries_gathered: u64,
     entries_before: u64,
     /// How many durable waits the last fsync satisfied, the count of waits
-    /// begun when it published, and what it cost.
+    /// begun when it published. What it cost is `Inner::sync_ns`.
     woken: u64,
     entries_at_wake: u64,
-    sync_cost: Duration,
     /// Append times of what waits to be written or fsynced, for the
     /// latency histograms.
     pending: Pending,
@@ -140,7 +139,6 @@ impl Committer {
             entries_before: 0,
             woken: 0,
             entries_at_wake: 0,
-            sync_cost: Duration::ZERO,
             pending: Pending::default(),
         }
     }
@@ -296,7 +294,8 @@ impl Committer {
         {
             return;
         }
-        let deadline = Instant::now() + (self.sync_cost / 2).min(Duration::from_millis(2));
+        let sync_cost = Duration::from_nanos(inner.sync_ns.load(Ordering::Relaxed));
+        let deadline = Instant::now() + (sync_cost / 2).min(Duration::from_millis(2));
         yield_until(deadline, || {
             inner.durable_entries.load(Ordering::Acquire) - self.entries_at_wake >= self.woken
                 || inner.closing.load(Ordering::Acquire)
@@ -353,8 +352,7 @@ impl Committer {
             if let Err(e) = active.sync() {
                 return self.failed(IoFail::Sync(e));
             }
-            self.sync_cost = start.elapsed();
-            let ns = u64::try_from(self.sync_cost.as_nanos()).unwrap_or(u64::MAX);
+            let ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
             inner.sync_ns.store(ns, Ordering::Relaxed);
             inner.counters.syncs.fetch_add(1, Ordering::Relaxed);
             self.publish_durable(placed_to);

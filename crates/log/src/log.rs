@@ -119,8 +119,9 @@ pub(crate) struct Inner {
     /// committer counts how many writers one satisfied, and waits for that
     /// many to come back before the next, so batches stay large.
     pub(crate) durable_entries: AtomicU64,
-    /// What the committer's last fsync took, in ns: a lone durable waiter
-    /// looks for its record rather than sleeps when that is short.
+    /// What the committer's last fsync took, in ns: it bounds the
+    /// committer's group-commit wait, and a lone durable waiter looks for
+    /// its record rather than sleeps when it is short.
     pub(crate) sync_ns: AtomicU64,
     /// The futex durable waiters sleep on. It changes whenever `durable`
     /// advances or the log's state changes under them (a failure, poison,
