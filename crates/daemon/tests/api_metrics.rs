@@ -180,6 +180,7 @@ fn value(fams: &BTreeMap<String, Family>, name: &str) -> f64 {
 
 #[tokio::test]
 async fn latency_histograms_are_cumulative_and_count_every_record() {
+    let fx_started = Instant::now();
     let fx = plain();
     let router = weir_daemon::api::router(fx.state.clone());
     let fams = parse(as_root(&router, "GET", "/metrics", "").await.text());
@@ -219,6 +220,13 @@ async fn latency_histograms_are_cumulative_and_count_every_record() {
     let (_, durable_sum, n) = histogram(&fams, "weir_log_durable_seconds");
     assert_eq!(n, 7.0);
     assert!(durable_sum >= commit_sum && durable_sum <= 7.0 * waited);
+    // The commit thread's CPU time, where /proc has it: some, and no more
+    // than the test's wall time (it is one thread).
+    if std::path::Path::new("/proc/self/task").exists() {
+        let cpu = value(&fams, "weir_log_committer_cpu_seconds_total");
+        let lived = fx_started.elapsed().as_secs_f64();
+        assert!(cpu > 0.0 && cpu <= lived, "{cpu} s in {lived} s");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -55,6 +55,7 @@ mod retention;
 mod ring;
 mod scan;
 pub mod segment;
+mod thread_cpu;
 mod verify;
 
 pub use crate::consumers::{CONSUMERS_FILE, ConsumerInfo, read_consumers};

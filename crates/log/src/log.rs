@@ -136,6 +136,9 @@ pub(crate) struct Inner {
     pub(crate) space_cv: Condvar,
     pub(crate) commit_cv: Condvar,
     pub(crate) committer: OnceLock<Thread>,
+    /// The commit thread's kernel thread id, once it runs (for its CPU
+    /// time in `Stats`).
+    pub(crate) committer_tid: OnceLock<i32>,
     pub(crate) segments: RwLock<Vec<SegEntry>>,
     pub(crate) consumers: Mutex<Consumers>,
     pub(crate) counters: Counters,
@@ -464,6 +467,10 @@ pub struct Stats {
     pub spilled: u64,
     /// Registered consumers.
     pub consumers: usize,
+    /// CPU time the commit thread has used since the log was opened, ns
+    /// (`None` where /proc is not available). With the appenders' own time
+    /// in `append`, this is what the log costs the process.
+    pub committer_cpu_ns: Option<u64>,
     /// How long the records committed since the log was opened waited from
     /// their append (the time in their frame) until the committer had
     /// written them to the OS, which is when readers see them.
@@ -532,6 +539,7 @@ impl Log {
             space_cv: Condvar::new(),
             commit_cv: Condvar::new(),
             committer: OnceLock::new(),
+            committer_tid: OnceLock::new(),
             segments: RwLock::new(rec.segments),
             consumers: Mutex::new(consumers),
             counters: Counters::default(),
@@ -691,9 +699,18 @@ impl Log {
             lifted: k.lifted.load(Ordering::Relaxed),
             spilled: k.spilled.load(Ordering::Relaxed),
             consumers: self.consumers().list().len(),
+            committer_cpu_ns: self.committer_cpu_ns(),
             commit_latency: k.commit_latency.snapshot(),
             durable_latency: k.durable_latency.snapshot(),
         }
+    }
+
+    fn committer_cpu_ns(&self) -> Option<u64> {
+        // A stopped thread's id may already name another thread.
+        if self.inner.committer_stopped.load(Ordering::Acquire) {
+            return None;
+        }
+        crate::thread_cpu::of_thread(*self.inner.committer_tid.get()?)
     }
 
     /// Whether an fsync failure has poisoned the log.

@@ -132,6 +132,7 @@ fn log(log: &weir_log::Log) -> Value {
         "lifted": s.lifted,
         "spilled": s.spilled,
         "consumers": s.consumers,
+        "committer_cpu_ns": s.committer_cpu_ns,
         "poisoned": log.is_poisoned(),
     })
 }

@@ -1,7 +1,8 @@
 //! The log's families: appends, indexes, commits, syncs, bytes, the commit
-//! and durable latency histograms, and each consumer's lag.
+//! thread's CPU time, the commit and durable latency histograms, and each
+//! consumer's lag.
 
-use super::text::Out;
+use super::text::{Out, seconds};
 
 /// The log's families.
 pub(super) fn write(o: &mut Out, log: &weir_log::Log) {
@@ -89,6 +90,14 @@ pub(super) fn write(o: &mut Out, log: &weir_log::Log) {
         "1 when an fsync failure has poisoned the log.",
         u8::from(log.is_poisoned()),
     );
+    if let Some(ns) = s.committer_cpu_ns {
+        o.one(
+            "weir_log_committer_cpu_seconds_total",
+            "counter",
+            "CPU time the log's commit thread has used (it seals, writes and syncs every record).",
+            seconds(ns),
+        );
+    }
     o.histogram(
         "weir_log_commit_seconds",
         "Time from a record's append to its write to the OS, when readers see it (records committed since the daemon started).",
