@@ -17,6 +17,10 @@
 //! interleaved pass follows (see `interleave`): the cases take turns in
 //! 100 ms phases inside one process, and the per-cycle ratios are reported
 //! beside the rounds' figures.
+//!
+//! Each weir round also reports its commit thread's CPU time per record
+//! (`Stats::committer_cpu_ns`): the part of weir's cost that runs beside
+//! the appenders, which host drift barely moves.
 
 use std::collections::BTreeMap;
 use std::ffi::CStr;
@@ -197,6 +201,8 @@ struct WeirRun {
     lifted: u64,
     /// Records spilled past a hole's own slot.
     spilled: u64,
+    /// The commit thread's CPU time per record, ns (if /proc has it).
+    committer_ns: Option<f64>,
 }
 
 /// One measurement: `n` threads for `secs` seconds, in a fresh directory.
@@ -241,6 +247,9 @@ fn run_once(
                 ring_full_waits: st.ring_full_waits,
                 lifted: st.lifted,
                 spilled: st.spilled,
+                committer_ns: st
+                    .committer_cpu_ns
+                    .map(|ns| ns as f64 / st.last_index.max(1) as f64),
             });
             Some(st.last_index)
         }
@@ -326,6 +335,8 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let mut full_waits: BTreeMap<usize, u64> = BTreeMap::new();
     let mut lifted: BTreeMap<usize, u64> = BTreeMap::new();
     let mut spilled: BTreeMap<usize, u64> = BTreeMap::new();
+    // N -> the commit thread's CPU ns per record, per round.
+    let mut committer_ns: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
     // What the warm file must cover: the most any measurement allocated,
     // with a margin, and at first a guess from the duration.
     let mut peak_bytes: u64 = (secs * 64.0 * (1 << 20) as f64) as u64;
@@ -351,8 +362,15 @@ pub(crate) fn run(a: Args) -> Result<()> {
                     *full_waits.entry(n).or_default() += w.ring_full_waits;
                     *lifted.entry(n).or_default() += w.lifted;
                     *spilled.entry(n).or_default() += w.spilled;
+                    let committer = match w.committer_ns {
+                        Some(ns) => {
+                            committer_ns.entry(n).or_default().push(ns);
+                            format!(", committer {ns:.0} CPU ns/record")
+                        }
+                        None => String::new(),
+                    };
                     counters = format!(
-                        ", {} ring-full waits, {} lifted, {} spilled",
+                        ", {} ring-full waits, {} lifted, {} spilled{committer}",
                         w.ring_full_waits, w.lifted, w.spilled
                     );
                 }
@@ -452,6 +470,16 @@ pub(crate) fn run(a: Args) -> Result<()> {
         "  (CPU ns/op counts every thread of the process, weir's committer included; time spent"
     );
     println!("   asleep waiting for the mutex is not CPU, so it understates the mutex's cost)");
+    if !committer_ns.is_empty() {
+        let per_n: Vec<String> = committer_ns
+            .iter()
+            .map(|(n, v)| format!("N={n} {:.0}", median(v)))
+            .collect();
+        println!(
+            "  weir's commit thread, CPU ns per record (median): {}",
+            per_n.join(", ")
+        );
+    }
     let inter = interleaved_summary(&phases);
     if !phases.is_empty() {
         println!();
@@ -501,6 +529,10 @@ pub(crate) fn run(a: Args) -> Result<()> {
         "weir_ring_full_waits": full_waits,
         "weir_lifted": lifted,
         "weir_spilled": spilled,
+        "weir_committer_cpu_ns_per_record": committer_ns
+            .iter()
+            .map(|(n, v)| (n.to_string(), json!(round(median(v), 1))))
+            .collect::<Map<_, _>>(),
     }));
     Ok(())
 }
