@@ -49,22 +49,19 @@ pub(crate) fn spawn(
     inner: Arc<Inner>,
     active: Option<ActiveSegment>,
 ) -> io::Result<JoinHandle<()>> {
-    let (tid_tx, tid_rx) = std::sync::mpsc::sync_channel(1);
     let h = thread::Builder::new()
         .name("weir-log-commit".into())
         .spawn({
             let inner = inner.clone();
             move || {
-                let _ = tid_tx.send(rustix::thread::gettid().as_raw_nonzero().get());
+                let _ = inner
+                    .committer_tid
+                    .set(rustix::thread::gettid().as_raw_nonzero().get());
                 let _stopped = Stopped(inner.clone());
                 Committer::new(inner, active).run()
             }
         })?;
     let _ = inner.committer.set(h.thread().clone());
-    // Known before `Log::open` returns, so that the first `stats` has it.
-    if let Ok(tid) = tid_rx.recv() {
-        let _ = inner.committer_tid.set(tid);
-    }
     Ok(h)
 }
 

@@ -136,8 +136,8 @@ pub(crate) struct Inner {
     pub(crate) space_cv: Condvar,
     pub(crate) commit_cv: Condvar,
     pub(crate) committer: OnceLock<Thread>,
-    /// The commit thread's kernel thread id, once it runs (for its CPU
-    /// time in `Stats`).
+    /// The commit thread's kernel thread id, set by the thread when it
+    /// starts (for its CPU time in `Stats`).
     pub(crate) committer_tid: OnceLock<i32>,
     pub(crate) segments: RwLock<Vec<SegEntry>>,
     pub(crate) consumers: Mutex<Consumers>,
@@ -468,8 +468,9 @@ pub struct Stats {
     /// Registered consumers.
     pub consumers: usize,
     /// CPU time the commit thread has used since the log was opened, ns
-    /// (`None` where /proc is not available). With the appenders' own time
-    /// in `append`, this is what the log costs the process.
+    /// (`None` where /proc is not available, or in the moment after
+    /// `Log::open` before the thread has started). With the appenders' own
+    /// time in `append`, this is what the log costs the process.
     pub committer_cpu_ns: Option<u64>,
     /// How long the records committed since the log was opened waited from
     /// their append (the time in their frame) until the committer had

@@ -50,6 +50,9 @@ fn append_read_reopen_across_segments() {
 fn stats_count_the_commit_threads_cpu_time() {
     let dir = tempfile::tempdir().unwrap();
     let log = Log::open(dir.path(), Options::default()).unwrap();
+    // After a sync the commit thread has certainly started.
+    let _ = log.append(&Record::new(RecordType::MARK)).unwrap();
+    log.sync().unwrap();
     let Some(before) = log.stats().committer_cpu_ns else {
         eprintln!("skipped: no /proc/self/task/TID/schedstat here");
         return;
