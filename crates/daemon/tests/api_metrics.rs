@@ -222,7 +222,7 @@ async fn latency_histograms_are_cumulative_and_count_every_record() {
     assert!(durable_sum >= commit_sum && durable_sum <= 7.0 * waited);
     // The commit thread's CPU time, where /proc has it: some, and no more
     // than the test's wall time (it is one thread).
-    if std::path::Path::new("/proc/self/task").exists() {
+    if std::path::Path::new("/proc/self/schedstat").exists() {
         let cpu = value(&fams, "weir_log_committer_cpu_seconds_total");
         let lived = fx_started.elapsed().as_secs_f64();
         assert!(cpu > 0.0 && cpu <= lived, "{cpu} s in {lived} s");

@@ -65,7 +65,8 @@ fn stats_count_the_commit_threads_cpu_time() {
     log.sync().unwrap();
     let after = log.stats().committer_cpu_ns.unwrap();
     // Sealing and writing 200,000 records takes the committer well over
-    // a millisecond of CPU (about 15 ms on the test VM).
+    // a millisecond of CPU (about 18 ms in a release build on the test VM,
+    // 80 ms in a debug one).
     assert!(after >= before + 1_000_000, "{before} -> {after} ns");
     log.close().unwrap();
 }
