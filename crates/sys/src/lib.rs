@@ -8,8 +8,9 @@
 //! modelled on rustix: kernel names are kept, and each `unsafe` block is a
 //! small fence around one system call with a `// SAFETY:` comment.
 //!
-//! It also holds the one CPU instruction weir calls directly: `crc32`, for
-//! the CRC of short log frames ([`crc32c`]).
+//! It also holds the CPU instructions weir calls directly: `crc32`, for the
+//! CRC of short log frames ([`crc32c`]), and two cache-line hints for the
+//! log's contended append counter ([`cache`]).
 //!
 //! The kernel's answers are decoded by safe code that reads byte slices
 //! (never pointer casts), so the decoders ([`statmount::decode`],
@@ -22,6 +23,7 @@
 
 pub mod activation;
 mod bytes;
+pub mod cache;
 pub mod crc32c;
 mod error;
 pub mod fanotify;
