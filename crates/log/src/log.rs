@@ -215,12 +215,9 @@ impl Inner {
         Ok(())
     }
 
-    /// Reserves an index, waiting a bounded time while the ring is full.
-    fn reserve(&self, len: usize) -> Result<Reservation> {
-        self.check_open()?;
-        if let Some(i) = self.ring.try_reserve(len) {
-            return Ok(i);
-        }
+    /// Reserves an index while the ring is full, waiting a bounded time.
+    #[cold]
+    fn reserve_waiting(&self, len: usize) -> Result<Reservation> {
         self.counters.ring_full.fetch_add(1, Ordering::Relaxed);
         let start = Instant::now();
         let backoff = crossbeam_utils::Backoff::new();
@@ -266,13 +263,17 @@ impl Inner {
     /// Appends without waiting for room: used by the committer for MARKs.
     pub(crate) fn try_append(&self, r: &Record<'_>) -> Option<u64> {
         let len = codec::encoded_len(r).ok()?;
-        let res = self.ring.try_reserve(len)?;
         let time = record_time_ns();
+        let res = self.ring.try_reserve(len)?;
         encode_and_publish(&self.ring, r, res, time, len);
         Some(res.index)
     }
 
     pub(crate) fn append(&self, r: &Record<'_>) -> Result<u64> {
+        // The counter's line is usually in another core's cache or the
+        // shared one: fetching it now overlaps the fetch with the checks
+        // and the clock below.
+        self.ring.prefetch_reserve();
         let len = codec::encoded_len(r)?;
         if len > self.max_record {
             return Err(Error::RecordTooLarge {
@@ -280,7 +281,19 @@ impl Inner {
                 limit: self.max_record,
             });
         }
-        let res = self.reserve(len)?;
+        self.check_open()?;
+        // The time is read before the reservation, whose wait for the
+        // counter's line it then overlaps; a writer that had to wait for
+        // room reads it again.
+        let mut time = record_time_ns();
+        let res = match self.ring.try_reserve(len) {
+            Some(res) => res,
+            None => {
+                let res = self.reserve_waiting(len)?;
+                time = record_time_ns();
+                res
+            }
+        };
         if res.spill {
             self.counters.spilled.fetch_add(1, Ordering::Relaxed);
         }
@@ -288,7 +301,6 @@ impl Inner {
         // a writer preempted here is the hole the committer lifts past.
         fail_point!("weir_log::append::reserved");
         let idx = res.index;
-        let time = record_time_ns();
         encode_and_publish(&self.ring, r, res, time, len);
         // Wake the committer when this record starts a batch after idleness,
         // and every quarter ring of appends, so that it drains (or lifts

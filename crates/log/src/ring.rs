@@ -125,6 +125,13 @@ impl Ring {
         }
     }
 
+    /// Starts fetching the index counter's line for writing, so that a
+    /// reservation a little later does not wait for all of it.
+    #[inline]
+    pub(crate) fn prefetch_reserve(&self) {
+        weir_sys::cache::prefetchw(&*self.next);
+    }
+
     pub(crate) fn capacity(&self) -> u64 {
         self.mask + 1
     }
@@ -142,7 +149,8 @@ impl Ring {
         // contention a plain load fetches the line shared and the CAS then
         // fetches it again exclusive. A wrong guess costs one failed CAS,
         // which returns the current value with the line already exclusive.
-        let mut cur = NEXT_GUESS.get();
+        let guess = NEXT_GUESS.get();
+        let mut cur = guess;
         loop {
             // `cur` may be stale and below `taken`; the CAS then fails and
             // reloads it. A guess from another ring may also be far ahead:
@@ -164,6 +172,14 @@ impl Ring {
                 .compare_exchange_weak(cur, cur + 1, Ordering::SeqCst, Ordering::Relaxed)
             {
                 Ok(_) => {
+                    if cur != guess {
+                        // Another writer reserved since this one last did,
+                        // so the line moves between cores: leave it in the
+                        // shared cache, where the next writer's CAS finds
+                        // it without a snoop of this core (see
+                        // `weir_sys::cache`). A lone writer keeps it.
+                        weir_sys::cache::cldemote(&*self.next);
+                    }
                     NEXT_GUESS.set(cur + 1);
                     if spill {
                         self.spilled_bytes.fetch_add(len as u64, Ordering::AcqRel);

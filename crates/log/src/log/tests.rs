@@ -118,3 +118,58 @@ fn a_held_reservation_does_not_stop_other_writers() {
     assert_eq!(got, want);
     log.close().unwrap();
 }
+
+/// A writer that had to wait for room stamps its record with the time it
+/// got the room. The append path reads the clock before it reserves, so
+/// that the read overlaps the reservation; without the second read after a
+/// wait, this record's time would be the moment its wait began, here at
+/// least 50 ms too early.
+#[test]
+fn a_writer_that_waited_for_room_stamps_the_time_it_got_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = small_ring_log(dir.path(), 4);
+    let hole = log.inner.ring.try_reserve(64).unwrap();
+    let filler = Record::new(RecordType::CREAT).name(b"filler");
+    let len = codec::encoded_len(&filler).unwrap();
+    // Append until the ring stays without room: the hole's slot is held
+    // and the spill map is full.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut full_since: Option<Instant> = None;
+    while full_since.is_none_or(|t| t.elapsed() < Duration::from_millis(50)) {
+        assert!(Instant::now() < deadline, "the ring never filled");
+        if log.inner.ring.has_room(len) {
+            let _ = log.append(&filler).unwrap();
+            full_since = None;
+        } else {
+            full_since.get_or_insert_with(Instant::now);
+            log.inner.kick();
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    let (index, filled_at) = std::thread::scope(|s| {
+        let waiter = s.spawn(|| {
+            log.append(&Record::new(RecordType::UNLNK).name(b"waited"))
+                .unwrap()
+        });
+        while log.stats().ring_full_waits == 0 {
+            assert!(Instant::now() < deadline, "the writer never waited");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        let early = waiter.is_finished();
+        let filled_at = now_ns();
+        publish_hole(&log, hole);
+        assert!(!early, "the writer found room before the hole was filled");
+        (waiter.join().unwrap().index(), filled_at)
+    });
+    log.sync().unwrap();
+    let rec = log.reader(index).next().unwrap().unwrap();
+    assert_eq!((rec.index, rec.name.as_slice()), (index, &b"waited"[..]));
+    // The record clock is within about 0.1 µs of the wall clock.
+    assert!(
+        rec.time_ns + 1_000_000 >= filled_at,
+        "stamped {} ms before it got room",
+        (filled_at - rec.time_ns) / 1_000_000
+    );
+    log.close().unwrap();
+}
