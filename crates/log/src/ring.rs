@@ -60,8 +60,10 @@ struct Slot {
 const _: () = assert!(std::mem::size_of::<Slot>() == 128);
 
 thread_local! {
-    /// The index this thread expects to reserve next (see `try_reserve`).
-    static NEXT_GUESS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// The index this thread expects to reserve next (see `try_reserve`),
+    /// and whether its last guess held: no other writer had reserved
+    /// between this thread's last two reservations.
+    static NEXT_GUESS: std::cell::Cell<(u64, bool)> = const { std::cell::Cell::new((0, false)) };
 }
 
 /// Marks a slot whose frame the committer lifted out of order: the slot
@@ -127,9 +129,23 @@ impl Ring {
 
     /// Starts fetching the index counter's line for writing, so that a
     /// reservation a little later does not wait for all of it.
+    ///
+    /// A thread whose last guess held (it appends alone, or nearly) will
+    /// most likely get the index after its last one: it starts fetching
+    /// that slot for writing too. The slot was last written a lap ago, so
+    /// its lines are far from this core, and in `perf` the first store to
+    /// them was the largest stall of a lone writer's append. A thread that
+    /// contends does not: the slot after its own is then usually another
+    /// writer's, which the prefetch would take away from it.
     #[inline]
     pub(crate) fn prefetch_reserve(&self) {
         weir_sys::cache::prefetchw(&*self.next);
+        let (guess, held) = NEXT_GUESS.get();
+        if held {
+            let slot = &self.slots[(guess & self.mask) as usize];
+            weir_sys::cache::prefetchw(&slot.words[0]);
+            weir_sys::cache::prefetchw(&slot.words[WORDS / 2]);
+        }
     }
 
     pub(crate) fn capacity(&self) -> u64 {
@@ -149,7 +165,7 @@ impl Ring {
         // contention a plain load fetches the line shared and the CAS then
         // fetches it again exclusive. A wrong guess costs one failed CAS,
         // which returns the current value with the line already exclusive.
-        let guess = NEXT_GUESS.get();
+        let (guess, _) = NEXT_GUESS.get();
         let mut cur = guess;
         loop {
             // `cur` may be stale and below `taken`; the CAS then fails and
@@ -180,7 +196,7 @@ impl Ring {
                         // `weir_sys::cache`). A lone writer keeps it.
                         weir_sys::cache::cldemote(&*self.next);
                     }
-                    NEXT_GUESS.set(cur + 1);
+                    NEXT_GUESS.set((cur + 1, cur == guess));
                     if spill {
                         self.spilled_bytes.fetch_add(len as u64, Ordering::AcqRel);
                         self.spilled.fetch_add(1, Ordering::AcqRel);
@@ -425,6 +441,24 @@ mod tests {
         r.release(3);
         assert_eq!(reserve(&r), Some(5));
         assert_eq!(reserve(&r), Some(6));
+    }
+
+    #[test]
+    fn a_writer_counts_its_guess_as_held_only_when_nobody_reserved_in_between() {
+        // `prefetch_reserve` fetches the slot after a writer's last only
+        // when this says the writer appends alone; were it always true,
+        // contending writers would pull each other's slots away.
+        let held = || NEXT_GUESS.get().1;
+        let r = Ring::new(8, 1);
+        reserve(&r).unwrap();
+        assert!(!held(), "a first reservation had nothing to guess from");
+        reserve(&r).unwrap();
+        assert!(held(), "nobody reserved between this thread's two");
+        std::thread::scope(|s| s.spawn(|| reserve(&r).unwrap()).join().unwrap());
+        assert_eq!(reserve(&r), Some(4));
+        assert!(!held(), "another thread reserved 3 in between");
+        reserve(&r).unwrap();
+        assert!(held());
     }
 
     #[test]
