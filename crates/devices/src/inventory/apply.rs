@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use weir_lvm::assembly::Event;
 
-use super::{Entry, Inventory};
+use super::{Entry, Inventory, media};
 use crate::change::{Change, ChangeKind, changed_attributes};
 use crate::devnum::DevNum;
 use crate::probe::{probe_device, seen};
@@ -28,13 +28,20 @@ impl Inventory {
             (Some(major), Some(minor)) => Some(DevNum { major, minor }),
             _ => self.names.get(&name).copied(),
         };
+        // A later event supersedes a wait for a media change's number.
+        if let Some(dn) = known {
+            self.awaiting.remove(&dn);
+        }
         match ev.action {
             Action::Remove => known.map_or_else(Vec::new, |dn| self.drop_device(dn, false)),
             // add, change, move, online, offline, bind...: whatever it was,
             // the device's state now is in sysfs. A change on a known
             // device re-reads only what a change can change.
             _ => match self.read_device(ev) {
-                Ok(dev) => self.put(dev, false),
+                Ok(dev) => {
+                    self.note_media_change(ev, &dev);
+                    self.put(dev, false)
+                }
                 // Gone already: its remove event is queued behind this one,
                 // but the device is gone now.
                 Err(Error::Vanished { .. }) => {
@@ -58,20 +65,14 @@ impl Inventory {
             && let Some(old) = self.devices.get(&DevNum { major, minor })
             && old.device.name == name
         {
-            if ev.get("DISK_MEDIA_CHANGE") != Some(b"1") {
-                return self.sysfs.refresh(&old.device, ev.diskseq);
-            }
-            // A media change (a loop device detached, a disc ejected) is
-            // announced with the old media's DISKSEQ, and the kernel bumps
-            // the number only after sending it (disk_force_media_change),
-            // with no event after. So read sysfs, and never go below the
-            // event's number + 1, in case the read raced the bump.
-            let mut d = self.sysfs.refresh(&old.device, None)?;
-            if let Some(n) = ev.diskseq {
-                let next = n.saturating_add(1);
-                d.diskseq = Some(d.diskseq.map_or(next, |s| s.max(next)));
-            }
-            return Ok(d);
+            // A media change's number is the old media's: read sysfs's
+            // (see `media`).
+            let diskseq = if media::is_media_change(ev) {
+                None
+            } else {
+                ev.diskseq
+            };
+            return self.sysfs.refresh(&old.device, diskseq);
         }
         self.sysfs.device(name)
     }
@@ -101,7 +102,7 @@ impl Inventory {
 
     /// Files `dev` (new, or a fresh snapshot of a known device), probes it
     /// and updates the assembly.
-    fn put(&mut self, dev: BlockDevice, scan: bool) -> Vec<Change> {
+    pub(super) fn put(&mut self, dev: BlockDevice, scan: bool) -> Vec<Change> {
         let dn = DevNum::of(&dev);
         let mut changes = Vec::new();
         // The same name under another number: the old device is gone.
@@ -149,6 +150,7 @@ impl Inventory {
     /// Forgets device `dn`: its PV leaves the assembly first, so PV_LOST
     /// and VG_INCOMPLETE precede DEVICE_REMOVE.
     fn drop_device(&mut self, dn: DevNum, scan: bool) -> Vec<Change> {
+        self.awaiting.remove(&dn);
         let events = self.assembly.remove(&dn);
         let mut changes = lvm_changes(&self.devices, events, scan);
         if let Some(e) = self.devices.remove(&dn) {

@@ -6,9 +6,11 @@
 //! device the event names and, when it is worth reading, one probe: O(1)
 //! in the number of devices, which is seed 000's whole point. When the
 //! kernel dropped uevents, [`Inventory::resync`] reads everything again and
-//! logs the difference.
+//! logs the difference. A media change's new `diskseq` arrives with no
+//! event: [`Inventory::recheck_diskseq`] reads it once the kernel set it.
 
 mod apply;
+mod media;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -55,6 +57,9 @@ pub struct Inventory {
     assembly: Assembly<DevNum>,
     /// Devices whose sysfs attributes could not be read, with why.
     unreadable: Vec<(String, Error)>,
+    /// Devices whose media changed while sysfs still showed the old
+    /// media's `diskseq`: read again until it moves on.
+    awaiting: BTreeMap<DevNum, media::Awaited>,
     counters: Counters,
 }
 
@@ -81,6 +86,7 @@ impl Inventory {
             names: HashMap::new(),
             assembly: Assembly::new(),
             unreadable: Vec::new(),
+            awaiting: BTreeMap::new(),
             counters: Counters::default(),
         };
         let scan = inv.sysfs.scan_with(detail)?;

@@ -164,7 +164,9 @@ impl Tracker {
     /// applied (and logged): the kernel's uevent sequence number is the
     /// barrier. If those events do not all arrive in time (the socket
     /// overflowed, or some were never meant for us), every device is read
-    /// again instead, which is exact too.
+    /// again instead, which is exact too. A device whose media changed
+    /// has its new `diskseq` too, unless the kernel gives none within the
+    /// timeout (a disc gets it only when next opened).
     pub fn sync(&self) -> Result<()> {
         let (tx, rx) = mpsc::channel();
         self.request(Request::Sync(tx))?;

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, poll};
 use rustix::io::Errno;
+use rustix::time::Timespec;
 use weir_log::Log;
 use weir_sys::uevent::{Recv, UeventSocket};
 
@@ -27,6 +28,18 @@ use crate::{Error, Result};
 /// a message that fills it was truncated.
 const RECV_BUF: usize = 16 * 1024;
 
+/// How long a device waits for a media change's new `diskseq` (see
+/// `inventory::media`). A loop detach sets it microseconds after its
+/// event; a disc only when it is next opened, which may be never.
+const DISKSEQ_PATIENCE: Duration = Duration::from_secs(1);
+
+/// The first and the longest pause before a waiting device is read
+/// again: short, since a loop device's number is almost always there at
+/// the first look; doubling, so a disc that keeps its number costs about
+/// a dozen reads.
+const RECHECK_FIRST: Duration = Duration::from_micros(200);
+const RECHECK_MAX: Duration = Duration::from_millis(200);
+
 pub(super) struct Worker {
     socket: UeventSocket,
     wake: Arc<OwnedFd>,
@@ -40,6 +53,9 @@ pub(super) struct Worker {
     /// The uevent sequence number up to which every event is applied (or
     /// covered by a whole reading made after it), for `sync`.
     seqnum: u64,
+    /// The pause before devices that wait for a media change's `diskseq`
+    /// are read again; `None` while none waits.
+    recheck: Option<Duration>,
     buf: Vec<u8>,
 }
 
@@ -70,6 +86,7 @@ impl Worker {
             activator,
             sync_timeout: opts.sync_timeout,
             seqnum,
+            recheck: None,
             buf: vec![0; RECV_BUF],
         }
     }
@@ -122,12 +139,14 @@ impl Worker {
                 PollFd::new(&*self.wake, PollFlags::IN),
                 PollFd::new(&self.socket, PollFlags::IN),
             ];
-            match poll(&mut fds, None) {
+            let timeout = self.recheck.and_then(|d| Timespec::try_from(d).ok());
+            match poll(&mut fds, timeout.as_ref()) {
                 Ok(_) | Err(Errno::INTR) => {}
                 Err(e) => return Err(sys("poll", e)),
             }
             let woken = !fds[0].revents().is_empty();
             self.drain()?;
+            self.recheck()?;
             if woken {
                 let mut counter = [0u8; 8];
                 let _ = rustix::io::read(&*self.wake, &mut counter);
@@ -174,6 +193,29 @@ impl Worker {
         }
     }
 
+    /// Reads again the devices that wait for a media change's `diskseq`,
+    /// and sets when to do so next.
+    fn recheck(&mut self) -> Result<()> {
+        let mut st = lock(&self.state);
+        if !st.inv.awaits_diskseq() {
+            self.recheck = None;
+            return Ok(());
+        }
+        let changes = st.inv.recheck_diskseq(DISKSEQ_PATIENCE);
+        commit(self.log.as_deref(), &self.stats, &mut st, &changes)?;
+        self.recheck = if st.inv.awaits_diskseq() {
+            Some(
+                self.recheck
+                    .map_or(RECHECK_FIRST, |d| (d * 2).min(RECHECK_MAX)),
+            )
+        } else {
+            None
+        };
+        drop(st);
+        self.after(&changes);
+        Ok(())
+    }
+
     /// The kernel dropped uevents: read everything again and log the
     /// difference after a MARK saying so.
     fn resync(&mut self) -> Result<()> {
@@ -203,25 +245,30 @@ impl Worker {
     }
 
     /// `sync`: every uevent numbered up to the kernel's current sequence
-    /// number is applied, or everything is re-read.
+    /// number is applied, or everything is re-read; and no device waits
+    /// for a media change's `diskseq` any more.
     fn barrier(&mut self) -> Result<()> {
         let target = read_uevent_seqnum();
         let deadline = Instant::now() + self.sync_timeout;
         loop {
             self.drain()?;
-            match target {
-                Some(t) if self.seqnum >= t => return Ok(()),
-                // Without the counter there is no barrier to wait for.
-                None => return self.resync(),
-                Some(_) => {}
+            self.recheck()?;
+            // Without the counter there is no barrier to wait for.
+            let Some(target) = target else {
+                return self.resync();
+            };
+            let caught_up = self.seqnum >= target;
+            if caught_up && self.recheck.is_none() {
+                return Ok(());
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return self.resync();
+                // A disc that keeps its old number is no lost event.
+                return if caught_up { Ok(()) } else { self.resync() };
             }
             let mut fds = [PollFd::new(&self.socket, PollFlags::IN)];
-            let wait = rustix::time::Timespec::try_from(left.min(Duration::from_millis(10)))
-                .unwrap_or_default();
+            let pause = self.recheck.unwrap_or(Duration::from_millis(10));
+            let wait = Timespec::try_from(left.min(pause)).unwrap_or_default();
             match poll(&mut fds, Some(&wait)) {
                 Ok(_) | Err(Errno::INTR) => {}
                 Err(e) => return Err(sys("poll", e)),
