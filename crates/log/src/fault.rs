@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use crate::fs::{File, FileSystem, StdFs};
 
@@ -61,6 +61,9 @@ struct State {
     crashed: bool,
     unsynced: HashMap<PathBuf, Vec<(u64, u64)>>,
     new_files: Vec<PathBuf>,
+    /// The paths of open files, which follow a rename as the kernel's
+    /// open files do.
+    handles: Vec<Weak<Mutex<PathBuf>>>,
     ops: u64,
 }
 
@@ -197,13 +200,18 @@ impl FaultyFs {
 #[derive(Debug)]
 struct FaultyFile {
     inner: Box<dyn File>,
-    path: PathBuf,
+    /// Where the file is now.
+    path: Arc<Mutex<PathBuf>>,
     state: Arc<Mutex<State>>,
 }
 
 impl FaultyFile {
     fn st(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn path(&self) -> PathBuf {
+        self.path.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 }
 
@@ -218,9 +226,10 @@ impl File for FaultyFile {
             s.short.map_or(buf.len(), |m| m.min(buf.len()).max(1))
         };
         let n = self.inner.write_at(&buf[..n], off)?;
+        let path = self.path();
         self.st()
             .unsynced
-            .entry(self.path.clone())
+            .entry(path)
             .or_default()
             .push((off, n as u64));
         Ok(n)
@@ -237,7 +246,8 @@ impl File for FaultyFile {
             }
         }
         self.inner.sync_data()?;
-        self.st().unsynced.remove(&self.path);
+        let path = self.path();
+        self.st().unsynced.remove(&path);
         Ok(())
     }
     fn sync_all(&self) -> io::Result<()> {
@@ -267,9 +277,15 @@ impl File for FaultyFile {
 
 impl FaultyFs {
     fn wrap(&self, f: io::Result<Box<dyn File>>, path: &Path) -> io::Result<Box<dyn File>> {
+        let inner = f?;
+        let path = Arc::new(Mutex::new(path.to_path_buf()));
+        let mut s = self.st();
+        s.handles.retain(|h| h.strong_count() > 0);
+        s.handles.push(Arc::downgrade(&path));
+        drop(s);
         Ok(Box::new(FaultyFile {
-            inner: f?,
-            path: path.to_path_buf(),
+            inner,
+            path,
             state: self.state.clone(),
         }))
     }
@@ -303,6 +319,12 @@ impl FileSystem for FaultyFs {
         }
         for p in s.new_files.iter_mut().filter(|p| *p == from) {
             *p = to.to_path_buf();
+        }
+        for h in s.handles.iter().filter_map(Weak::upgrade) {
+            let mut p = h.lock().unwrap_or_else(|p| p.into_inner());
+            if *p == from {
+                *p = to.to_path_buf();
+            }
         }
         Ok(())
     }
