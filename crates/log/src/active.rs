@@ -13,6 +13,7 @@ use crate::fs::{File, FileSystem, write_all_at};
 use crate::segment::{
     FORMAT_VERSION, Footer, HEADER_LEN, INDEX_STRIDE, SegmentHeader, align_up, segment_path,
 };
+use crate::spare::spare_path;
 
 /// A failed I/O step of a commit: writes can be retried, syncs cannot.
 #[derive(Debug)]
@@ -46,7 +47,10 @@ pub(crate) struct ActiveSegment {
 }
 
 impl ActiveSegment {
-    /// Creates, preallocates and syncs a new segment whose first index is `base`.
+    /// Creates, preallocates and syncs a new segment whose first index is
+    /// `base`: from `spare` (a zero-filled file at [`spare_path`], renamed
+    /// into place) when there is one, else a new file reserved with
+    /// `fallocate`.
     pub(crate) fn create(
         fs: &dyn FileSystem,
         dir: &Path,
@@ -54,11 +58,21 @@ impl ActiveSegment {
         capacity: u64,
         max_data_end: u64,
         now_ns: u64,
+        spare: Option<Box<dyn File>>,
     ) -> io::Result<ActiveSegment> {
         let path = segment_path(dir, base);
-        let file = fs.create(&path)?;
+        let from_spare = spare.is_some();
+        let file = match spare {
+            Some(file) => {
+                fs.rename(&spare_path(dir), &path)?;
+                file
+            }
+            None => fs.create(&path)?,
+        };
         let init = (|| {
-            file.allocate(capacity)?;
+            if !from_spare {
+                file.allocate(capacity)?;
+            }
             let header = SegmentHeader {
                 version: FORMAT_VERSION,
                 base_index: base,
@@ -66,7 +80,13 @@ impl ActiveSegment {
                 created_ns: now_ns,
             };
             write_all_at(&*file, &header.encode(), 0)?;
-            file.sync_all()?;
+            if from_spare {
+                // Its size and blocks are synced already; the header
+                // overwrites zeros, and the rename is the directory's.
+                file.sync_data()?;
+            } else {
+                file.sync_all()?;
+            }
             fs.sync_dir(dir)
         })();
         if let Err(e) = init {

@@ -24,7 +24,9 @@ use crossbeam_utils::Backoff;
 use crate::active::{ActiveSegment, IoFail};
 use crate::latency::pending::Pending;
 use crate::log::{FailKind, Inner, SegEntry, now_ns, yield_until};
+use crate::options::Preallocation;
 use crate::retention;
+use crate::spare::Spare;
 
 /// Largest batch gathered before it is written, bounding committer memory.
 const MAX_BATCH: usize = 8 << 20;
@@ -114,6 +116,10 @@ struct Committer {
     /// Append times of what waits to be written or fsynced, for the
     /// latency histograms.
     pending: Pending,
+    /// Whether segments are made from zero-filled spares.
+    zero_fill: bool,
+    /// The next segment's file, being zero-filled.
+    spare: Option<Spare>,
 }
 
 enum Outcome {
@@ -127,6 +133,17 @@ enum Outcome {
 
 impl Committer {
     fn new(inner: Arc<Inner>, active: Option<ActiveSegment>) -> Self {
+        let opts = &inner.opts;
+        let zero_fill = match opts.preallocation {
+            Preallocation::Reserve => false,
+            Preallocation::ZeroFill => true,
+            _ => opts.fs.overwrites_in_place(&inner.dir).unwrap_or(false),
+        };
+        let spare = if zero_fill {
+            Spare::start(opts.fs.clone(), &inner.dir, opts.segment_size)
+        } else {
+            None
+        };
         Committer {
             inner,
             active,
@@ -143,6 +160,8 @@ impl Committer {
             woken: 0,
             entries_at_wake: 0,
             pending: Pending::default(),
+            zero_fill,
+            spare,
         }
     }
 
@@ -180,6 +199,9 @@ impl Committer {
                 self.seal_on_close();
                 break;
             }
+        }
+        if let Some(spare) = self.spare.take() {
+            spare.discard(&*self.inner.opts.fs, &self.inner.dir);
         }
         self.wake_all();
     }
@@ -503,6 +525,16 @@ impl Committer {
     fn open_segment(&mut self, base: u64) -> Result<(), IoFail> {
         let inner = &self.inner;
         let opts = &inner.opts;
+        // A spare still being zero-filled is left to the next roll: this
+        // one does not wait for it.
+        let spare = match self.spare.take_if(|s| s.is_ready()).map(Spare::take) {
+            Some(Ok(file)) => Some(file),
+            Some(Err(e)) => {
+                tracing::warn!(dir = %inner.dir.display(), error = %e, "preparing a spare segment failed; preallocating without zeros");
+                None
+            }
+            None => None,
+        };
         let a = ActiveSegment::create(
             &*opts.fs,
             &inner.dir,
@@ -510,8 +542,12 @@ impl Committer {
             opts.segment_size,
             opts.max_data_end(),
             now_ns(),
+            spare,
         )
         .map_err(IoFail::Write)?;
+        if self.zero_fill && self.spare.is_none() {
+            self.spare = Spare::start(opts.fs.clone(), &inner.dir, opts.segment_size);
+        }
         let mut segs = inner.segments.write().unwrap_or_else(|p| p.into_inner());
         segs.push(SegEntry {
             base,

@@ -48,7 +48,21 @@ pub trait FileSystem: Send + Sync + Debug {
     fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
     /// The names of the entries of a directory.
     fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>>;
+    /// Whether the filesystem holding `dir` overwrites a file's blocks in
+    /// place (ext4, xfs), rather than copying on write (btrfs) or keeping
+    /// no blocks (tmpfs). Only there does writing zeros through a segment
+    /// ahead of time make its later fsyncs cheaper (see
+    /// [`Preallocation`](crate::Preallocation)) without fragmenting it.
+    /// Without an answer, no.
+    fn overwrites_in_place(&self, _dir: &Path) -> io::Result<bool> {
+        Ok(false)
+    }
 }
+
+/// `EXT4_SUPER_MAGIC` (linux/magic.h): ext2, ext3 and ext4.
+const EXT4_SUPER_MAGIC: u64 = 0xEF53;
+/// `XFS_SUPER_MAGIC` (linux/magic.h).
+const XFS_SUPER_MAGIC: u64 = 0x5846_5342;
 
 /// The real filesystem.
 #[derive(Debug, Default, Clone, Copy)]
@@ -125,6 +139,12 @@ impl FileSystem for StdFs {
         std::fs::read_dir(dir)?
             .map(|e| e.map(|e| e.path()))
             .collect()
+    }
+    fn overwrites_in_place(&self, dir: &Path) -> io::Result<bool> {
+        // `f_type` is signed on some targets; the magic numbers are not.
+        #[allow(clippy::unnecessary_cast)]
+        let magic = rustix::fs::statfs(dir)?.f_type as u64;
+        Ok(matches!(magic, EXT4_SUPER_MAGIC | XFS_SUPER_MAGIC))
     }
 }
 

@@ -55,6 +55,7 @@ mod retention;
 mod ring;
 mod scan;
 pub mod segment;
+mod spare;
 mod thread_cpu;
 mod verify;
 
@@ -64,7 +65,7 @@ pub use crate::inspect::{Summary, inspect};
 pub use crate::kind::{RecordType, TypeMask};
 pub use crate::latency::Histogram;
 pub use crate::log::{Appended, Durable, LOCK_FILE, Log, Stats};
-pub use crate::options::{FullPolicy, Options, Retention};
+pub use crate::options::{FullPolicy, Options, Preallocation, Retention};
 pub use crate::reader::Reader;
 pub use crate::record::{FLAG_RECONCILED, Field, LogRecord, Record};
 pub use crate::recovery::{RecoveryReport, TornTail};

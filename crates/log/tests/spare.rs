@@ -1,0 +1,197 @@
+//! Segments made from zero-filled spares (`Preallocation`): the spare is
+//! the file the next roll renames into place, every record survives the
+//! rolls, a closed or reopened log holds no spare, and a spare that could
+//! not be prepared costs no record.
+
+mod support;
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use support::{Payload, check_log, segment_files};
+use weir_log::fault::FaultyFs;
+use weir_log::fs::{FileSystem, StdFs};
+use weir_log::mem::MemFs;
+use weir_log::{Log, Options, Preallocation};
+
+const SEG: u64 = 64 * 1024;
+const SPARE: &str = "spare.wlog.tmp";
+
+fn opts(p: Preallocation) -> Options {
+    Options::default().segment_size(SEG).preallocation(p)
+}
+
+/// Waits up to 10 s for `cond`.
+fn eventually(what: &str, cond: impl Fn() -> bool) {
+    let until = Instant::now() + Duration::from_secs(10);
+    while !cond() {
+        assert!(Instant::now() < until, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Appends durably from `next` until the log has more segments than
+/// `segments`; returns the next index.
+fn until_roll(log: &Log, dir: &Path, salt: u64, mut next: u64) -> u64 {
+    let before = segment_files(dir).len();
+    while segment_files(dir).len() == before {
+        let d = Payload::new(salt, next)
+            .with(|r| log.append_durable(r))
+            .unwrap();
+        assert_eq!(d.index(), next);
+        next += 1;
+    }
+    next
+}
+
+fn newest_segment(dir: &Path) -> PathBuf {
+    segment_files(dir).pop().expect("a segment")
+}
+
+#[test]
+fn a_roll_renames_the_zero_filled_spare_into_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let spare = dir.path().join(SPARE);
+    let log = Log::open(dir.path(), opts(Preallocation::ZeroFill)).unwrap();
+    let mut next = 1;
+    for round in 0..3 {
+        eventually("the spare is ready", || {
+            std::fs::metadata(&spare).is_ok_and(|m| m.len() == SEG && m.blocks() * 512 >= SEG)
+        });
+        // Give the thread time to finish its fsync and end: a roll takes
+        // only a finished spare.
+        std::thread::sleep(Duration::from_secs(1));
+        let bytes = std::fs::read(&spare).unwrap();
+        assert!(
+            bytes.iter().all(|&b| b == 0),
+            "round {round}: a spare holds zeros"
+        );
+        let ino = std::fs::metadata(&spare).unwrap().ino();
+        next = until_roll(&log, dir.path(), 7, next);
+        let seg = newest_segment(dir.path());
+        assert_eq!(
+            std::fs::metadata(&seg).unwrap().ino(),
+            ino,
+            "round {round}: {} is not the spare",
+            seg.display()
+        );
+    }
+    log.close().unwrap();
+    assert!(!spare.exists(), "a closed log holds no spare");
+    check_log(dir.path(), 7, next - 1);
+}
+
+#[test]
+fn every_record_survives_many_rolls_from_spares() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path(), opts(Preallocation::ZeroFill)).unwrap();
+    let n = 6000u64;
+    for i in 1..=n {
+        let a = Payload::new(11, i).with(|r| log.append(r)).unwrap();
+        assert_eq!(a.index(), i);
+        if i % 50 == 0 {
+            log.wait_durable(a).unwrap();
+        }
+    }
+    log.close().unwrap();
+    assert!(
+        segment_files(dir.path()).len() > 4,
+        "the test must roll segments"
+    );
+    assert_eq!(check_log(dir.path(), 11, n), n);
+    // And reopened, appending goes on where it stopped.
+    let log = Log::open(dir.path(), opts(Preallocation::ZeroFill)).unwrap();
+    let d = Payload::new(11, n + 1)
+        .with(|r| log.append_durable(r))
+        .unwrap();
+    assert_eq!(d.index(), n + 1);
+    log.close().unwrap();
+    assert_eq!(check_log(dir.path(), 11, n + 1), n + 1);
+}
+
+#[test]
+fn opening_removes_a_spare_left_by_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path(), opts(Preallocation::Reserve)).unwrap();
+    Payload::new(3, 1).with(|r| log.append_durable(r)).unwrap();
+    log.close().unwrap();
+    let spare = dir.path().join(SPARE);
+    std::fs::write(&spare, b"left by a crash").unwrap();
+    let log = Log::open(dir.path(), opts(Preallocation::Reserve)).unwrap();
+    assert!(!spare.exists(), "the stale spare is gone");
+    assert_eq!(log.recovery().next_index, 2);
+    log.close().unwrap();
+    check_log(dir.path(), 3, 1);
+}
+
+#[test]
+fn no_spare_without_zero_fill() {
+    // `Reserve` on a real filesystem, and `Auto` where writes are not in
+    // place (the in-memory filesystem says so).
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path(), opts(Preallocation::Reserve)).unwrap();
+    let next = until_roll(&log, dir.path(), 5, 1);
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(!dir.path().join(SPARE).exists());
+    log.close().unwrap();
+    check_log(dir.path(), 5, next - 1);
+
+    // The lock file is the real directory's.
+    let dir = tempfile::tempdir().unwrap();
+    let mem = Arc::new(MemFs::new());
+    let log = Log::open(dir.path(), opts(Preallocation::Auto).fs(mem.clone())).unwrap();
+    for i in 1..=2000u64 {
+        let a = Payload::new(5, i).with(|r| log.append(r)).unwrap();
+        assert_eq!(a.index(), i);
+    }
+    log.sync().unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let names = mem.list(dir.path()).unwrap();
+    assert!(
+        names.iter().all(|p| !p.ends_with(SPARE)),
+        "a spare on an in-memory filesystem: {names:?}"
+    );
+    assert!(names.len() > 2, "the test must roll segments: {names:?}");
+    log.close().unwrap();
+}
+
+#[test]
+fn tmpfs_is_not_a_filesystem_that_overwrites_in_place() {
+    let shm = Path::new("/dev/shm");
+    if !shm.is_dir() {
+        eprintln!("skipping: no /dev/shm");
+        return;
+    }
+    assert!(!StdFs.overwrites_in_place(shm).unwrap());
+    assert!(!MemFs::new().overwrites_in_place(Path::new("/")).unwrap());
+}
+
+/// A spare that cannot be prepared (the disk is full when it reserves its
+/// space) costs no record: the roll preallocates without zeros, and the
+/// next spare is made for the roll after.
+#[test]
+fn a_spare_that_fails_costs_no_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FaultyFs::new();
+    // The first reservation after open is the spare's, made while no
+    // record asks for a segment yet.
+    fs.fail_allocs(rustix::io::Errno::NOSPC.raw_os_error(), 0, Some(1));
+    let log = Log::open(
+        dir.path(),
+        opts(Preallocation::ZeroFill).fs(Arc::new(fs.clone())),
+    )
+    .unwrap();
+    let spare = dir.path().join(SPARE);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!spare.exists(), "the failed spare was removed");
+    let mut next = until_roll(&log, dir.path(), 9, 1);
+    next = until_roll(&log, dir.path(), 9, next);
+    eventually("a new spare is ready", || {
+        std::fs::metadata(&spare).is_ok_and(|m| m.len() == SEG)
+    });
+    log.close().unwrap();
+    assert!(!spare.exists());
+    check_log(dir.path(), 9, next - 1);
+}
