@@ -139,11 +139,6 @@ impl Committer {
             Preallocation::ZeroFill => true,
             _ => opts.fs.overwrites_in_place(&inner.dir).unwrap_or(false),
         };
-        let spare = if zero_fill {
-            Spare::start(opts.fs.clone(), &inner.dir, opts.segment_size)
-        } else {
-            None
-        };
         Committer {
             inner,
             active,
@@ -161,7 +156,7 @@ impl Committer {
             entries_at_wake: 0,
             pending: Pending::default(),
             zero_fill,
-            spare,
+            spare: None,
         }
     }
 
@@ -367,6 +362,7 @@ impl Committer {
             inner.counters.commits.fetch_add(1, Ordering::Relaxed);
         }
         self.retry = None;
+        self.prepare_spare();
         if inner.failing.swap(false, Ordering::AcqRel) {
             tracing::info!(dir = %inner.dir.display(), "log writes recovered");
         }
@@ -522,6 +518,23 @@ impl Committer {
         }
     }
 
+    /// Starts zero-filling the next segment's file once the active one is
+    /// a quarter full: late enough that a log opened for a few records
+    /// (`weir log write`) writes no spare, early enough that the spare is
+    /// ready long before the roll.
+    fn prepare_spare(&mut self) {
+        let opts = &self.inner.opts;
+        if self.zero_fill
+            && self.spare.is_none()
+            && self
+                .active
+                .as_ref()
+                .is_some_and(|a| a.written() >= opts.segment_size / 4)
+        {
+            self.spare = Spare::start(opts.fs.clone(), &self.inner.dir, opts.segment_size);
+        }
+    }
+
     fn open_segment(&mut self, base: u64) -> Result<(), IoFail> {
         let inner = &self.inner;
         let opts = &inner.opts;
@@ -545,9 +558,7 @@ impl Committer {
             spare,
         )
         .map_err(IoFail::Write)?;
-        if self.zero_fill && self.spare.is_none() {
-            self.spare = Spare::start(opts.fs.clone(), &inner.dir, opts.segment_size);
-        }
+
         let mut segs = inner.segments.write().unwrap_or_else(|p| p.into_inner());
         segs.push(SegEntry {
             base,

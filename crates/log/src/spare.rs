@@ -1,7 +1,8 @@
 //! The spare segment: the next segment's file, zero-filled in the
 //! background (see [`Preallocation`](crate::Preallocation)).
 //!
-//! While a segment fills, a short-lived thread creates `spare.wlog.tmp`,
+//! Once the active segment is a quarter full (so a log opened for a few
+//! records writes none), a short-lived thread creates `spare.wlog.tmp`,
 //! reserves the segment's size, writes zeros through it and fsyncs it. The
 //! committer's next roll renames the spare into place and writes its
 //! header; a roll that finds the spare not ready yet creates the segment

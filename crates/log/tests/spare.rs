@@ -23,15 +23,6 @@ fn opts(p: Preallocation) -> Options {
     Options::default().segment_size(SEG).preallocation(p)
 }
 
-/// Waits up to 10 s for `cond`.
-fn eventually(what: &str, cond: impl Fn() -> bool) {
-    let until = Instant::now() + Duration::from_secs(10);
-    while !cond() {
-        assert!(Instant::now() < until, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
 /// Appends durably from `next` until the log has more segments than
 /// `segments`; returns the next index.
 fn until_roll(log: &Log, dir: &Path, salt: u64, mut next: u64) -> u64 {
@@ -46,6 +37,24 @@ fn until_roll(log: &Log, dir: &Path, salt: u64, mut next: u64) -> u64 {
     next
 }
 
+/// Appends durably from `next` until the spare is complete (at full size,
+/// its blocks allocated), then gives its thread time to fsync and end: a
+/// roll takes only a finished spare. Returns the next index.
+fn until_spare(log: &Log, dir: &Path, salt: u64, mut next: u64) -> u64 {
+    let spare = dir.join(SPARE);
+    let until = Instant::now() + Duration::from_secs(10);
+    while !std::fs::metadata(&spare).is_ok_and(|m| m.len() == SEG && m.blocks() * 512 >= SEG) {
+        assert!(Instant::now() < until, "no spare after record {next}");
+        let d = Payload::new(salt, next)
+            .with(|r| log.append_durable(r))
+            .unwrap();
+        assert_eq!(d.index(), next);
+        next += 1;
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    next
+}
+
 fn newest_segment(dir: &Path) -> PathBuf {
     segment_files(dir).pop().expect("a segment")
 }
@@ -57,12 +66,7 @@ fn a_roll_renames_the_zero_filled_spare_into_place() {
     let log = Log::open(dir.path(), opts(Preallocation::ZeroFill)).unwrap();
     let mut next = 1;
     for round in 0..3 {
-        eventually("the spare is ready", || {
-            std::fs::metadata(&spare).is_ok_and(|m| m.len() == SEG && m.blocks() * 512 >= SEG)
-        });
-        // Give the thread time to finish its fsync and end: a roll takes
-        // only a finished spare.
-        std::thread::sleep(Duration::from_secs(1));
+        next = until_spare(&log, dir.path(), 7, next);
         let bytes = std::fs::read(&spare).unwrap();
         assert!(
             bytes.iter().all(|&b| b == 0),
@@ -168,6 +172,23 @@ fn tmpfs_is_not_a_filesystem_that_overwrites_in_place() {
     assert!(!MemFs::new().overwrites_in_place(Path::new("/")).unwrap());
 }
 
+/// A log opened for a few records writes no spare: it starts one only
+/// once its segment is a quarter full.
+#[test]
+fn a_few_records_make_no_spare() {
+    let dir = tempfile::tempdir().unwrap();
+    // Segments of the default size, 8 MiB: ten durable commits are 40 KiB.
+    let opts = Options::default().preallocation(Preallocation::ZeroFill);
+    let log = Log::open(dir.path(), opts).unwrap();
+    for i in 1..=10 {
+        Payload::new(2, i).with(|r| log.append_durable(r)).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!dir.path().join(SPARE).exists());
+    log.close().unwrap();
+    check_log(dir.path(), 2, 10);
+}
+
 /// A spare that cannot be prepared (the disk is full when it reserves its
 /// space) costs no record: the roll preallocates without zeros, and the
 /// next spare is made for the roll after.
@@ -175,22 +196,19 @@ fn tmpfs_is_not_a_filesystem_that_overwrites_in_place() {
 fn a_spare_that_fails_costs_no_record() {
     let dir = tempfile::tempdir().unwrap();
     let fs = FaultyFs::new();
-    // The first reservation after open is the spare's, made while no
-    // record asks for a segment yet.
-    fs.fail_allocs(rustix::io::Errno::NOSPC.raw_os_error(), 0, Some(1));
     let log = Log::open(
         dir.path(),
         opts(Preallocation::ZeroFill).fs(Arc::new(fs.clone())),
     )
     .unwrap();
+    // The first segment is reserved by now; the next reservation is the
+    // spare's, when the segment is a quarter full.
+    Payload::new(9, 1).with(|r| log.append_durable(r)).unwrap();
+    fs.fail_allocs(rustix::io::Errno::NOSPC.raw_os_error(), 0, Some(1));
+    let mut next = until_roll(&log, dir.path(), 9, 2);
     let spare = dir.path().join(SPARE);
-    std::thread::sleep(Duration::from_millis(300));
-    assert!(!spare.exists(), "the failed spare was removed");
-    let mut next = until_roll(&log, dir.path(), 9, 1);
+    next = until_spare(&log, dir.path(), 9, next);
     next = until_roll(&log, dir.path(), 9, next);
-    eventually("a new spare is ready", || {
-        std::fs::metadata(&spare).is_ok_and(|m| m.len() == SEG)
-    });
     log.close().unwrap();
     assert!(!spare.exists());
     check_log(dir.path(), 9, next - 1);
