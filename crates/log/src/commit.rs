@@ -558,7 +558,6 @@ impl Committer {
             spare,
         )
         .map_err(IoFail::Write)?;
-
         let mut segs = inner.segments.write().unwrap_or_else(|p| p.into_inner());
         segs.push(SegEntry {
             base,
