@@ -8,7 +8,7 @@ use std::fs;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use faketree::{Tree, basic, with};
+use faketree::Tree;
 use weir_devices::{ChangeKind, DevNum, Filter, Inventory, uevent};
 
 const LOOP0: DevNum = DevNum { major: 7, minor: 0 };
@@ -17,20 +17,10 @@ const LOOP0: DevNum = DevNum { major: 7, minor: 0 };
 /// path of its `diskseq` attribute.
 fn attached_loop() -> (Tree, PathBuf) {
     let t = Tree::new();
-    let lp = basic("7:0", "2048", "loop0");
-    let dir = t.device(
-        "virtual/block/loop0",
-        &with(
-            &lp,
-            &[
-                ("removable", "0\n"),
-                ("queue/rotational", "0\n"),
-                ("queue/logical_block_size", "512\n"),
-                ("loop/backing_file", "/var/tmp/disk.img\n"),
-                ("diskseq", "5\n"),
-            ],
-        ),
-    );
+    let dir = t.loop0(&[
+        ("loop/backing_file", "/var/tmp/disk.img\n"),
+        ("diskseq", "5\n"),
+    ]);
     (t, dir.join("diskseq"))
 }
 

@@ -44,19 +44,7 @@ fn populated() -> Tree {
     );
     fs::write(sda_dir.join("sda2/holders/dm-0"), "").unwrap();
 
-    let lp = basic("7:0", "2048", "loop0");
-    t.device(
-        "virtual/block/loop0",
-        &with(
-            &lp,
-            &[
-                ("removable", "0\n"),
-                ("queue/rotational", "0\n"),
-                ("queue/logical_block_size", "512\n"),
-                ("loop/backing_file", "/var/tmp/disk.img (deleted)\n"),
-            ],
-        ),
-    );
+    t.loop0(&[("loop/backing_file", "/var/tmp/disk.img (deleted)\n")]);
     let dm = basic("253:0", "4096", "dm-0");
     let dm_dir = t.device("virtual/block/dm-0", &with(&dm, &[("wwid", "dm-uuid-x\n")]));
     fs::write(dm_dir.join("slaves/sda2"), "").unwrap();

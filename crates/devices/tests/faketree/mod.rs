@@ -48,6 +48,19 @@ impl Tree {
         dir
     }
 
+    /// loop0 (7:0, 1 MiB, non-rotational, 512-byte blocks) with `more`
+    /// attributes; returns its directory.
+    pub(crate) fn loop0(&self, more: &[(&str, &str)]) -> PathBuf {
+        let lp = basic("7:0", "2048", "loop0");
+        let common = [
+            ("removable", "0\n"),
+            ("queue/rotational", "0\n"),
+            ("queue/logical_block_size", "512\n"),
+        ];
+        let all: Vec<(&str, &str)> = common.iter().chain(more).copied().collect();
+        self.device("virtual/block/loop0", &with(&lp, &all))
+    }
+
     pub(crate) fn sysfs(&self) -> Sysfs {
         Sysfs::new(&self.root)
     }
