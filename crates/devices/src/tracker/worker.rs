@@ -196,11 +196,19 @@ impl Worker {
     /// Reads again the devices that wait for a media change's `diskseq`,
     /// and sets when to do so next.
     fn recheck(&mut self) -> Result<()> {
-        let mut st = lock(&self.state);
-        if !st.inv.awaits_diskseq() {
+        // A read lock for the usual answer, so that readers are not held
+        // up after every batch of events; this thread is the only writer.
+        let waits = self
+            .state
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .inv
+            .awaits_diskseq();
+        if !waits {
             self.recheck = None;
             return Ok(());
         }
+        let mut st = lock(&self.state);
         let changes = st.inv.recheck_diskseq(DISKSEQ_PATIENCE);
         commit(self.log.as_deref(), &self.stats, &mut st, &changes)?;
         self.recheck = if st.inv.awaits_diskseq() {
