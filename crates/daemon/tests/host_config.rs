@@ -3,7 +3,7 @@
 //! printed form read back.
 
 use proptest::prelude::*;
-use weir_daemon::config::{Config, ConfigError, ConfigOverrides, OnFull, flag_name};
+use weir_daemon::config::{Config, ConfigError, ConfigOverrides, OnFull, Preallocate, flag_name};
 use weir_mounts::BackendChoice;
 
 fn parse(text: &str) -> Result<Config, ConfigError> {
@@ -77,6 +77,7 @@ on_vg_complete = "vgchange -aay"
 flush_ms = 20
 sync_ms = 0
 segment_mib = 16
+preallocate = "reserve"
 ring_slots = 1024
 append_timeout_ms = 500
 max_mib = 64
@@ -114,6 +115,7 @@ checkpoint_secs = 9
     );
     let o = c.log.options();
     assert_eq!(o.segment_size, 16 << 20);
+    assert_eq!(o.preallocation, weir_log::Preallocation::Reserve);
     assert_eq!(o.sync_interval, None);
     assert_eq!(o.ring_slots, 1024);
     assert_eq!(o.retention.max_bytes, 64 << 20);
@@ -188,6 +190,7 @@ fn bad_values_name_the_key() {
         ("[log]\nring_slots = 1073741824", "log.ring_slots"),
         ("[log]\nsegment_mib = 64\nmax_mib = 100", "log.max_mib"),
         ("[log]\non_full = \"panic\"", "log.on_full"),
+        ("[log]\npreallocate = \"always\"", "log.preallocate"),
         (
             "[log]\nmax_age_secs = 9223372036854775807",
             "log.max_age_secs",
@@ -230,6 +233,7 @@ fn flags_override_the_file_and_are_validated_alike() {
     o.access_group = Some(String::new());
     o.devices_filter = Some(vec!["r|.*|".to_owned()]);
     o.log_on_full = Some(OnFull::DropOldest);
+    o.log_preallocate = Some(Preallocate::ZeroFill);
     c.apply(o);
     c.validate().unwrap();
     assert_eq!(c.mounts.budget_percent, 9.0);
@@ -240,6 +244,7 @@ fn flags_override_the_file_and_are_validated_alike() {
     assert_eq!(c.access.group, None);
     assert_eq!(c.devices.filter, ["r|.*|"]);
     assert_eq!(c.log.on_full, OnFull::DropOldest);
+    assert_eq!(c.log.preallocate, Preallocate::ZeroFill);
 
     let mut o = ConfigOverrides::default();
     o.log_ring_slots = Some(3);
@@ -249,6 +254,11 @@ fn flags_override_the_file_and_are_validated_alike() {
     assert!(e.to_string().contains("--log-ring-slots"), "{e}");
     assert_eq!("drop_oldest".parse::<OnFull>().unwrap(), OnFull::DropOldest);
     assert!("nope".parse::<OnFull>().is_err());
+    assert_eq!(
+        "zero_fill".parse::<Preallocate>().unwrap(),
+        Preallocate::ZeroFill
+    );
+    assert!("zero-fill".parse::<Preallocate>().is_err());
 }
 
 #[test]
@@ -284,6 +294,7 @@ fn the_printed_form_reads_back() {
     c.devices.filter = vec!["a|sd|".to_owned()];
     c.devices.on_vg_complete = Some("true".to_owned());
     c.log.on_full = OnFull::DropOldest;
+    c.log.preallocate = Preallocate::Reserve;
     let text = c.to_toml().unwrap();
     assert!(text.contains("socket_mode = \"0640\""), "{text}");
     assert_eq!(parse(&text).unwrap(), c);

@@ -333,6 +333,11 @@ pub(crate) struct RunArgs {
     /// The size of each segment file [default: 8].
     #[arg(long, value_name = "MIB", help_heading = "Log")]
     pub(crate) log_segment_mib: Option<u64>,
+    /// How a segment's space is reserved: auto (zeros written ahead on
+    /// ext4 and xfs, for cheaper durable commits), reserve (fallocate
+    /// alone) or zero_fill [default: auto].
+    #[arg(long, value_name = "HOW", help_heading = "Log")]
+    pub(crate) log_preallocate: Option<weir_daemon::config::Preallocate>,
     /// Slots in the append ring, a power of two [default: 65536].
     #[arg(long, value_name = "N", help_heading = "Log")]
     pub(crate) log_ring_slots: Option<u64>,

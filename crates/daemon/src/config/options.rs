@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
-use weir_log::{FullPolicy, Options, Retention};
+use weir_log::{FullPolicy, Options, Preallocation, Retention};
 
-use super::{ConfigError, DevicesConfig, LogConfig, MountsConfig, OnFull};
+use super::{ConfigError, DevicesConfig, LogConfig, MountsConfig, OnFull, Preallocate};
 
 const MIB: u64 = 1 << 20;
 
@@ -19,6 +19,11 @@ pub(super) fn log_defaults() -> LogConfig {
         flush_ms: ms(o.flush_interval),
         sync_ms: o.sync_interval.map_or(0, ms),
         segment_mib: o.segment_size / MIB,
+        preallocate: match o.preallocation {
+            Preallocation::Reserve => Preallocate::Reserve,
+            Preallocation::ZeroFill => Preallocate::ZeroFill,
+            _ => Preallocate::Auto,
+        },
         ring_slots: o.ring_slots as u64,
         append_timeout_ms: ms(o.append_timeout),
         max_mib: r.max_bytes / MIB,
@@ -53,6 +58,11 @@ impl LogConfig {
         };
         Options::default()
             .segment_size(self.segment_mib.saturating_mul(MIB))
+            .preallocation(match self.preallocate {
+                Preallocate::Auto => Preallocation::Auto,
+                Preallocate::Reserve => Preallocation::Reserve,
+                Preallocate::ZeroFill => Preallocation::ZeroFill,
+            })
             .flush_interval(Duration::from_millis(self.flush_ms))
             .sync_interval(nonzero(self.sync_ms, Duration::from_millis))
             .ring_slots(usize::try_from(self.ring_slots).unwrap_or(usize::MAX))

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use weir_mounts::BackendChoice;
 
 use super::read::{non_empty, set};
-use super::{Config, OnFull};
+use super::{Config, OnFull, Preallocate};
 
 /// A value for any key; what the flags set. An empty string for
 /// `access_group` or `devices_on_vg_complete` turns that setting off, as
@@ -45,6 +45,8 @@ pub struct ConfigOverrides {
     pub log_sync_ms: Option<u64>,
     /// `log.segment_mib`.
     pub log_segment_mib: Option<u64>,
+    /// `log.preallocate`.
+    pub log_preallocate: Option<Preallocate>,
     /// `log.ring_slots`.
     pub log_ring_slots: Option<u64>,
     /// `log.append_timeout_ms`.
@@ -93,6 +95,7 @@ impl Config {
         set(&mut l.flush_ms, o.log_flush_ms);
         set(&mut l.sync_ms, o.log_sync_ms);
         set(&mut l.segment_mib, o.log_segment_mib);
+        set(&mut l.preallocate, o.log_preallocate);
         set(&mut l.ring_slots, o.log_ring_slots);
         set(&mut l.append_timeout_ms, o.log_append_timeout_ms);
         set(&mut l.max_mib, o.log_max_mib);

@@ -12,7 +12,7 @@ use std::path::Path;
 use serde::de::DeserializeOwned;
 use weir_mounts::BackendChoice;
 
-use super::{Config, ConfigError, OnFull};
+use super::{Config, ConfigError, OnFull, Preallocate};
 
 /// The largest configuration file read. A real one is a few hundred bytes;
 /// the bound keeps a wrong path (a device, a log) from being read whole.
@@ -117,6 +117,9 @@ impl Config {
             set(&mut l.flush_ms, s.take("log.flush_ms", UINT)?);
             set(&mut l.sync_ms, s.take("log.sync_ms", UINT)?);
             set(&mut l.segment_mib, s.take("log.segment_mib", UINT)?);
+            if let Some(p) = s.take::<String>("log.preallocate", STRING)? {
+                l.preallocate = parse_preallocate(&p)?;
+            }
             set(&mut l.ring_slots, s.take("log.ring_slots", UINT)?);
             set(
                 &mut l.append_timeout_ms,
@@ -162,6 +165,19 @@ pub(super) fn parse_on_full(s: &str) -> Result<OnFull, ConfigError> {
         _ => Err(ConfigError::Invalid {
             key: "log.on_full",
             reason: "must be evict_most_idle or drop_oldest",
+        }),
+    }
+}
+
+/// `log.preallocate`'s names.
+pub(super) fn parse_preallocate(s: &str) -> Result<Preallocate, ConfigError> {
+    match s {
+        "auto" => Ok(Preallocate::Auto),
+        "reserve" => Ok(Preallocate::Reserve),
+        "zero_fill" => Ok(Preallocate::ZeroFill),
+        _ => Err(ConfigError::Invalid {
+            key: "log.preallocate",
+            reason: "must be auto, reserve or zero_fill",
         }),
     }
 }

@@ -73,6 +73,7 @@ fn overrides(a: &RunArgs, state_dir: Option<PathBuf>, socket: Option<PathBuf>) -
     o.log_flush_ms = a.log_flush_ms;
     o.log_sync_ms = a.log_sync_ms;
     o.log_segment_mib = a.log_segment_mib;
+    o.log_preallocate = a.log_preallocate;
     o.log_ring_slots = a.log_ring_slots;
     o.log_append_timeout_ms = a.log_append_timeout_ms;
     o.log_max_mib = a.log_max_mib;
