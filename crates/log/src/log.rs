@@ -522,9 +522,6 @@ impl Log {
             .map_err(|e| Error::io("create directory", &dir, e))?;
         let lock = take_lock(&dir)?;
         let rec = recovery::recover(&*fs, &dir, &opts)?;
-        // A spare left by a crash holds no record; the committer makes a
-        // new one if it uses spares.
-        crate::spare::remove_stale(&*fs, &dir);
         let mut consumers = Consumers::load(&*fs, &dir)?;
         let next = rec.next_index;
         let moved = consumers.clamp_to(next - 1);

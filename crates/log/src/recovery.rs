@@ -76,6 +76,9 @@ pub(crate) fn list_segments(fs: &dyn FileSystem, dir: &Path) -> io::Result<Vec<(
 }
 
 pub(crate) fn recover(fs: &dyn FileSystem, dir: &Path, opts: &Options) -> Result<Recovered> {
+    // A spare left by a crash holds no record; the committer makes a new
+    // one if it uses spares.
+    crate::spare::remove_stale(fs, dir);
     let mut names = list_segments(fs, dir).map_err(|e| Error::io("list", dir, e))?;
     let mut report = RecoveryReport::default();
     let mut next_index = names.last().map_or(1, |(b, _)| *b).max(1);
