@@ -30,9 +30,11 @@ pub enum FullPolicy {
 /// write-and-fdatasync, against 80–100 µs for an overwrite of blocks
 /// already written. Writing zeros through a segment before it takes
 /// records makes each durable commit such an overwrite: about 30% more
-/// durable appends per second with one or 64 writers. No record byte is
-/// ever written twice: the zeros are written before the segment holds
-/// any record, and each commit still starts in a fresh block.
+/// durable appends per second with one writer, about 10% with 64 (whose
+/// cycle is bound by waking the writers as much as by the disk). No
+/// record byte is ever written twice: the zeros are written before the
+/// segment holds any record, and each commit still starts in a fresh
+/// block.
 ///
 /// The zeros are written in the background, into a spare file
 /// (`spare.wlog.tmp`) the next segment is made from, so a segment roll
