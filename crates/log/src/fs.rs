@@ -178,16 +178,20 @@ pub(crate) fn read_full_at(f: &dyn File, buf: &mut [u8], off: u64) -> io::Result
     Ok(got)
 }
 
+/// Removes `path`; a file that is not there is no error.
+pub(crate) fn remove_if_present(fs: &dyn FileSystem, path: &Path) -> io::Result<()> {
+    match fs.remove(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        r => r,
+    }
+}
+
 /// Replaces `path` with `bytes` atomically: write a temporary file, fsync it,
 /// rename it over `path`, fsync the directory.
 pub(crate) fn replace_file(fs: &dyn FileSystem, path: &Path, bytes: &[u8]) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let tmp = path.with_extension("tmp");
-    match fs.remove(&tmp) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e),
-    }
+    remove_if_present(fs, &tmp)?;
     let f = fs.create(&tmp)?;
     write_all_at(&*f, bytes, 0)?;
     f.sync_all()?;

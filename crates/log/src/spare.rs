@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 
-use crate::fs::{File, FileSystem, write_all_at};
+use crate::fs::{File, FileSystem, remove_if_present, write_all_at};
 
 /// The spare's file name in the log directory.
 pub(crate) const SPARE_FILE: &str = "spare.wlog.tmp";
@@ -74,23 +74,15 @@ impl Spare {
 
 /// Removes a spare file from `dir`, if there is one.
 pub(crate) fn remove_stale(fs: &dyn FileSystem, dir: &Path) {
-    match fs.remove(&spare_path(dir)) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(e) => {
-            tracing::warn!(dir = %dir.display(), error = %e, "removing the spare segment failed")
-        }
+    if let Err(e) = remove_if_present(fs, &spare_path(dir)) {
+        tracing::warn!(dir = %dir.display(), error = %e, "removing the spare segment failed");
     }
 }
 
 /// Creates the spare afresh: reserve, zeros, fsync. On failure the file is
 /// removed, and the roll that wanted it falls back to `fallocate`.
 fn prepare(fs: &dyn FileSystem, path: &Path, capacity: u64) -> io::Result<Box<dyn File>> {
-    match fs.remove(path) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e),
-    }
+    remove_if_present(fs, path)?;
     let file = fs.create(path)?;
     let filled = (|| {
         // Reserved first: a full disk fails here, before any zero is written.
