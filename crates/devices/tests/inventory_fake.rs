@@ -30,14 +30,27 @@ fn scan(t: &Tree) -> Inventory {
     Inventory::scan(t.sysfs(), filter).expect("scan").0
 }
 
-/// A kernel uevent on loop0: `change`, with `extra` properties.
-fn change(seqnum: u64, extra: &str) -> weir_devices::Uevent {
+/// A kernel uevent on loop0: `action`, with `extra` properties.
+fn event(action: &str, seqnum: u64, extra: &str) -> weir_devices::Uevent {
     let text = format!(
-        "change@/devices/virtual/block/loop0\0ACTION=change\0\
+        "{action}@/devices/virtual/block/loop0\0ACTION={action}\0\
          DEVPATH=/devices/virtual/block/loop0\0SUBSYSTEM=block\0MAJOR=7\0MINOR=0\0\
          DEVNAME=loop0\0DEVTYPE=disk\0{extra}SEQNUM={seqnum}\0"
     );
     uevent::parse(text.as_bytes()).expect("a well-formed uevent")
+}
+
+/// A `change` on loop0 with `extra` properties.
+fn change(seqnum: u64, extra: &str) -> weir_devices::Uevent {
+    event("change", seqnum, extra)
+}
+
+/// The media change that ends a detach, carrying the old media's number.
+fn media_change(seqnum: u64, old_diskseq: u64) -> weir_devices::Uevent {
+    change(
+        seqnum,
+        &format!("DISKSEQ={old_diskseq}\0DISK_MEDIA_CHANGE=1\0"),
+    )
 }
 
 /// The detach: size 0, no backing file; the kernel then sends a plain
@@ -74,7 +87,7 @@ fn a_media_change_read_before_the_bump_takes_the_number_sysfs_shows_next() {
     assert!(!inv.awaits_diskseq(), "a plain change waits for nothing");
 
     // The media change, read before the kernel's bump.
-    let media = inv.on_uevent(&change(11, "DISKSEQ=5\0DISK_MEDIA_CHANGE=1\0"));
+    let media = inv.on_uevent(&media_change(11, 5));
     assert!(media.is_empty(), "nothing changed yet: {media:?}");
     assert_eq!(diskseq(&inv), Some(5));
     assert!(inv.awaits_diskseq());
@@ -110,7 +123,7 @@ fn a_media_change_read_after_the_bump_takes_the_new_number_at_once() {
     let mut inv = scan(&t);
     detach(&t);
     fs::write(&seq, "12\n").unwrap();
-    let changes = inv.on_uevent(&change(11, "DISKSEQ=5\0DISK_MEDIA_CHANGE=1\0"));
+    let changes = inv.on_uevent(&media_change(11, 5));
     assert_eq!(diskseq(&inv), Some(12), "{changes:?}");
     assert!(!inv.awaits_diskseq());
 }
@@ -121,7 +134,7 @@ fn a_media_change_read_after_the_bump_takes_the_new_number_at_once() {
 fn a_device_that_keeps_its_number_is_waited_for_no_longer_than_the_patience() {
     let (t, _seq) = attached_loop();
     let mut inv = scan(&t);
-    inv.on_uevent(&change(11, "DISKSEQ=5\0DISK_MEDIA_CHANGE=1\0"));
+    inv.on_uevent(&media_change(11, 5));
     assert!(inv.awaits_diskseq());
     assert!(inv.recheck_diskseq(Duration::ZERO).is_empty());
     assert!(!inv.awaits_diskseq());
@@ -134,7 +147,7 @@ fn a_device_that_keeps_its_number_is_waited_for_no_longer_than_the_patience() {
 fn a_later_event_or_a_removal_ends_the_wait() {
     let (t, seq) = attached_loop();
     let mut inv = scan(&t);
-    inv.on_uevent(&change(11, "DISKSEQ=5\0DISK_MEDIA_CHANGE=1\0"));
+    inv.on_uevent(&media_change(11, 5));
     assert!(inv.awaits_diskseq());
     // Attached again: its event carries the number sysfs shows.
     fs::write(&seq, "7\n").unwrap();
@@ -142,15 +155,9 @@ fn a_later_event_or_a_removal_ends_the_wait() {
     assert!(!inv.awaits_diskseq());
     assert_eq!(diskseq(&inv), Some(7));
 
-    inv.on_uevent(&change(13, "DISKSEQ=7\0DISK_MEDIA_CHANGE=1\0"));
+    inv.on_uevent(&media_change(13, 7));
     assert!(inv.awaits_diskseq());
-    let remove = uevent::parse(
-        b"remove@/devices/virtual/block/loop0\0ACTION=remove\0\
-          DEVPATH=/devices/virtual/block/loop0\0SUBSYSTEM=block\0MAJOR=7\0MINOR=0\0\
-          DEVNAME=loop0\0DEVTYPE=disk\0SEQNUM=14\0",
-    )
-    .expect("a well-formed uevent");
-    inv.on_uevent(&remove);
+    inv.on_uevent(&event("remove", 14, ""));
     assert!(!inv.awaits_diskseq());
     assert!(inv.get(LOOP0).is_none());
 }
