@@ -43,6 +43,9 @@ pub(crate) const HOLE_PATIENCE: Duration = Duration::from_millis(1);
 /// wakes the waiter): polling saves the first, and the waiter's own
 /// polling (`Inner::poll_durable`) the second when fsyncs are quick.
 const DURABLE_POLL: Duration = Duration::from_micros(50);
+/// How long the group-commit wait spins before it sleeps (see
+/// `Committer::gather_waiters`).
+const GATHER_SPIN: Duration = Duration::from_micros(20);
 /// Bytes the reorder area may hold per ring slot: three laps of typical
 /// records.
 const REORDER_BYTES_PER_SLOT: u64 = 384;
@@ -307,6 +310,15 @@ impl Committer {
     /// cost (at most 2 ms), so that one fsync serves them all instead of
     /// half of them. They are back when as many durable waits have begun
     /// since as that fsync ended.
+    ///
+    /// It spins (yielding) for [`GATHER_SPIN`], which catches a few writers
+    /// on CPUs of their own, then sleeps until the writer that completes
+    /// the count wakes it. With more writers than CPUs the spin's yields
+    /// were context switches that the writers needed the CPU for: at 16
+    /// durable writers sleeping took the committer's CPU per fsync from
+    /// about 75 µs to 57 µs and filled batches (15.9 records per fsync,
+    /// from 14.3). Sleeping at once cost 4 writers about 9%: their wake
+    /// of the committer came back slower than they did.
     fn gather_waiters(&self) {
         let inner = &self.inner;
         if self.woken < 2
@@ -316,10 +328,27 @@ impl Committer {
         }
         let sync_cost = Duration::from_nanos(inner.sync_ns.load(Ordering::Relaxed));
         let deadline = Instant::now() + (sync_cost / 2).min(Duration::from_millis(2));
-        yield_until(deadline, || {
-            inner.durable_entries.load(Ordering::Acquire) - self.entries_at_wake >= self.woken
+        let target = self.entries_at_wake + self.woken;
+        let back = || {
+            inner.durable_entries.load(Ordering::SeqCst) >= target
                 || inner.closing.load(Ordering::Acquire)
-        });
+        };
+        let spin_until = (Instant::now() + GATHER_SPIN).min(deadline);
+        if yield_until(spin_until, back) {
+            return;
+        }
+        inner.gather_target.store(target, Ordering::SeqCst);
+        loop {
+            if back() {
+                break;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            thread::park_timeout(deadline - now);
+        }
+        inner.gather_target.store(0, Ordering::SeqCst);
     }
 
     fn cycle(&mut self, closing: bool) -> Outcome {

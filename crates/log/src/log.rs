@@ -112,6 +112,10 @@ pub(crate) struct Inner {
     /// committer counts how many writers one satisfied, and waits for that
     /// many to come back before the next, so batches stay large.
     pub(crate) durable_entries: AtomicU64,
+    /// While the committer sleeps in its group-commit wait: the count of
+    /// `durable_entries` it waits for, so that only the writer reaching it
+    /// wakes the committer. Zero otherwise.
+    pub(crate) gather_target: AtomicU64,
     /// What the committer's last fsync took, in ns: it bounds the
     /// committer's group-commit wait, and a lone durable waiter looks for
     /// its record rather than sleeps when it is short.
@@ -446,6 +450,7 @@ impl Log {
             space_waiters: AtomicUsize::new(0),
             durable_waiters: AtomicUsize::new(0),
             durable_entries: AtomicU64::new(0),
+            gather_target: AtomicU64::new(0),
             sync_ns: AtomicU64::new(0),
             durable_seq: AtomicU32::new(0),
             fail_epoch: AtomicU64::new(0),
