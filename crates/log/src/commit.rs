@@ -140,7 +140,7 @@ impl Committer {
         let zero_fill = match opts.preallocation {
             Preallocation::Reserve => false,
             Preallocation::ZeroFill => true,
-            _ => opts.fs.overwrites_in_place(&inner.dir).unwrap_or(false),
+            Preallocation::Auto => opts.fs.overwrites_in_place(&inner.dir).unwrap_or(false),
         };
         Committer {
             inner,
