@@ -26,7 +26,7 @@ use crate::latency::pending::Pending;
 use crate::log::{FailKind, Inner, SegEntry, now_ns, yield_until};
 use crate::options::Preallocation;
 use crate::retention;
-use crate::spare::Spare;
+use crate::spare::Spares;
 
 /// Largest batch gathered before it is written, bounding committer memory.
 const MAX_BATCH: usize = 8 << 20;
@@ -119,10 +119,8 @@ struct Committer {
     /// Append times of what waits to be written or fsynced, for the
     /// latency histograms.
     pending: Pending,
-    /// Whether segments are made from zero-filled spares.
-    zero_fill: bool,
-    /// The next segment's file, being zero-filled.
-    spare: Option<Spare>,
+    /// The next segment's zero-filled file, and when to make and use it.
+    spares: Spares,
 }
 
 enum Outcome {
@@ -158,8 +156,7 @@ impl Committer {
             woken: 0,
             entries_at_wake: 0,
             pending: Pending::default(),
-            zero_fill,
-            spare: None,
+            spares: Spares::new(zero_fill),
         }
     }
 
@@ -198,9 +195,7 @@ impl Committer {
                 break;
             }
         }
-        if let Some(spare) = self.spare.take() {
-            spare.discard(&*self.inner.opts.fs, &self.inner.dir);
-        }
+        self.spares.discard(&*self.inner.opts.fs, &self.inner.dir);
         self.wake_all();
     }
 
@@ -406,6 +401,12 @@ impl Committer {
             inner.sync_ns.store(ns, Ordering::Relaxed);
             inner.counters.syncs.fetch_add(1, Ordering::Relaxed);
             self.publish_durable(placed_to);
+            self.spares.synced();
+        }
+        if self.spares.roll_early()
+            && let Err(f) = self.roll()
+        {
+            return self.failed(f);
         }
         Outcome::Progress
     }
@@ -547,36 +548,19 @@ impl Committer {
         }
     }
 
-    /// Starts zero-filling the next segment's file once the active one is
-    /// a quarter full: late enough that a log opened for a few records
-    /// (`weir log write`) writes no spare, early enough that the spare is
-    /// ready long before the roll.
     fn prepare_spare(&mut self) {
-        let opts = &self.inner.opts;
-        if self.zero_fill
-            && self.spare.is_none()
-            && self
-                .active
-                .as_ref()
-                .is_some_and(|a| a.written() >= opts.segment_size / 4)
-        {
-            self.spare = Spare::start(opts.fs.clone(), &self.inner.dir, opts.segment_size);
+        let (inner, active) = (&self.inner, &self.active);
+        if let Some(a) = active {
+            let opts = &inner.opts;
+            self.spares
+                .maybe_start(&opts.fs, &inner.dir, opts.segment_size, a.written());
         }
     }
 
     fn open_segment(&mut self, base: u64) -> Result<(), IoFail> {
         let inner = &self.inner;
         let opts = &inner.opts;
-        // A spare still being zero-filled is left to the next roll: this
-        // one does not wait for it.
-        let spare = match self.spare.take_if(|s| s.is_ready()).map(Spare::take) {
-            Some(Ok(file)) => Some(file),
-            Some(Err(e)) => {
-                tracing::warn!(dir = %inner.dir.display(), error = %e, "preparing a spare segment failed; preallocating without zeros");
-                None
-            }
-            None => None,
-        };
+        let spare = self.spares.take_for_segment(&inner.dir);
         let a = ActiveSegment::create(
             &*opts.fs,
             &inner.dir,

@@ -213,3 +213,59 @@ fn a_spare_that_fails_costs_no_record() {
     assert!(!spare.exists());
     check_log(dir.path(), 9, next - 1);
 }
+
+/// A log's first segment was only reserved, not zero-filled, and every
+/// fsync into it costs more. Once durable commits are frequent there, the
+/// log makes a spare at once and rolls to it long before the segment is
+/// a quarter full.
+#[test]
+fn frequent_fsyncs_leave_a_segment_that_was_not_zero_filled_early() {
+    let dir = tempfile::tempdir().unwrap();
+    let spare = dir.path().join(SPARE);
+    let seg = 8 << 20;
+    let opts = Options::default()
+        .segment_size(seg)
+        .preallocation(Preallocation::ZeroFill);
+    let log = Log::open(dir.path(), opts).unwrap();
+    let until = Instant::now() + Duration::from_secs(20);
+    let (mut next, mut spare_ino) = (1, None);
+    while segment_files(dir.path()).len() < 2 {
+        assert!(Instant::now() < until, "no early roll after record {next}");
+        let d = Payload::new(4, next)
+            .with(|r| log.append_durable(r))
+            .unwrap();
+        assert_eq!(d.index(), next);
+        next += 1;
+        if let Ok(m) = std::fs::metadata(&spare) {
+            spare_ino = Some(m.ino());
+        }
+    }
+    let files = segment_files(dir.path());
+    let first = std::fs::metadata(&files[0]).unwrap();
+    // One durable commit per record, each padded to 4 KiB.
+    assert!(
+        first.len() < seg / 4,
+        "the first segment was left at {} bytes, not early",
+        first.len()
+    );
+    assert!(
+        first.len() >= 64 * 4096,
+        "the first segment was left after {} bytes, before 64 fsyncs",
+        first.len()
+    );
+    assert_eq!(
+        std::fs::metadata(&files[1]).unwrap().ino(),
+        spare_ino.expect("the spare was seen"),
+        "the second segment is the spare"
+    );
+    // Appending goes on in the new segment, and a reopen finds it all.
+    for _ in 0..10 {
+        Payload::new(4, next)
+            .with(|r| log.append_durable(r))
+            .unwrap();
+        next += 1;
+    }
+    assert_eq!(segment_files(dir.path()).len(), 2, "one early roll only");
+    log.close().unwrap();
+    assert_eq!(check_log(dir.path(), 4, next - 1), next - 1);
+}
