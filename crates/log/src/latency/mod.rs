@@ -66,6 +66,14 @@ impl Histogram {
         BOUNDS_NS.partition_point(|&b| b < ns)
     }
 
+    /// The bounds `(lo, hi)` of bucket `b`: it holds the latencies above
+    /// `lo` and at most `hi` (`u64::MAX` for the overflow bucket), and
+    /// bucket 0 holds 0 as well.
+    pub(crate) fn bucket_bounds(b: usize) -> (u64, u64) {
+        let lo = if b == 0 { 0 } else { BOUNDS_NS[b - 1] };
+        (lo, BOUNDS_NS.get(b).copied().unwrap_or(u64::MAX))
+    }
+
     /// Counts one latency.
     pub fn observe(&mut self, ns: u64) {
         self.buckets[Self::bucket_of(ns)] += 1;
