@@ -13,10 +13,13 @@
 //! global mutex with `pwrite` + `fdatasync` per record. Group commit is
 //! what makes the difference; the speedup at 64 writers is the target.
 //! Then one durable writer with its log on tmpfs, where an fsync costs
-//! next to nothing, gives the commit path's own time per record.
+//! next to nothing, gives the commit path's own time per record. At 64
+//! writers an interleaved pass follows (see `interleave`): weir and the
+//! baseline take turns in short phases, and the per-cycle speedups are
+//! reported beside the rounds' figure.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use serde_json::{Map, Value, json};
@@ -24,8 +27,10 @@ use weir_log::{Log, Options, Record, RecordType, codec};
 
 use crate::fsinfo::FsInfo;
 use crate::mutexlog::MutexLog;
-use crate::report::{self, median, round};
+use crate::report::{self, median, quantile, round};
 use crate::timed::{self, Ticket};
+
+mod interleave;
 
 /// Target encoded size of each record.
 const RECORD_BYTES: usize = 100;
@@ -59,6 +64,14 @@ pub(crate) struct Args {
     /// Slots in weir's append ring [default: weir-log's default].
     #[arg(long)]
     ring_slots: Option<usize>,
+    /// Seconds of the durable interleaved pass at 64 writers, in which weir
+    /// and the baseline take turns in short phases (0: skip it) [default:
+    /// 20, or 3 with --quick].
+    #[arg(long)]
+    interleave_seconds: Option<f64>,
+    /// Length of one phase of the interleaved pass, in ms.
+    #[arg(long, default_value_t = 250)]
+    phase_ms: u64,
 }
 
 impl Args {
@@ -336,6 +349,13 @@ fn durable_mode(a: &Args, secs: f64, rounds: usize) -> Result<(Value, f64)> {
     println!(
         "  weir at 64 writers vs the baseline's best rate at any W ({best_mutex:.0}/s): {vs_best:.1}x"
     );
+    let interleaved = match a
+        .interleave_seconds
+        .unwrap_or(if a.quick { 3.0 } else { 20.0 })
+    {
+        s if s > 0.0 => durable_interleaved(a, base.path(), s)?,
+        _ => Value::Null,
+    };
     let lone = commit_path(a, secs, rounds)?;
     let part = json!({
         "dir": a.durable_dir,
@@ -345,9 +365,39 @@ fn durable_mode(a: &Args, secs: f64, rounds: usize) -> Result<(Value, f64)> {
         "records_per_fsync": batch,
         "speedup": speedups,
         "speedup_64w_vs_best_mutex": round(vs_best, 2),
+        "interleaved_64w": interleaved,
         "commit_path_1w": lone,
     });
     Ok((part, speedup_64))
+}
+
+/// The interleaved pass at 64 writers: the median of the per-cycle
+/// speedups, with their quartiles and the cases' median rates.
+fn durable_interleaved(a: &Args, base: &Path, secs: f64) -> Result<Value> {
+    let w = 64;
+    let dir = base.join("interleaved");
+    std::fs::create_dir(&dir)?;
+    let phase = Duration::from_millis(a.phase_ms.max(1));
+    let p = interleave::run(&dir, &a.log_options(), w, secs, phase)?;
+    std::fs::remove_dir_all(&dir)?;
+    let s = p.speedups();
+    let (mid, q1, q3) = (median(&s), quantile(&s, 0.25), quantile(&s, 0.75));
+    println!(
+        "  interleaved, {w} writers: {} cycles of {} ms per case; per-cycle speedup {mid:.1}x (quartiles {q1:.1}-{q3:.1}); weir {:.0}/s, mutex {:.0}/s (medians)",
+        s.len(),
+        phase.as_millis(),
+        median(&p.weir),
+        median(&p.mutex)
+    );
+    Ok(json!({
+        "writers": w,
+        "seconds": secs,
+        "phase_ms": phase.as_millis() as u64,
+        "cycles": s.len(),
+        "speedup": round(mid, 2),
+        "quartiles": [round(q1, 2), round(q3, 2)],
+        "per_s": {"weir": round(median(&p.weir), 1), "mutex_fdatasync": round(median(&p.mutex), 1)},
+    }))
 }
 
 /// Runs the benchmark.
