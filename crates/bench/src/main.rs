@@ -16,6 +16,7 @@ mod loopdev;
 mod lvm;
 mod mutexlog;
 mod overhead;
+mod phases;
 mod recovery;
 mod report;
 mod storm;

@@ -10,26 +10,22 @@
 //! per-cycle ratios is the figure, with its quartiles.
 //!
 //! Every append of either case is durable when it returns, so a phase
-//! leaves nothing for the next one to pay for.
+//! leaves nothing for the next one to pay for. The phases are run by
+//! `phases::Pass`.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Barrier, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Result, anyhow, bail};
 use weir_log::{Log, Options, Record, RecordType};
 
 use super::record_parts;
 use crate::mutexlog::MutexLog;
+use crate::phases::Pass;
 
-/// The phase values of the two cases.
+/// The cases, as the pass numbers them.
 const WEIR: usize = 0;
 const MUTEX: usize = 1;
-/// The phase value that tells the workers to stop the current phase.
-const BETWEEN: usize = usize::MAX - 1;
-/// The phase value that tells the workers to exit.
-const DONE: usize = usize::MAX;
 
 /// What the interleaved pass measured: the rate of each phase, one phase
 /// of each case per cycle.
@@ -50,24 +46,6 @@ impl Phases {
     }
 }
 
-/// State the coordinator and the workers share.
-struct Shared {
-    phase: AtomicUsize,
-    turn: Barrier,
-    /// Records each worker appended in the phase that just ended.
-    appends: Vec<AtomicU64>,
-    failed: AtomicBool,
-    error: Mutex<Option<anyhow::Error>>,
-}
-
-impl Shared {
-    fn fail(&self, e: anyhow::Error) {
-        let mut slot = self.error.lock().unwrap_or_else(|p| p.into_inner());
-        slot.get_or_insert(e);
-        self.failed.store(true, Ordering::Release);
-    }
-}
-
 /// Runs `w` writers for about `secs` seconds of cycles of one `phase` per
 /// case, with both logs in `dir` (a fresh directory on a disk).
 pub(crate) fn run(
@@ -79,124 +57,41 @@ pub(crate) fn run(
 ) -> Result<Phases> {
     let log = Log::open(dir.join("log"), opts.clone())?;
     let mlog = MutexLog::create(&dir.join("mutex.log"))?;
-    let shared = Shared {
-        phase: AtomicUsize::new(WEIR),
-        turn: Barrier::new(w + 1),
-        appends: (0..w).map(|_| AtomicU64::new(0)).collect(),
-        failed: AtomicBool::new(false),
-        error: Mutex::new(None),
+    let pass = Pass {
+        cases: 2,
+        workers: w,
+        secs,
+        phase,
     };
-    let mut phases = Phases {
-        weir: Vec::new(),
-        mutex: Vec::new(),
-    };
-    let mut totals = [0u64; 2];
-    let run = std::thread::scope(|s| -> Result<()> {
-        for t in 0..w {
-            let (shared, log, mlog) = (&shared, &log, &mlog);
-            s.spawn(move || worker(t, shared, log, mlog));
-        }
-        let r = coordinate(&shared, secs, phase, &mut phases, &mut totals);
-        shared.phase.store(DONE, Ordering::Release);
-        shared.turn.wait();
-        r
-    });
-    if let Some(e) = shared
-        .error
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .take()
-    {
-        return Err(e);
-    }
-    run?;
+    let m = pass.run(
+        record_parts,
+        |(parent, name), case| {
+            let rec = Record::new(RecordType::CREAT).parent(parent).name(name);
+            match case {
+                WEIR => log.append_durable(&rec).map(drop)?,
+                _ => mlog.append(&rec, true)?,
+            }
+            Ok(1)
+        },
+        |_| Ok(()),
+        |_| Ok(()),
+    )?;
     // Every append of either case must be in its log exactly once.
     let st = log.stats();
     log.close()?;
-    if st.durable_index != totals[WEIR] || mlog.records() != totals[MUTEX] {
+    let (weir, mutex) = (m.totals[WEIR], m.totals[MUTEX]);
+    if st.durable_index != weir || mlog.records() != mutex {
         bail!(
-            "interleaved: weir holds {} durable records of {}, mutex {} of {}",
+            "interleaved: weir holds {} durable records of {weir}, mutex {} of {mutex}",
             st.durable_index,
-            totals[WEIR],
             mlog.records(),
-            totals[MUTEX]
         );
     }
-    Ok(phases)
-}
-
-/// The coordinator's side: starts and stops the phases, alternating which
-/// case goes first in a cycle, and times each one.
-fn coordinate(
-    shared: &Shared,
-    secs: f64,
-    phase: Duration,
-    phases: &mut Phases,
-    totals: &mut [u64; 2],
-) -> Result<()> {
-    let end = Instant::now() + Duration::from_secs_f64(secs);
-    let mut first = WEIR;
-    while Instant::now() < end || phases.weir.is_empty() {
-        for case in [first, 1 - first] {
-            shared.phase.store(case, Ordering::Release);
-            let t0 = Instant::now();
-            shared.turn.wait();
-            std::thread::sleep(phase);
-            shared.phase.store(BETWEEN, Ordering::Release);
-            // Every worker's last append is durable once it is back here.
-            shared.turn.wait();
-            let dt = t0.elapsed().as_secs_f64();
-            if shared.failed.load(Ordering::Acquire) {
-                return Err(anyhow!("a worker failed"));
-            }
-            let n: u64 = shared
-                .appends
-                .iter()
-                .map(|a| a.load(Ordering::Acquire))
-                .sum();
-            totals[case] += n;
-            let rate = n as f64 / dt;
-            match case {
-                WEIR => phases.weir.push(rate),
-                _ => phases.mutex.push(rate),
-            }
-        }
-        first = 1 - first;
-    }
-    Ok(())
-}
-
-/// One writer: in each phase, durable appends to that phase's log until
-/// the phase ends. A worker that fails keeps passing the barriers, doing
-/// nothing, so that the coordinator is never stuck.
-fn worker(t: usize, shared: &Shared, log: &Log, mlog: &MutexLog) {
-    let parts = record_parts(t).map_err(|e| shared.fail(e)).ok();
-    let mut ok = parts.is_some();
-    loop {
-        shared.turn.wait();
-        let p = shared.phase.load(Ordering::Acquire);
-        if p == DONE {
-            return;
-        }
-        let mut n = 0u64;
-        if let Some((parent, name)) = parts.as_ref().filter(|_| ok) {
-            let rec = Record::new(RecordType::CREAT).parent(parent).name(name);
-            while shared.phase.load(Ordering::Relaxed) == p {
-                let r = match p {
-                    WEIR => log.append_durable(&rec).map(drop).map_err(Into::into),
-                    _ => mlog.append(&rec, true),
-                };
-                if let Err(e) = r {
-                    shared.fail(e);
-                    ok = false;
-                    break;
-                }
-                n += 1;
-            }
-        }
-        shared.appends[t].store(n, Ordering::Release);
-        shared.turn.wait();
-    }
+    let [weir, mutex]: [Vec<f64>; 2] = m
+        .rates
+        .try_into()
+        .map_err(|_| anyhow!("a pass of two cases gave another number"))?;
+    Ok(Phases { weir, mutex })
 }
 
 #[cfg(test)]

@@ -16,9 +16,7 @@
 //! `freemem`), so every case allocates warm memory.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Barrier, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Result, anyhow, bail};
 use weir_log::{Log, Options};
@@ -26,11 +24,7 @@ use weir_log::{Log, Options};
 use super::{Case, Load, Sink};
 use crate::freemem;
 use crate::mutexlog::MutexLog;
-
-/// The phase value that tells the workers to stop the current phase.
-const BETWEEN: usize = usize::MAX;
-/// The phase value that tells the workers to exit.
-const DONE: usize = usize::MAX - 1;
+use crate::phases::Pass;
 
 /// Memory written and deleted before each phase: many times what one
 /// phase's log allocates (about 3 MiB at half a million records per second,
@@ -58,24 +52,6 @@ impl Phases {
     }
 }
 
-/// State the coordinator and the workers share.
-struct Shared {
-    phase: AtomicUsize,
-    turn: Barrier,
-    /// Operations each worker did in the phase that just ended.
-    ops: Vec<AtomicU64>,
-    failed: AtomicBool,
-    error: Mutex<Option<anyhow::Error>>,
-}
-
-impl Shared {
-    fn fail(&self, e: anyhow::Error) {
-        let mut slot = self.error.lock().unwrap_or_else(|p| p.into_inner());
-        slot.get_or_insert(e);
-        self.failed.store(true, Ordering::Release);
-    }
-}
-
 /// Runs `n` threads for about `secs` seconds of cycles of `phase` per case,
 /// with the logs under `root` (a fresh directory).
 pub(crate) fn run(
@@ -92,121 +68,42 @@ pub(crate) fn run(
     let log = Log::open(root.join("log"), opts.clone())?;
     let mlog = MutexLog::create(&root.join("mutex.log"))?;
     let sinks = [Sink::None, Sink::Weir(&log), Sink::Mutex(&mlog)];
-    let shared = Shared {
-        phase: AtomicUsize::new(BETWEEN),
-        turn: Barrier::new(n + 1),
-        ops: (0..n).map(|_| AtomicU64::new(0)).collect(),
-        failed: AtomicBool::new(false),
-        error: Mutex::new(None),
+    let pass = Pass {
+        cases: Case::ALL.len(),
+        workers: n,
+        secs,
+        phase,
     };
-    let mut rates: [Vec<f64>; 3] = Default::default();
-    let mut totals = [0u64; 3];
-    let run = std::thread::scope(|s| -> Result<()> {
-        for (t, dir) in dirs.iter().enumerate() {
-            let (shared, sinks) = (&shared, &sinks);
-            s.spawn(move || worker(dir, t, shared, sinks));
-        }
-        let r = coordinate(root, &log, &shared, secs, phase, &mut rates, &mut totals);
-        shared.phase.store(DONE, Ordering::Release);
-        shared.turn.wait();
-        r
-    });
-    // A worker's own error says more than the coordinator's "a worker
-    // failed".
-    if let Some(e) = shared
-        .error
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .take()
-    {
-        return Err(e);
-    }
-    run?;
+    let m = pass.run(
+        |t| Load::open(&dirs[t], t),
+        |load, case| load.step(&sinks[case]).map(|()| 2),
+        |_| freemem::warm(root, WARM_BYTES),
+        // What a weir phase appended is committed inside its time: it is
+        // weir's cost and must not slip into the next phase.
+        |case| match Case::ALL[case] {
+            Case::Weir => log.sync().map(drop).map_err(Into::into),
+            _ => Ok(()),
+        },
+    )?;
     // Every operation of a weir or mutex phase must have been recorded
     // exactly once.
     log.sync()?;
     let st = log.stats();
     log.close()?;
-    if st.last_index != totals[1] || mlog.records() != totals[2] {
+    if st.last_index != m.totals[1] || mlog.records() != m.totals[2] {
         bail!(
             "interleaved: weir recorded {} of {} operations, mutex {} of {}",
             st.last_index,
-            totals[1],
+            m.totals[1],
             mlog.records(),
-            totals[2]
+            m.totals[2]
         );
     }
+    let rates = m
+        .rates
+        .try_into()
+        .map_err(|_| anyhow!("a pass of three cases gave another number"))?;
     Ok(Phases { rates })
-}
-
-/// The coordinator's side: starts and stops the phases, in cycles whose
-/// order rotates, and times each one.
-fn coordinate(
-    root: &Path,
-    log: &Log,
-    shared: &Shared,
-    secs: f64,
-    phase: Duration,
-    rates: &mut [Vec<f64>; 3],
-    totals: &mut [u64; 3],
-) -> Result<()> {
-    let end = Instant::now() + Duration::from_secs_f64(secs);
-    let mut first = 0;
-    while Instant::now() < end || rates[0].is_empty() {
-        for j in 0..Case::ALL.len() {
-            let ci = (first + j) % Case::ALL.len();
-            freemem::warm(root, WARM_BYTES)?;
-            shared.phase.store(ci, Ordering::Release);
-            let t0 = Instant::now();
-            shared.turn.wait();
-            std::thread::sleep(phase);
-            shared.phase.store(BETWEEN, Ordering::Release);
-            shared.turn.wait();
-            if Case::ALL[ci] == Case::Weir {
-                log.sync()?;
-            }
-            let dt = t0.elapsed().as_secs_f64();
-            if shared.failed.load(Ordering::Acquire) {
-                return Err(anyhow!("a worker failed"));
-            }
-            let ops: u64 = shared.ops.iter().map(|o| o.load(Ordering::Acquire)).sum();
-            totals[ci] += ops;
-            rates[ci].push(ops as f64 / dt);
-        }
-        first = (first + 1) % Case::ALL.len();
-    }
-    Ok(())
-}
-
-/// One thread: in each phase, the load of that phase's case until the
-/// phase ends. A worker that fails keeps passing the barriers, doing
-/// nothing, so that the coordinator is never stuck.
-fn worker(dir: &Path, t: usize, shared: &Shared, sinks: &[Sink<'_>; 3]) {
-    let mut load = Load::open(dir, t).map_err(|e| shared.fail(e)).ok();
-    loop {
-        shared.turn.wait();
-        let p = shared.phase.load(Ordering::Acquire);
-        if p == DONE {
-            return;
-        }
-        let mut ops = 0u64;
-        let mut failed = false;
-        if let Some(l) = load.as_mut().filter(|_| p < sinks.len()) {
-            while shared.phase.load(Ordering::Relaxed) == p {
-                if let Err(e) = l.step(&sinks[p]) {
-                    shared.fail(e);
-                    failed = true;
-                    break;
-                }
-                ops += 2;
-            }
-        }
-        if failed {
-            load = None;
-        }
-        shared.ops[t].store(ops, Ordering::Release);
-        shared.turn.wait();
-    }
 }
 
 #[cfg(test)]

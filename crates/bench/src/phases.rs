@@ -1,0 +1,243 @@
+//! Cases that take turns in short phases with the same worker threads: the
+//! driver of the interleaved passes of `changelog-overhead` and `append`.
+//!
+//! On a shared VM a case can run much faster or slower than the same case
+//! a minute later. Phases of a fraction of a second in rotating order put
+//! every case in the same second many times over, so a ratio taken within
+//! one cycle (one phase of each case) cancels most of that drift.
+//!
+//! A coordinator starts each phase, sleeps for its length, and stops it;
+//! the workers meet it at a barrier on both ends, so a phase's time covers
+//! every worker's last operation. A worker that fails keeps passing the
+//! barriers, doing nothing, so that the coordinator is never stuck.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Barrier, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, anyhow};
+
+/// The phase value that tells the workers to stop the current phase.
+const BETWEEN: usize = usize::MAX - 1;
+/// The phase value that tells the workers to exit.
+const DONE: usize = usize::MAX;
+
+/// How a pass runs: its cases, its workers, and what happens around each
+/// phase.
+pub(crate) struct Pass {
+    /// How many cases take turns (numbered from 0).
+    pub(crate) cases: usize,
+    /// How many worker threads run each phase.
+    pub(crate) workers: usize,
+    /// About how long the cycles run in all; at least one runs.
+    pub(crate) secs: f64,
+    /// The length of one phase.
+    pub(crate) phase: Duration,
+}
+
+/// What a pass measured.
+pub(crate) struct Measured {
+    /// Per case, the rate (operations per second) of each of its phases,
+    /// one per cycle.
+    pub(crate) rates: Vec<Vec<f64>>,
+    /// Per case, the operations of all its phases.
+    pub(crate) totals: Vec<u64>,
+}
+
+/// State the coordinator and the workers share.
+struct Shared {
+    phase: AtomicUsize,
+    turn: Barrier,
+    /// Operations each worker did in the phase that just ended.
+    ops: Vec<AtomicU64>,
+    failed: AtomicBool,
+    error: Mutex<Option<anyhow::Error>>,
+}
+
+impl Shared {
+    fn fail(&self, e: anyhow::Error) {
+        let mut slot = self.error.lock().unwrap_or_else(|p| p.into_inner());
+        slot.get_or_insert(e);
+        self.failed.store(true, Ordering::Release);
+    }
+}
+
+impl Pass {
+    /// Runs the pass. Each worker `t` makes its state with `setup(t)`, then
+    /// in each phase calls `step(state, case)`, which returns the
+    /// operations it did, until the phase ends. `before(case)` runs before
+    /// a phase starts, outside its time; `after(case)` once every worker is
+    /// back, inside it.
+    pub(crate) fn run<S>(
+        &self,
+        setup: impl Fn(usize) -> Result<S> + Sync,
+        step: impl Fn(&mut S, usize) -> Result<u64> + Sync,
+        mut before: impl FnMut(usize) -> Result<()>,
+        mut after: impl FnMut(usize) -> Result<()>,
+    ) -> Result<Measured> {
+        let shared = Shared {
+            phase: AtomicUsize::new(BETWEEN),
+            turn: Barrier::new(self.workers + 1),
+            ops: (0..self.workers).map(|_| AtomicU64::new(0)).collect(),
+            failed: AtomicBool::new(false),
+            error: Mutex::new(None),
+        };
+        let mut m = Measured {
+            rates: vec![Vec::new(); self.cases],
+            totals: vec![0; self.cases],
+        };
+        let run = std::thread::scope(|s| -> Result<()> {
+            for t in 0..self.workers {
+                let (shared, setup, step) = (&shared, &setup, &step);
+                s.spawn(move || worker(t, shared, setup, step));
+            }
+            let r = self.coordinate(&shared, &mut before, &mut after, &mut m);
+            shared.phase.store(DONE, Ordering::Release);
+            shared.turn.wait();
+            r
+        });
+        // A worker's own error says more than the coordinator's "a worker
+        // failed".
+        if let Some(e) = shared
+            .error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            return Err(e);
+        }
+        run?;
+        Ok(m)
+    }
+
+    /// The coordinator's side: starts and stops the phases, in cycles whose
+    /// order rotates, and times each one.
+    fn coordinate(
+        &self,
+        shared: &Shared,
+        before: &mut impl FnMut(usize) -> Result<()>,
+        after: &mut impl FnMut(usize) -> Result<()>,
+        m: &mut Measured,
+    ) -> Result<()> {
+        let end = Instant::now() + Duration::from_secs_f64(self.secs);
+        let mut first = 0;
+        while Instant::now() < end || m.rates[0].is_empty() {
+            for j in 0..self.cases {
+                let case = (first + j) % self.cases;
+                before(case)?;
+                shared.phase.store(case, Ordering::Release);
+                let t0 = Instant::now();
+                shared.turn.wait();
+                std::thread::sleep(self.phase);
+                shared.phase.store(BETWEEN, Ordering::Release);
+                shared.turn.wait();
+                after(case)?;
+                let dt = t0.elapsed().as_secs_f64();
+                if shared.failed.load(Ordering::Acquire) {
+                    return Err(anyhow!("a worker failed"));
+                }
+                let ops: u64 = shared.ops.iter().map(|o| o.load(Ordering::Acquire)).sum();
+                m.totals[case] += ops;
+                m.rates[case].push(ops as f64 / dt);
+            }
+            first = (first + 1) % self.cases;
+        }
+        Ok(())
+    }
+}
+
+/// One worker: in each phase, `step` for that phase's case until the phase
+/// ends.
+fn worker<S>(
+    t: usize,
+    shared: &Shared,
+    setup: &impl Fn(usize) -> Result<S>,
+    step: &impl Fn(&mut S, usize) -> Result<u64>,
+) {
+    let mut state = setup(t).map_err(|e| shared.fail(e)).ok();
+    loop {
+        shared.turn.wait();
+        let p = shared.phase.load(Ordering::Acquire);
+        if p == DONE {
+            return;
+        }
+        let mut ops = 0u64;
+        let mut failed = false;
+        if let Some(s) = state.as_mut() {
+            while shared.phase.load(Ordering::Relaxed) == p {
+                match step(s, p) {
+                    Ok(n) => ops += n,
+                    Err(e) => {
+                        shared.fail(e);
+                        failed = true;
+                        break;
+                    }
+                }
+            }
+        }
+        if failed {
+            state = None;
+        }
+        shared.ops[t].store(ops, Ordering::Release);
+        shared.turn.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_case_gets_a_phase_per_cycle_in_rotating_order() {
+        let order = Mutex::new(Vec::new());
+        let pass = Pass {
+            cases: 3,
+            workers: 2,
+            secs: 0.0,
+            phase: Duration::from_millis(5),
+        };
+        let m = pass
+            .run(
+                Ok,
+                |_, _| {
+                    std::thread::sleep(Duration::from_micros(100));
+                    Ok(1)
+                },
+                |case| {
+                    order.lock().unwrap().push(case);
+                    Ok(())
+                },
+                |_| Ok(()),
+            )
+            .unwrap();
+        // One cycle (the time is up at once), in the order 0, 1, 2.
+        assert_eq!(*order.lock().unwrap(), vec![0, 1, 2]);
+        for c in 0..3 {
+            assert_eq!(m.rates[c].len(), 1);
+            assert!(m.totals[c] > 0, "case {c} did no work");
+        }
+    }
+
+    #[test]
+    fn a_failing_worker_fails_the_pass_with_its_own_error() {
+        let pass = Pass {
+            cases: 2,
+            workers: 3,
+            secs: 0.05,
+            phase: Duration::from_millis(5),
+        };
+        let r = pass.run(
+            Ok,
+            |t, case| {
+                if *t == 1 && case == 1 {
+                    anyhow::bail!("worker 1 broke");
+                }
+                Ok(1)
+            },
+            |_| Ok(()),
+            |_| Ok(()),
+        );
+        let e = r.err().expect("the pass fails");
+        assert_eq!(e.to_string(), "worker 1 broke");
+    }
+}
