@@ -163,7 +163,9 @@ fn worker<S>(
         }
         let mut ops = 0u64;
         let mut failed = false;
-        if let Some(s) = state.as_mut() {
+        // A worker that passes the barrier late may find the phase already
+        // over: it then has nothing to do until the next barrier.
+        if let Some(s) = state.as_mut().filter(|_| p != BETWEEN) {
             while shared.phase.load(Ordering::Relaxed) == p {
                 match step(s, p) {
                     Ok(n) => ops += n,
@@ -216,6 +218,30 @@ mod tests {
             assert_eq!(m.rates[c].len(), 1);
             assert!(m.totals[c] > 0, "case {c} did no work");
         }
+    }
+
+    /// Guards the bug of 3c39913: a worker that passed the barrier after
+    /// the phase had ended ran `step` with the "between phases" value as
+    /// its case, and the overhead pass indexed its sinks with it. With
+    /// phases of no length nearly every worker is late.
+    #[test]
+    fn a_worker_late_for_a_phase_that_is_over_does_no_step() {
+        let pass = Pass {
+            cases: 2,
+            workers: 16,
+            secs: 0.05,
+            phase: Duration::ZERO,
+        };
+        pass.run(
+            Ok,
+            |_, case| {
+                anyhow::ensure!(case < 2, "step for case {case}");
+                Ok(1)
+            },
+            |_| Ok(()),
+            |_| Ok(()),
+        )
+        .unwrap();
     }
 
     #[test]
