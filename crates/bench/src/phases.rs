@@ -201,7 +201,8 @@ mod tests {
         let m = pass
             .run(
                 Ok,
-                |_, _| {
+                |_, case| {
+                    anyhow::ensure!(case < 3, "step for case {case}");
                     std::thread::sleep(Duration::from_micros(100));
                     Ok(1)
                 },
@@ -212,12 +213,12 @@ mod tests {
                 |_| Ok(()),
             )
             .unwrap();
-        // One cycle (the time is up at once), in the order 0, 1, 2.
+        // One cycle (the time is up at once), in the order 0, 1, 2. Not
+        // every phase need see work: on a loaded machine a worker may pass
+        // the barrier only after a 5 ms phase is over.
         assert_eq!(*order.lock().unwrap(), vec![0, 1, 2]);
-        for c in 0..3 {
-            assert_eq!(m.rates[c].len(), 1);
-            assert!(m.totals[c] > 0, "case {c} did no work");
-        }
+        assert_eq!(m.rates.iter().map(Vec::len).collect::<Vec<_>>(), [1, 1, 1]);
+        assert_eq!(m.totals.len(), 3);
     }
 
     /// Guards the bug of 3c39913: a worker that passed the barrier after
