@@ -12,6 +12,7 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
 
 use crate::fs::{File, FileSystem, StdFs};
 
@@ -57,6 +58,8 @@ struct State {
     syncs: Option<Arm>,
     allocs: Option<Arm>,
     short: Option<usize>,
+    /// How long every fsync takes at least: a slow disk.
+    sync_delay: Option<Duration>,
     crash_after: Option<u64>,
     crashed: bool,
     unsynced: HashMap<PathBuf, Vec<(u64, u64)>>,
@@ -135,6 +138,12 @@ impl FaultyFs {
     /// Every write writes at most `max` bytes (`None`: no limit).
     pub fn short_writes(&self, max: Option<usize>) {
         self.st().short = max;
+    }
+
+    /// Every fsync of a file takes `delay` longer (`None`: as long as the
+    /// disk's): a slow disk. [`FaultyFs::heal`] leaves it.
+    pub fn slow_syncs(&self, delay: Option<Duration>) {
+        self.st().sync_delay = delay;
     }
 
     /// After `ops` more operations, every operation fails: the process died.
@@ -238,12 +247,16 @@ impl File for FaultyFile {
         self.inner.read_at(buf, off)
     }
     fn sync_data(&self) -> io::Result<()> {
-        {
+        let delay = {
             let mut s = self.st();
             s.op()?;
             if let Some(e) = s.syncs.as_mut().and_then(Arm::hit) {
                 return Err(e);
             }
+            s.sync_delay
+        };
+        if let Some(d) = delay {
+            std::thread::sleep(d);
         }
         self.inner.sync_data()?;
         let path = self.path();
