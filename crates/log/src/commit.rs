@@ -321,6 +321,7 @@ impl Committer {
         {
             return;
         }
+        inner.counters.group_waits.fetch_add(1, Ordering::Relaxed);
         let sync_cost = Duration::from_nanos(inner.sync_ns.load(Ordering::Relaxed));
         let deadline = Instant::now() + (sync_cost / 2).min(Duration::from_millis(2));
         let target = self.entries_at_wake + self.woken;
@@ -342,6 +343,14 @@ impl Committer {
                 break;
             }
             thread::park_timeout(deadline - now);
+        }
+        // Counted by the time rather than by who ended the loop: a
+        // committer asleep until its deadline finds the writers back then.
+        if Instant::now() >= deadline {
+            inner
+                .counters
+                .group_deadlines
+                .fetch_add(1, Ordering::Relaxed);
         }
         inner.gather_target.store(0, Ordering::SeqCst);
     }

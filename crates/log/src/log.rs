@@ -78,6 +78,9 @@ pub(crate) struct Counters {
     pub(crate) ring_full: AtomicU64,
     pub(crate) lifted: AtomicU64,
     pub(crate) spilled: AtomicU64,
+    /// Group-commit waits, and those of them that ended at their deadline.
+    pub(crate) group_waits: AtomicU64,
+    pub(crate) group_deadlines: AtomicU64,
     /// From append to the committer's write (see `latency`).
     pub(crate) commit_latency: SharedHistogram,
     /// From append to the fsync that made the record durable.
@@ -383,6 +386,14 @@ pub struct Stats {
     /// Records appended to the spill map because their slot was still held
     /// by such a writer a lap earlier.
     pub spilled: u64,
+    /// fsyncs before which the committer waited for the durable writers
+    /// the fsync before had released to append again, so that one fsync
+    /// serves them all (group commit).
+    pub group_commit_waits: u64,
+    /// Those waits that ended at their deadline (half the last fsync's
+    /// time, at most 2 ms) before every such writer was back: writers slow
+    /// to return, typically for want of CPU.
+    pub group_commit_deadlines: u64,
     /// Registered consumers.
     pub consumers: usize,
     /// CPU time the commit thread has used since the log was opened, ns
@@ -618,6 +629,8 @@ impl Log {
             ring_full_waits: k.ring_full.load(Ordering::Relaxed),
             lifted: k.lifted.load(Ordering::Relaxed),
             spilled: k.spilled.load(Ordering::Relaxed),
+            group_commit_waits: k.group_waits.load(Ordering::Relaxed),
+            group_commit_deadlines: k.group_deadlines.load(Ordering::Relaxed),
             consumers: self.consumers().list().len(),
             committer_cpu_ns: self.committer_cpu_ns(),
             commit_latency: k.commit_latency.snapshot(),

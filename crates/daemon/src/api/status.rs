@@ -131,6 +131,8 @@ fn log(log: &weir_log::Log) -> Value {
         "ring_full_waits": s.ring_full_waits,
         "lifted": s.lifted,
         "spilled": s.spilled,
+        "group_commit_waits": s.group_commit_waits,
+        "group_commit_deadlines": s.group_commit_deadlines,
         "consumers": s.consumers,
         "committer_cpu_ns": s.committer_cpu_ns,
         "poisoned": log.is_poisoned(),

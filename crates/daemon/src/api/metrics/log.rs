@@ -7,7 +7,7 @@ use super::text::{Out, seconds};
 /// The log's families.
 pub(super) fn write(o: &mut Out, log: &weir_log::Log) {
     let s = log.stats();
-    let one: [(&str, &str, &str, u64); 12] = [
+    let one: [(&str, &str, &str, u64); 14] = [
         (
             "weir_log_appends_total",
             "counter",
@@ -61,6 +61,18 @@ pub(super) fn write(o: &mut Out, log: &weir_log::Log) {
             "counter",
             "Appends that waited for room in the ring.",
             s.ring_full_waits,
+        ),
+        (
+            "weir_log_group_commit_waits_total",
+            "counter",
+            "fsyncs before which the committer waited for the durable writers the fsync before released.",
+            s.group_commit_waits,
+        ),
+        (
+            "weir_log_group_commit_deadlines_total",
+            "counter",
+            "Group-commit waits that ended at their deadline before every such writer was back.",
+            s.group_commit_deadlines,
         ),
         (
             "weir_log_evictions_total",
