@@ -28,6 +28,7 @@ use weir_log::{Log, Options, Record, RecordType, codec};
 use crate::fsinfo::FsInfo;
 use crate::mutexlog::MutexLog;
 use crate::report::{self, median, quantile, round};
+use crate::steal;
 use crate::timed::{self, Ticket};
 
 mod interleave;
@@ -407,6 +408,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let rounds = a.rounds.unwrap_or(if a.quick { 1 } else { 3 }).max(1);
     println!("append: records of {RECORD_BYTES} encoded bytes (CREAT, 8-byte parent, name)");
     println!("  {}", report::host_note());
+    let cpu0 = steal::CpuTimes::now();
     let (default, default_2t) = match a.mode {
         Mode::Durable => (Value::Null, f64::NAN),
         _ => default_mode(&a, secs, rounds)?,
@@ -419,6 +421,8 @@ pub(crate) fn run(a: Args) -> Result<()> {
         "  default_2t_per_s {:.0} (target >= 5,000,000); durable_64w_speedup {:.1} (target >= 20)",
         default_2t, speedup_64
     );
+    let steal_pct = steal::pct_since(cpu0);
+    println!("  {}", report::steal_note(steal_pct));
     report::emit(&json!({
         "bench": "append",
         "record_bytes": RECORD_BYTES,
@@ -427,6 +431,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         "durable": durable,
         "default_2t_per_s": report::num(default_2t, 0),
         "durable_64w_speedup": report::num(speedup_64, 2),
+        "host_steal_pct": report::num(steal_pct, 1),
     }));
     Ok(())
 }

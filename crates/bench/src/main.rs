@@ -19,6 +19,7 @@ mod overhead;
 mod phases;
 mod recovery;
 mod report;
+mod steal;
 mod storm;
 mod timed;
 

@@ -39,6 +39,7 @@ use crate::freemem;
 use crate::fsinfo::FsInfo;
 use crate::mutexlog::MutexLog;
 use crate::report::{self, median, round};
+use crate::steal;
 use crate::timed::{self, Ticket, Timed};
 
 /// Options of `changelog-overhead`.
@@ -311,6 +312,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
         a.threads
     );
     println!("  {}", report::host_note());
+    let cpu0 = steal::CpuTimes::now();
     if a.no_warm {
         println!("  memory: as the previous measurement left it (--no-warm)");
     } else {
@@ -507,6 +509,8 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let [none_c, weir_c, mutex_c] = json_cpu;
     let [ratio_weir, ratio_mutex] = ratio;
     let [paired_weir, paired_mutex] = paired_ratio;
+    let steal_pct = steal::pct_since(cpu0);
+    println!("  {}", report::steal_note(steal_pct));
     report::emit(&json!({
         "bench": "changelog-overhead",
         "seconds": secs,
@@ -533,6 +537,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
             .iter()
             .map(|(n, v)| (n.to_string(), json!(round(median(v), 1))))
             .collect::<Map<_, _>>(),
+        "host_steal_pct": report::num(steal_pct, 1),
     }));
     Ok(())
 }

@@ -71,3 +71,13 @@ pub(crate) fn host_note() -> String {
         .unwrap_or_else(|| "?".into());
     format!("host: {cpus} CPUs, 1-min load average {load} before the run")
 }
+
+/// A line giving the share of CPU time the hypervisor took during the run
+/// (see `steal`), printed after measuring.
+pub(crate) fn steal_note(pct: f64) -> String {
+    if pct.is_finite() {
+        format!("host: {pct:.1}% of all CPU time was stolen by the hypervisor during the run")
+    } else {
+        "host: stolen CPU time unknown (no steal column in /proc/stat)".into()
+    }
+}
