@@ -54,6 +54,9 @@ pub(crate) fn spawn(
     inner: Arc<Inner>,
     active: Option<ActiveSegment>,
 ) -> io::Result<JoinHandle<()>> {
+    // Made here rather than in the thread, so that the log is fully set up
+    // (a kept spare taken back, for one) when `Log::open` returns.
+    let committer = Committer::new(inner.clone(), active);
     let h = thread::Builder::new()
         .name("weir-log-commit".into())
         .spawn({
@@ -62,8 +65,8 @@ pub(crate) fn spawn(
                 let _ = inner
                     .committer_tid
                     .set(rustix::thread::gettid().as_raw_nonzero().get());
-                let _stopped = Stopped(inner.clone());
-                Committer::new(inner, active).run()
+                let _stopped = Stopped(inner);
+                committer.run()
             }
         })?;
     let _ = inner.committer.set(h.thread().clone());
@@ -140,6 +143,7 @@ impl Committer {
             Preallocation::ZeroFill => true,
             Preallocation::Auto => opts.fs.overwrites_in_place(&inner.dir).unwrap_or(false),
         };
+        let spares = Spares::open(&*opts.fs, &inner.dir, zero_fill, opts.segment_size);
         Committer {
             inner,
             active,
@@ -156,7 +160,7 @@ impl Committer {
             woken: 0,
             entries_at_wake: 0,
             pending: Pending::default(),
-            spares: Spares::new(zero_fill),
+            spares,
         }
     }
 
@@ -195,7 +199,10 @@ impl Committer {
                 break;
             }
         }
-        self.spares.discard(&*self.inner.opts.fs, &self.inner.dir);
+        // A spare is kept only by a close that leaves the log sound.
+        let keep = !self.inner.poisoned.load(Ordering::Acquire) && self.retry.is_none();
+        self.spares
+            .close(&*self.inner.opts.fs, &self.inner.dir, keep);
         self.wake_all();
     }
 

@@ -39,6 +39,8 @@ pub enum FullPolicy {
 /// The zeros are written in the background, into a spare file
 /// (`spare.wlog.tmp`) the next segment is made from, so a segment roll
 /// waits for none of it. The spare is one segment beyond the size limit.
+/// A clean close keeps a finished spare (`spare.wlog.ready`) for the next
+/// open's first segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum Preallocation {

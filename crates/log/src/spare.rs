@@ -12,6 +12,14 @@
 //! and `verify` never take a spare for one; opening the log removes a spare
 //! left by a crash.
 //!
+//! A clean close keeps a spare it has (waiting for one being made) as
+//! `spare.wlog.ready`, renamed only once its zeros are synced, and the next
+//! open with the same segment size takes it back for its first segment. So
+//! zeros made for a roll the writer did not reach are not thrown away, and
+//! a restarted daemon's first segment is usually zero-filled: a spare
+//! exists from a quarter of each segment until its roll. A ready spare of
+//! another size, or one found where zero fill is off, is removed at open.
+//!
 //! The segment a log opens with (new, or recovered after a crash) was not
 //! zero-filled. Where fsyncs are frequent it is worth leaving early: after
 //! [`EARLY_SYNCS`] fsyncs in it, the committer starts a spare at once and
@@ -30,6 +38,9 @@ use crate::fs::{File, FileSystem, remove_if_present, write_all_at};
 /// The spare's file name in the log directory.
 pub(crate) const SPARE_FILE: &str = "spare.wlog.tmp";
 
+/// The name of a finished spare that a clean close kept for the next open.
+pub(crate) const READY_FILE: &str = "spare.wlog.ready";
+
 /// fsyncs in a segment that was not zero-filled after which the committer
 /// makes a spare and rolls to it early. A durable writer reaches it within
 /// milliseconds; `weir log write --sync` of a line or two never does.
@@ -43,10 +54,23 @@ pub(crate) fn spare_path(dir: &Path) -> PathBuf {
     dir.join(SPARE_FILE)
 }
 
+/// The path of a spare kept by a clean close, in `dir`.
+fn ready_path(dir: &Path) -> PathBuf {
+    dir.join(READY_FILE)
+}
+
 /// A spare being prepared, or prepared.
 #[derive(Debug)]
 pub(crate) struct Spare {
-    job: JoinHandle<io::Result<Box<dyn File>>>,
+    state: State,
+}
+
+#[derive(Debug)]
+enum State {
+    /// Zero-filled by a thread of this process.
+    Making(JoinHandle<io::Result<Box<dyn File>>>),
+    /// Kept by the last clean close and taken back at open.
+    Kept(Box<dyn File>),
 }
 
 impl Spare {
@@ -58,7 +82,9 @@ impl Spare {
             .name("weir-log-spare".into())
             .spawn(move || prepare(&*fs, &path, capacity));
         match job {
-            Ok(job) => Some(Spare { job }),
+            Ok(job) => Some(Spare {
+                state: State::Making(job),
+            }),
             Err(e) => {
                 tracing::warn!(error = %e, "starting the spare segment's thread failed");
                 None
@@ -66,23 +92,76 @@ impl Spare {
         }
     }
 
+    /// Takes back the spare a clean close kept in `dir`, if it has
+    /// `capacity` bytes, all allocated; removes it otherwise. It goes back
+    /// to the name a roll renames from: should this process die before it
+    /// is used, the next open removes it as a spare left by a crash.
+    fn adopt(fs: &dyn FileSystem, dir: &Path, capacity: u64) -> Option<Spare> {
+        let ready = ready_path(dir);
+        let file = match fs.open_rw(&ready) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
+            Err(e) => {
+                tracing::warn!(path = %ready.display(), error = %e, "opening a kept spare segment failed; removing it");
+                remove_ready(fs, dir);
+                return None;
+            }
+        };
+        let fits = file.len().is_ok_and(|n| n == capacity)
+            && file.allocated().is_ok_and(|n| n >= capacity);
+        if !fits {
+            drop(file);
+            remove_ready(fs, dir);
+            return None;
+        }
+        if let Err(e) = fs.rename(&ready, &spare_path(dir)) {
+            tracing::warn!(path = %ready.display(), error = %e, "taking back a kept spare segment failed; removing it");
+            drop(file);
+            remove_ready(fs, dir);
+            return None;
+        }
+        Some(Spare {
+            state: State::Kept(file),
+        })
+    }
+
     /// Whether the spare is prepared (or failed).
     pub(crate) fn is_ready(&self) -> bool {
-        self.job.is_finished()
+        match &self.state {
+            State::Making(job) => job.is_finished(),
+            State::Kept(_) => true,
+        }
     }
 
     /// The prepared file, waiting for it if need be.
     pub(crate) fn take(self) -> io::Result<Box<dyn File>> {
-        self.job
-            .join()
-            .unwrap_or_else(|_| Err(io::Error::other("the spare segment's thread panicked")))
+        match self.state {
+            State::Making(job) => job
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("the spare segment's thread panicked"))),
+            State::Kept(file) => Ok(file),
+        }
     }
 
-    /// Waits for the spare and removes its file: a closed log holds no
-    /// unused preallocation.
-    pub(crate) fn discard(self, fs: &dyn FileSystem, dir: &Path) {
-        drop(self.take());
-        remove_stale(fs, dir);
+    /// Waits for the spare, then keeps it for the next open if `keep` and
+    /// it was prepared, or else removes its file.
+    fn close(self, fs: &dyn FileSystem, dir: &Path, keep: bool) {
+        match self.take() {
+            Ok(file) if keep => {
+                drop(file);
+                // Its zeros and size were synced when it was made; the
+                // rename makes it the next open's, once the directory is.
+                let kept = fs
+                    .rename(&spare_path(dir), &ready_path(dir))
+                    .and_then(|()| fs.sync_dir(dir));
+                if let Err(e) = kept {
+                    tracing::warn!(dir = %dir.display(), error = %e, "keeping the spare segment failed; removing it");
+                    remove_stale(fs, dir);
+                    remove_ready(fs, dir);
+                }
+            }
+            _ => remove_stale(fs, dir),
+        }
     }
 }
 
@@ -104,12 +183,19 @@ pub(crate) struct Spares {
 }
 
 impl Spares {
-    /// The plan for a log whose active segment (if any) was not made from
-    /// a spare.
-    pub(crate) fn new(zero_fill: bool) -> Spares {
+    /// The plan for a log just opened in `dir`, whose active segment (if
+    /// any) was not made from a spare: with the spare the last clean close
+    /// kept, if there is one of `capacity` bytes and `zero_fill` is on.
+    pub(crate) fn open(fs: &dyn FileSystem, dir: &Path, zero_fill: bool, capacity: u64) -> Spares {
+        let spare = if zero_fill {
+            Spare::adopt(fs, dir, capacity)
+        } else {
+            remove_ready(fs, dir);
+            None
+        };
         Spares {
             zero_fill,
-            spare: None,
+            spare,
             active_zeroed: false,
             active_syncs: 0,
             early: zero_fill,
@@ -168,19 +254,27 @@ impl Spares {
         file
     }
 
-    /// Waits for a spare being made and removes it: a closed log holds no
-    /// unused preallocation.
-    pub(crate) fn discard(&mut self, fs: &dyn FileSystem, dir: &Path) {
+    /// At close: waits for a spare being made, then keeps it for the next
+    /// open if `keep` (the log closes cleanly), or else removes it.
+    pub(crate) fn close(&mut self, fs: &dyn FileSystem, dir: &Path, keep: bool) {
         if let Some(spare) = self.spare.take() {
-            spare.discard(fs, dir);
+            spare.close(fs, dir, keep);
         }
     }
 }
 
-/// Removes a spare file from `dir`, if there is one.
+/// Removes a spare being made (or left by a crash) from `dir`, if there
+/// is one.
 pub(crate) fn remove_stale(fs: &dyn FileSystem, dir: &Path) {
     if let Err(e) = remove_if_present(fs, &spare_path(dir)) {
         tracing::warn!(dir = %dir.display(), error = %e, "removing the spare segment failed");
+    }
+}
+
+/// Removes a kept spare from `dir`, if there is one.
+fn remove_ready(fs: &dyn FileSystem, dir: &Path) {
+    if let Err(e) = remove_if_present(fs, &ready_path(dir)) {
+        tracing::warn!(dir = %dir.display(), error = %e, "removing a kept spare segment failed");
     }
 }
 

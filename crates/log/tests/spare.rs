@@ -1,7 +1,8 @@
 //! Segments made from zero-filled spares (`Preallocation`): the spare is
 //! the file the next roll renames into place, every record survives the
-//! rolls, a closed or reopened log holds no spare, and a spare that could
-//! not be prepared costs no record.
+//! rolls, a clean close keeps a finished spare for the next open (and only
+//! one of the right size, where zero fill is on, is taken back), and a
+//! spare that could not be prepared costs no record.
 
 mod support;
 
@@ -18,6 +19,7 @@ use weir_log::{Log, Options, Preallocation};
 
 const SEG: u64 = 64 * 1024;
 const SPARE: &str = "spare.wlog.tmp";
+const READY: &str = "spare.wlog.ready";
 
 fn opts(p: Preallocation) -> Options {
     Options::default().segment_size(SEG).preallocation(p)
@@ -83,8 +85,84 @@ fn a_roll_renames_the_zero_filled_spare_into_place() {
         );
     }
     log.close().unwrap();
-    assert!(!spare.exists(), "a closed log holds no spare");
+    assert!(!spare.exists(), "a closed log holds no spare being made");
     check_log(dir.path(), 7, next - 1);
+}
+
+/// What a clean close kept: a file of zeros of one segment's size. Returns
+/// its inode.
+fn kept_spare(dir: &Path) -> u64 {
+    let ready = dir.join(READY);
+    let m = std::fs::metadata(&ready).expect("a clean close keeps the spare");
+    assert_eq!(m.len(), SEG);
+    assert!(std::fs::read(&ready).unwrap().iter().all(|&b| b == 0));
+    assert!(!dir.join(SPARE).exists());
+    m.ino()
+}
+
+#[test]
+fn a_clean_close_keeps_the_spare_for_the_next_open() {
+    // Before, close waited for the spare's zeros and then removed them, and
+    // a reopened log's first segment was only reserved: a restarted daemon
+    // paid 64 slow fsyncs and a short segment before its next spare.
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path(), opts(Preallocation::ZeroFill)).unwrap();
+    let mut next = until_spare(&log, dir.path(), 5, 1);
+    log.close().unwrap();
+    let ino = kept_spare(dir.path());
+    // Reopened, the log takes it back, and its next segment is that file.
+    let log = Log::open(dir.path(), opts(Preallocation::ZeroFill)).unwrap();
+    assert!(!dir.path().join(READY).exists(), "taken back at open");
+    let before = segment_files(dir.path()).len();
+    Payload::new(5, next)
+        .with(|r| log.append_durable(r))
+        .unwrap();
+    next += 1;
+    let files = segment_files(dir.path());
+    assert_eq!(files.len(), before + 1, "the close sealed the last segment");
+    assert_eq!(
+        std::fs::metadata(newest_segment(dir.path())).unwrap().ino(),
+        ino,
+        "the first segment after the reopen is the kept spare"
+    );
+    log.close().unwrap();
+    assert_eq!(check_log(dir.path(), 5, next - 1), next - 1);
+}
+
+#[test]
+fn a_kept_spare_that_does_not_fit_is_removed_at_open() {
+    // A spare kept for 64 KiB segments is no use to a log reopened with
+    // 128 KiB ones, and none is used where zero fill is off.
+    for (reopen, why) in [
+        (
+            opts(Preallocation::ZeroFill).segment_size(2 * SEG),
+            "another segment size",
+        ),
+        (opts(Preallocation::Reserve), "zero fill off"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let log = Log::open(dir.path(), opts(Preallocation::ZeroFill)).unwrap();
+        let next = until_spare(&log, dir.path(), 6, 1);
+        log.close().unwrap();
+        let ino = kept_spare(dir.path());
+        // A second name keeps the inode alive once the log removes the
+        // file, so that a new segment cannot reuse its number.
+        let hold = tempfile::tempdir_in(dir.path().parent().unwrap()).unwrap();
+        std::fs::hard_link(dir.path().join(READY), hold.path().join("held")).unwrap();
+        let log = Log::open(dir.path(), reopen).unwrap();
+        assert!(!dir.path().join(READY).exists(), "{why}: not removed");
+        assert!(!dir.path().join(SPARE).exists(), "{why}: taken back");
+        Payload::new(6, next)
+            .with(|r| log.append_durable(r))
+            .unwrap();
+        assert_ne!(
+            std::fs::metadata(newest_segment(dir.path())).unwrap().ino(),
+            ino,
+            "{why}: the kept spare was used"
+        );
+        log.close().unwrap();
+        assert_eq!(check_log(dir.path(), 6, next), next, "{why}");
+    }
 }
 
 #[test]
