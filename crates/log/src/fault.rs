@@ -58,7 +58,7 @@ struct State {
     syncs: Option<Arm>,
     allocs: Option<Arm>,
     short: Option<usize>,
-    /// How long every fsync takes at least: a slow disk.
+    /// How much longer every fsync takes: a slow disk.
     sync_delay: Option<Duration>,
     crash_after: Option<u64>,
     crashed: bool,
