@@ -417,7 +417,7 @@ impl Committer {
             inner.sync_ns.store(ns, Ordering::Relaxed);
             inner.counters.syncs.fetch_add(1, Ordering::Relaxed);
             self.publish_durable(placed_to);
-            self.spares.synced();
+            self.spares.synced(self.last_sync);
         }
         if self.spares.roll_early()
             && let Err(f) = self.roll()

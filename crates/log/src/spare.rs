@@ -22,16 +22,21 @@
 //!
 //! The segment a log opens with (new, or recovered after a crash) was not
 //! zero-filled. Where fsyncs are frequent it is worth leaving early: after
-//! [`EARLY_SYNCS`] fsyncs in it, the committer starts a spare at once and
-//! rolls to it as soon as it is ready, however little of the segment is
-//! used. On ext4 a 4 KiB write + fdatasync into fallocated blocks took
-//! 127-145 µs, against 79-103 µs into zeros: each fsync must also commit
-//! the conversion of the blocks from unwritten to written.
+//! [`EARLY_SYNCS`] fsyncs in it within [`EARLY_WITHIN`], the committer
+//! starts a spare at once and rolls to it as soon as it is ready, however
+//! little of the segment is used. On ext4 a 4 KiB write + fdatasync into
+//! fallocated blocks took 127-145 µs, against 79-103 µs into zeros: each
+//! fsync must also commit the conversion of the blocks from unwritten to
+//! written. Where fsyncs are rare that difference costs nothing anyone
+//! waits for, while an early roll writes a segment of zeros and leaves a
+//! short segment behind, so a writer that syncs lines as they trickle in
+//! keeps its segment (until the usual spare at a quarter of it).
 
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
 
 use crate::fs::{File, FileSystem, remove_if_present, write_all_at};
 
@@ -42,9 +47,16 @@ pub(crate) const SPARE_FILE: &str = "spare.wlog.tmp";
 pub(crate) const READY_FILE: &str = "spare.wlog.ready";
 
 /// fsyncs in a segment that was not zero-filled after which the committer
-/// makes a spare and rolls to it early. A durable writer reaches it within
-/// milliseconds; `weir log write --sync` of a line or two never does.
+/// makes a spare and rolls to it early, if they came within
+/// [`EARLY_WITHIN`]. A durable writer reaches it within milliseconds;
+/// `weir log write --sync` of a line or two never does.
 pub(crate) const EARLY_SYNCS: u32 = 64;
+
+/// The time within which [`EARLY_SYNCS`] fsyncs make them frequent: 64 a
+/// second. An early roll writes a whole segment of zeros; at 40-60 µs
+/// saved per fsync, it pays for itself within a few seconds of such a
+/// rate, and never at a line every few seconds.
+pub(crate) const EARLY_WITHIN: Duration = Duration::from_secs(1);
 
 /// Zeros are written in pieces of this size.
 const ZERO_CHUNK: usize = 1 << 20;
@@ -174,8 +186,12 @@ pub(crate) struct Spares {
     spare: Option<Spare>,
     /// Whether the active segment was made from a spare.
     active_zeroed: bool,
-    /// fsyncs of the active segment since it was opened.
-    active_syncs: u32,
+    /// The active segment's fsyncs counted towards [`EARLY_SYNCS`]: when
+    /// the first of them was, and how many there were since.
+    burst: Option<(Instant, u32)>,
+    /// The active segment saw [`EARLY_SYNCS`] fsyncs within
+    /// [`EARLY_WITHIN`].
+    frequent: bool,
     /// Early rolls are allowed until a spare fails: a disk that cannot
     /// hold one would otherwise cut a short segment every
     /// [`EARLY_SYNCS`] fsyncs.
@@ -197,18 +213,31 @@ impl Spares {
             zero_fill,
             spare,
             active_zeroed: false,
-            active_syncs: 0,
+            burst: None,
+            frequent: false,
             early: zero_fill,
         }
     }
 
-    /// The active segment was fsynced.
-    pub(crate) fn synced(&mut self) {
-        self.active_syncs = self.active_syncs.saturating_add(1);
+    /// The active segment was fsynced at `at`. fsyncs are counted in
+    /// windows of [`EARLY_WITHIN`] from the first one counted; a window
+    /// that ends short of [`EARLY_SYNCS`] starts again at the next fsync.
+    pub(crate) fn synced(&mut self, at: Instant) {
+        if self.frequent {
+            return;
+        }
+        let count = match &mut self.burst {
+            Some((first, n)) if at.saturating_duration_since(*first) <= EARLY_WITHIN => {
+                *n += 1;
+                *n
+            }
+            burst => burst.insert((at, 1)).1,
+        };
+        self.frequent = count >= EARLY_SYNCS;
     }
 
     fn wants_early(&self) -> bool {
-        self.early && !self.active_zeroed && self.active_syncs >= EARLY_SYNCS
+        self.early && !self.active_zeroed && self.frequent
     }
 
     /// Starts zero-filling the next segment's file once the active one,
@@ -230,8 +259,8 @@ impl Spares {
     }
 
     /// Whether to roll now, before the active segment is full: it was not
-    /// zero-filled, it has seen [`EARLY_SYNCS`] fsyncs, and a spare is
-    /// ready to replace it.
+    /// zero-filled, it has seen [`EARLY_SYNCS`] fsyncs within
+    /// [`EARLY_WITHIN`], and a spare is ready to replace it.
     pub(crate) fn roll_early(&self) -> bool {
         self.wants_early() && self.spare.as_ref().is_some_and(Spare::is_ready)
     }
@@ -250,7 +279,8 @@ impl Spares {
             None => None,
         };
         self.active_zeroed = file.is_some();
-        self.active_syncs = 0;
+        self.burst = None;
+        self.frequent = false;
         file
     }
 
@@ -301,6 +331,107 @@ fn prepare(fs: &dyn FileSystem, path: &Path, capacity: u64) -> io::Result<Box<dy
             drop(file);
             let _ = fs.remove(path);
             Err(e)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The plan of a log that zero-fills, whose active segment was not.
+    fn plan() -> Spares {
+        Spares {
+            zero_fill: true,
+            spare: None,
+            active_zeroed: false,
+            burst: None,
+            frequent: false,
+            early: true,
+        }
+    }
+
+    /// Records `n` fsyncs `every` apart from `from`; returns the time of
+    /// the last one.
+    fn syncs(s: &mut Spares, from: Instant, n: u32, every: Duration) -> Instant {
+        let mut at = from;
+        for k in 0..n {
+            at = from + every * k;
+            s.synced(at);
+        }
+        at
+    }
+
+    #[test]
+    fn sixty_four_fsyncs_within_a_second_ask_for_an_early_roll() {
+        let mut s = plan();
+        let t = syncs(
+            &mut s,
+            Instant::now(),
+            EARLY_SYNCS - 1,
+            Duration::from_millis(15),
+        );
+        assert!(!s.wants_early(), "63 fsyncs are not enough");
+        s.synced(t + Duration::from_millis(15));
+        assert!(s.wants_early(), "64 fsyncs in 945 ms");
+    }
+
+    #[test]
+    fn fsyncs_that_trickle_in_never_ask_for_an_early_roll() {
+        // Regression: a writer syncing lines as they trickled in, a few a
+        // second, rolled early after its 64th fsync however long they took,
+        // writing a segment of zeros and leaving a short segment behind.
+        let mut s = plan();
+        syncs(&mut s, Instant::now(), 1000, Duration::from_millis(20));
+        assert!(!s.wants_early(), "50 fsyncs a second are not frequent");
+    }
+
+    #[test]
+    fn a_burst_after_a_slow_spell_asks_for_an_early_roll() {
+        let mut s = plan();
+        let t = syncs(&mut s, Instant::now(), 100, Duration::from_millis(100));
+        assert!(!s.wants_early());
+        syncs(
+            &mut s,
+            t + Duration::from_secs(2),
+            EARLY_SYNCS,
+            Duration::from_millis(1),
+        );
+        assert!(s.wants_early());
+    }
+
+    #[test]
+    fn a_new_segment_counts_its_fsyncs_afresh() {
+        let mut s = plan();
+        let t = syncs(
+            &mut s,
+            Instant::now(),
+            EARLY_SYNCS,
+            Duration::from_millis(1),
+        );
+        assert!(s.wants_early());
+        assert!(s.take_for_segment(Path::new("/nonexistent")).is_none());
+        assert!(!s.wants_early(), "the new segment has no fsyncs yet");
+        syncs(&mut s, t, EARLY_SYNCS - 1, Duration::from_millis(1));
+        assert!(!s.wants_early());
+    }
+
+    #[test]
+    fn a_zero_filled_segment_or_a_failed_spare_never_rolls_early() {
+        for (zeroed, early) in [(true, true), (false, false)] {
+            let mut s = plan();
+            s.active_zeroed = zeroed;
+            s.early = early;
+            syncs(
+                &mut s,
+                Instant::now(),
+                2 * EARLY_SYNCS,
+                Duration::from_millis(1),
+            );
+            assert!(
+                !s.wants_early(),
+                "zeroed {zeroed}, early rolls allowed {early}"
+            );
         }
     }
 }

@@ -347,3 +347,32 @@ fn frequent_fsyncs_leave_a_segment_that_was_not_zero_filled_early() {
     log.close().unwrap();
     assert_eq!(check_log(dir.path(), 4, next - 1), next - 1);
 }
+
+/// A writer that syncs records as they trickle in (`weir log write --sync`
+/// fed a line at a time) makes its fsyncs slowly: no early roll, so no
+/// segment of zeros written for it and no short segment left behind.
+#[test]
+fn durable_appends_that_trickle_in_keep_their_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options::default()
+        .segment_size(8 << 20)
+        .preallocation(Preallocation::ZeroFill);
+    let log = Log::open(dir.path(), opts).unwrap();
+    // 80 fsyncs at most 50 a second: more than the 64 that would roll
+    // early, never 64 within a second.
+    for next in 1..=80 {
+        let started = Instant::now();
+        Payload::new(5, next)
+            .with(|r| log.append_durable(r))
+            .unwrap();
+        assert!(
+            !dir.path().join(SPARE).exists(),
+            "a spare was started after {next} slow fsyncs"
+        );
+        std::thread::sleep(Duration::from_millis(20).saturating_sub(started.elapsed()));
+    }
+    assert_eq!(log.stats().syncs, 80, "one fsync per record");
+    assert_eq!(segment_files(dir.path()).len(), 1);
+    log.close().unwrap();
+    assert_eq!(check_log(dir.path(), 5, 80), 80);
+}
