@@ -699,6 +699,19 @@ impl Committer {
         if self.inner.poisoned.load(Ordering::Acquire) {
             return;
         }
-        retention::run(&self.inner, &mut self.marks);
+        let inner = &self.inner;
+        let size = inner.opts.segment_size;
+        // Between a roll and the next gather, records waiting in the ring
+        // are about to open the next segment: counted now, so that the
+        // pass after a roll leaves room for it.
+        let waiting = inner.ring.next() - 1 > inner.committed.load(Ordering::Acquire);
+        let opening = if self.active.is_none() && waiting {
+            size
+        } else {
+            0
+        };
+        let reserve = self.spares.reserve(size);
+        let fits = retention::run(inner, &mut self.marks, opening, reserve);
+        self.spares.set_room(&*inner.opts.fs, &inner.dir, fits);
     }
 }

@@ -38,7 +38,9 @@ pub enum FullPolicy {
 ///
 /// The zeros are written in the background, into a spare file
 /// (`spare.wlog.tmp`) the next segment is made from, so a segment roll
-/// waits for none of it. The spare is one segment beyond the size limit.
+/// waits for none of it. The spare counts towards the size limit like a
+/// segment: segments nobody needs are deleted to make room for it, but
+/// where lagging consumers fill the limit no spare is made.
 /// A clean close keeps a finished spare (`spare.wlog.ready`) for the next
 /// open's first segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -60,7 +62,9 @@ pub enum Preallocation {
 /// Space and consumer-idleness limits.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Retention {
-    /// Total size of all segments. Reaching it applies [`FullPolicy`] when
+    /// Total size of the log's files: every segment, the active one at its
+    /// full preallocated size, and the spare segment being zero-filled
+    /// (see [`Preallocation`]). Reaching it applies [`FullPolicy`] when
     /// consumers lag, and deletes the oldest segments when none do.
     pub max_bytes: u64,
     /// With no consumers, segments whose newest record is older are deleted.

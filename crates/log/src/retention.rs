@@ -36,8 +36,14 @@ impl PendingMarks {
     }
 }
 
-/// One retention pass.
-pub(crate) fn run(inner: &Inner, marks: &mut PendingMarks) {
+/// One retention pass. `opening` is the size of a segment about to be
+/// opened (after a roll, for the records waiting in the ring), which
+/// counts as made. `reserve` is the room the spare segment takes or would
+/// take (zero without zero fill): it counts towards the size limit like a
+/// segment, so segments nobody needs are deleted to make it, but a
+/// consumer is never evicted (nor its data dropped) for it. Returns whether
+/// the spare fits under the limit.
+pub(crate) fn run(inner: &Inner, marks: &mut PendingMarks, opening: u64, reserve: u64) -> bool {
     let now = now_ns();
     let last = inner.committed.load(Ordering::Acquire);
     let ret = &inner.opts.retention;
@@ -76,7 +82,7 @@ pub(crate) fn run(inner: &Inner, marks: &mut PendingMarks) {
         .read()
         .unwrap_or_else(|p| p.into_inner())
         .clone();
-    let mut total: u64 = segs.iter().map(|s| s.bytes).sum();
+    let mut total: u64 = segs.iter().map(|s| s.bytes).sum::<u64>() + opening + reserve;
     let mut doomed = Vec::new();
     // Never the newest segment.
     for s in segs.iter().take(segs.len().saturating_sub(1)) {
@@ -94,7 +100,8 @@ pub(crate) fn run(inner: &Inner, marks: &mut PendingMarks) {
             doomed.push(s.clone());
             continue;
         }
-        if !over {
+        // Under the limit, or over it only by the spare's room.
+        if total - reserve <= ret.max_bytes {
             break;
         }
         // Over the limit and a consumer needs this segment.
@@ -127,6 +134,7 @@ pub(crate) fn run(inner: &Inner, marks: &mut PendingMarks) {
     drop(consumers);
     remove_segments(inner, &doomed);
     flush_marks(inner, marks);
+    total <= ret.max_bytes
 }
 
 fn evicted(c: &crate::consumers::Consumer, reason: &'static str, last: u64) -> Mark {

@@ -31,6 +31,11 @@
 //! waits for, while an early roll writes a segment of zeros and leaves a
 //! short segment behind, so a writer that syncs lines as they trickle in
 //! keeps its segment (until the usual spare at a quarter of it).
+//!
+//! The spare counts towards the size limit like a segment (see
+//! `retention::run`): segments nobody needs are deleted to make room for
+//! it, but where lagging consumers' records fill the limit no spare is
+//! made, and a finished one is removed.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -196,6 +201,9 @@ pub(crate) struct Spares {
     /// hold one would otherwise cut a short segment every
     /// [`EARLY_SYNCS`] fsyncs.
     early: bool,
+    /// The last retention pass found room for a spare under the size
+    /// limit.
+    room: bool,
 }
 
 impl Spares {
@@ -216,6 +224,26 @@ impl Spares {
             burst: None,
             frequent: false,
             early: zero_fill,
+            room: true,
+        }
+    }
+
+    /// The room a spare of `capacity` bytes takes under the size limit,
+    /// made or not: retention counts it like a segment, so the log's files
+    /// stay within the limit with the spare among them.
+    pub(crate) fn reserve(&self, capacity: u64) -> u64 {
+        if self.zero_fill { capacity } else { 0 }
+    }
+
+    /// What the last retention pass found: whether a spare fits under the
+    /// size limit. Without room (consumers lag, and their segments fill
+    /// the limit) none is started, and a finished one is removed: the
+    /// spare makes durable commits cheaper, but never at the price of a
+    /// consumer's records.
+    pub(crate) fn set_room(&mut self, fs: &dyn FileSystem, dir: &Path, room: bool) {
+        self.room = room;
+        if !room && let Some(spare) = self.spare.take_if(|s| s.is_ready()) {
+            spare.close(fs, dir, false);
         }
     }
 
@@ -252,7 +280,10 @@ impl Spares {
         capacity: u64,
         written: u64,
     ) {
-        if self.zero_fill && self.spare.is_none() && (written >= capacity / 4 || self.wants_early())
+        if self.zero_fill
+            && self.room
+            && self.spare.is_none()
+            && (written >= capacity / 4 || self.wants_early())
         {
             self.spare = Spare::start(fs.clone(), dir, capacity);
         }
@@ -348,6 +379,7 @@ mod tests {
             burst: None,
             frequent: false,
             early: true,
+            room: true,
         }
     }
 
@@ -414,6 +446,32 @@ mod tests {
         assert!(!s.wants_early(), "the new segment has no fsyncs yet");
         syncs(&mut s, t, EARLY_SYNCS - 1, Duration::from_millis(1));
         assert!(!s.wants_early());
+    }
+
+    #[test]
+    fn without_room_a_finished_spare_is_removed_and_none_is_started() {
+        let fs: Arc<dyn FileSystem> = Arc::new(crate::mem::MemFs::new());
+        let dir = Path::new("/log");
+        fs.create_dir_all(dir).unwrap();
+        let file = fs.create(&spare_path(dir)).unwrap();
+        let mut s = plan();
+        s.spare = Some(Spare {
+            state: State::Kept(file),
+        });
+        assert_eq!(s.reserve(1 << 20), 1 << 20, "zero fill reserves a segment");
+        s.set_room(&*fs, dir, true);
+        assert!(s.spare.is_some(), "kept while it fits");
+        s.set_room(&*fs, dir, false);
+        assert!(s.spare.is_none());
+        assert!(fs.list(dir).unwrap().is_empty(), "its file is removed");
+        s.maybe_start(&fs, dir, 1 << 20, 1 << 20);
+        assert!(s.spare.is_none(), "none is started without room");
+        s.zero_fill = false;
+        assert_eq!(
+            s.reserve(1 << 20),
+            0,
+            "nothing to reserve without zero fill"
+        );
     }
 
     #[test]

@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use weir_log::fs::{FileSystem, StdFs};
 use weir_log::segment::parse_segment_name;
 use weir_log::{
-    Error, FullPolicy, Log, LogRecord, Options, Reader, Record, RecordType, Retention, TypeMask,
-    read_consumers,
+    Error, FullPolicy, Log, LogRecord, Options, Preallocation, Reader, Record, RecordType,
+    Retention, TypeMask, read_consumers,
 };
 
 const SEG: u64 = 64 * 1024;
@@ -47,6 +47,31 @@ fn on_disk(dir: &Path) -> Vec<(u64, u64)> {
         .collect();
     v.sort();
     v
+}
+
+/// Bytes of every file in the log directory but the consumers' state:
+/// segments and spares.
+fn log_file_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_name().to_string_lossy().contains(".wlog"))
+        .map(|e| e.metadata().unwrap().len())
+        .sum()
+}
+
+fn spare_exists(dir: &Path) -> bool {
+    ["spare.wlog.tmp", "spare.wlog.ready"]
+        .iter()
+        .any(|f| dir.join(f).exists())
+}
+
+fn open_zero_filled(dir: &Path, r: Retention) -> Log {
+    let opts = Options::default()
+        .segment_size(SEG)
+        .preallocation(Preallocation::ZeroFill)
+        .retention(r);
+    Log::open(dir, opts).unwrap()
 }
 
 fn bases(dir: &Path) -> Vec<u64> {
@@ -530,4 +555,74 @@ fn a_burst_of_appends_never_takes_the_log_far_past_its_size_limit() {
         "segments reached {peak} bytes with a limit of {}",
         4 * SEG
     );
+}
+
+#[test]
+fn the_size_limit_counts_the_spare_segment() {
+    // Regression: the zero-filled spare was one segment beyond the limit,
+    // so a log with a 256 KiB limit held up to 320 KiB of files.
+    let dir = tempfile::tempdir().unwrap();
+    let max = 4 * SEG;
+    let log = open_zero_filled(dir.path(), retention(4, FullPolicy::EvictMostIdle));
+    let mut peak = 0;
+    for _ in 0..30 {
+        fill(&log, 40);
+        peak = peak.max(log_file_bytes(dir.path()));
+    }
+    // The last segment is over a quarter full, so a spare is made.
+    eventually("a spare is ready", || {
+        dir.path().join("spare.wlog.tmp").exists()
+    });
+    log.close().unwrap();
+    assert!(
+        dir.path().join("spare.wlog.ready").exists(),
+        "the spare fits and is kept"
+    );
+    let after = log_file_bytes(dir.path());
+    assert!(
+        after <= max,
+        "segments and spare hold {after} bytes after close, with a limit of {max}"
+    );
+    // Between passes (after every roll) the log may run a segment over.
+    assert!(
+        peak <= max + SEG,
+        "the log's files reached {peak} bytes with a limit of {max}"
+    );
+}
+
+#[test]
+fn no_consumer_is_evicted_for_the_spare_segment() {
+    // Where a lagging consumer's records fill the limit, the spare gives
+    // way: none is made, and the consumer is evicted only when the
+    // segments themselves go past the limit, as without zero fill.
+    let dir = tempfile::tempdir().unwrap();
+    let log = open_zero_filled(dir.path(), retention(4, FullPolicy::EvictMostIdle));
+    log.register("slow", TypeMask::all()).unwrap();
+    let (mut last, mut n) = (0, 0);
+    while bases(dir.path()).len() < 4 {
+        last = fill(&log, 10);
+        n += 10;
+        assert!(n < 10_000, "no fourth segment after {n} records");
+    }
+    // Over half of the fourth segment (about 70 records of 500 bytes):
+    // a spare would have been started at a quarter.
+    let fourth = *bases(dir.path()).last().unwrap();
+    while last - fourth < 40 {
+        last = fill(&log, 10);
+    }
+    std::thread::sleep(Duration::from_millis(700));
+    let _ = fill(&log, 1);
+    assert_eq!(bases(dir.path()).len(), 4, "still in the fourth segment");
+    assert!(
+        !spare_exists(dir.path()),
+        "a spare was made past the limit of a lagging consumer"
+    );
+    assert_eq!(names(&log), ["slow"], "evicted for the spare's room");
+    assert!(log_file_bytes(dir.path()) <= 4 * SEG);
+    // A fifth segment is past the limit: now the policy applies.
+    eventually("the consumer is evicted at the limit", || {
+        let _ = fill(&log, 10);
+        names(&log).is_empty()
+    });
+    log.close().unwrap();
 }

@@ -214,7 +214,7 @@ pub struct LogConfig {
     pub ring_slots: u64,
     /// The longest an append waits for room, milliseconds.
     pub append_timeout_ms: u64,
-    /// The total size of the log, MiB.
+    /// The total size of the log's files (its segments and the spare), MiB.
     pub max_mib: u64,
     /// With no consumers, segments older than this are deleted; 0 never.
     pub max_age_secs: u64,
