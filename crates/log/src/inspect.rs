@@ -26,6 +26,11 @@ pub struct Summary {
     pub bytes: u64,
     /// Bytes allocated on disk for the segments (`st_blocks * 512`).
     pub allocated: u64,
+    /// The length of the spare segment file, the next segment zero-filled
+    /// ahead of its roll or kept by the last clean close (0 if none; see
+    /// [`Preallocation`](crate::Preallocation)). It counts towards the size
+    /// limit but holds no record.
+    pub spare_bytes: u64,
     /// The oldest index still in the log (1 for an empty directory).
     pub first_index: u64,
     /// The last index found; `first_index - 1` when the log holds no record.
@@ -50,6 +55,7 @@ pub fn inspect(fs: &dyn FileSystem, dir: &Path) -> Result<Summary> {
         segments: 0,
         bytes: 0,
         allocated: 0,
+        spare_bytes: crate::spare::on_disk(fs, dir).map_err(|e| Error::io("stat", dir, e))?,
         first_index: segs.first().map_or(1, |(b, _)| (*b).max(1)),
         last_index: 0,
         tail_sealed: false,

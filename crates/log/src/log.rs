@@ -368,6 +368,10 @@ pub struct Stats {
     pub segments: usize,
     /// Total segment bytes (file lengths).
     pub bytes: u64,
+    /// The length of the spare segment file, the next segment zero-filled
+    /// ahead of its roll (0 if none; see [`Preallocation`](crate::Preallocation)). It counts
+    /// towards the size limit but holds no record.
+    pub spare_bytes: u64,
     /// Write batches handed to the OS.
     pub commits: u64,
     /// fsyncs of segment data.
@@ -609,6 +613,8 @@ impl Log {
 
     /// Counters and sizes.
     pub fn stats(&self) -> Stats {
+        // Read before the segment list's lock, which a roll waits for.
+        let spare_bytes = self.spare_bytes();
         let segs = self
             .inner
             .segments
@@ -621,6 +627,7 @@ impl Log {
             durable_index: self.inner.durable.load(Ordering::Acquire),
             segments: segs.len(),
             bytes: segs.iter().map(|s| s.bytes).sum(),
+            spare_bytes,
             commits: k.commits.load(Ordering::Relaxed),
             syncs: k.syncs.load(Ordering::Relaxed),
             bytes_written: k.bytes_written.load(Ordering::Relaxed),
@@ -636,6 +643,15 @@ impl Log {
             commit_latency: k.commit_latency.snapshot(),
             durable_latency: k.durable_latency.snapshot(),
         }
+    }
+
+    /// The spare's length, read from the directory: the committer and its
+    /// short-lived thread make, rename and remove it.
+    fn spare_bytes(&self) -> u64 {
+        crate::spare::on_disk(&*self.inner.opts.fs, &self.inner.dir).unwrap_or_else(|e| {
+            tracing::debug!(dir = %self.inner.dir.display(), error = %e, "reading the spare segment's length failed");
+            0
+        })
     }
 
     fn committer_cpu_ns(&self) -> Option<u64> {

@@ -324,6 +324,22 @@ impl Spares {
     }
 }
 
+/// The length of the spare's file in `dir`, being made or kept by a clean
+/// close (0 if there is none): room the log's files take beyond their
+/// segments. From another process, a spare renamed between the two looks
+/// may count twice or not at all, as in any snapshot of a live directory.
+pub(crate) fn on_disk(fs: &dyn FileSystem, dir: &Path) -> io::Result<u64> {
+    let mut total = 0;
+    for path in [spare_path(dir), ready_path(dir)] {
+        match fs.open_read(&path) {
+            Ok(f) => total += f.len()?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(total)
+}
+
 /// Removes a spare being made (or left by a crash) from `dir`, if there
 /// is one.
 pub(crate) fn remove_stale(fs: &dyn FileSystem, dir: &Path) {

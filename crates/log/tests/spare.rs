@@ -376,3 +376,33 @@ fn durable_appends_that_trickle_in_keep_their_segment() {
     log.close().unwrap();
     assert_eq!(check_log(dir.path(), 5, 80), 80);
 }
+
+#[test]
+fn stats_and_inspect_report_the_spare_beside_the_segments() {
+    // The spare counts towards the size limit but is not a segment:
+    // `Stats::bytes` left it out, so an administrator saw a directory a
+    // segment larger than anything reported.
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path(), opts(Preallocation::ZeroFill)).unwrap();
+    assert_eq!(log.stats().spare_bytes, 0, "a new log has no spare");
+    let next = until_spare(&log, dir.path(), 8, 1);
+    let s = log.stats();
+    assert_eq!(s.spare_bytes, SEG, "the spare being kept ready");
+    let segments: u64 = segment_files(dir.path())
+        .iter()
+        .map(|p| std::fs::metadata(p).unwrap().len())
+        .sum();
+    assert_eq!(s.bytes, segments, "bytes counts the segments alone");
+    log.close().unwrap();
+    let kept = weir_log::inspect(&StdFs, dir.path()).unwrap();
+    assert_eq!(kept.spare_bytes, SEG, "the spare the clean close kept");
+    assert_eq!(kept.last_index, next - 1);
+    // Reopened without zero fill, the kept spare is removed.
+    let log = Log::open(dir.path(), opts(Preallocation::Reserve)).unwrap();
+    assert_eq!(log.stats().spare_bytes, 0);
+    log.close().unwrap();
+    assert_eq!(
+        weir_log::inspect(&StdFs, dir.path()).unwrap().spare_bytes,
+        0
+    );
+}

@@ -145,6 +145,7 @@ fn consumers_persist_and_drive_tail() {
     let stats: serde_json::Value =
         serde_json::from_str(&w.ok(&["log", "stats", "--json"], b"")).unwrap();
     assert_eq!(stats["last_index"], json!(5));
+    assert_eq!(stats["spare_bytes"], json!(0), "five records make no spare");
     assert_eq!(stats["consumers"][0]["lag"], json!(3));
 }
 

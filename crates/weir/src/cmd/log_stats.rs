@@ -41,6 +41,7 @@ fn direct(state: &StateDir) -> Result<Value> {
         "segments": s.segments,
         "bytes": s.bytes,
         "allocated_bytes": s.allocated,
+        "spare_bytes": s.spare_bytes,
         "first_index": s.first_index,
         "last_index": s.last_index,
         "records": s.records(),
@@ -55,6 +56,9 @@ struct Figures {
     segments: u64,
     bytes: u64,
     allocated_bytes: u64,
+    /// Absent from a daemon older than the field.
+    #[serde(default)]
+    spare_bytes: u64,
     first_index: u64,
     last_index: u64,
     records: u64,
@@ -71,6 +75,13 @@ fn print_text(v: &Value) -> Result<()> {
         "bytes:        {} (allocated on disk: {})",
         s.bytes, s.allocated_bytes
     )?;
+    if s.spare_bytes > 0 {
+        writeln!(
+            out,
+            "spare:        {} bytes (the next segment, zero-filled ahead)",
+            s.spare_bytes
+        )?;
+    }
     writeln!(out, "first index:  {}", s.first_index)?;
     writeln!(out, "last index:   {}", s.last_index)?;
     writeln!(out, "records:      {}", s.records)?;

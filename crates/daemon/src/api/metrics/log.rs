@@ -7,7 +7,7 @@ use super::text::{Out, seconds};
 /// The log's families.
 pub(super) fn write(o: &mut Out, log: &weir_log::Log) {
     let s = log.stats();
-    let one: [(&str, &str, &str, u64); 14] = [
+    let one: [(&str, &str, &str, u64); 15] = [
         (
             "weir_log_appends_total",
             "counter",
@@ -91,6 +91,12 @@ pub(super) fn write(o: &mut Out, log: &weir_log::Log) {
             "gauge",
             "Total segment file length.",
             s.bytes,
+        ),
+        (
+            "weir_log_spare_bytes",
+            "gauge",
+            "Length of the spare segment file, zero-filled ahead of the next roll (counts towards the size limit).",
+            s.spare_bytes,
         ),
     ];
     for (name, kind, help, v) in one {
