@@ -73,13 +73,7 @@ impl ActiveSegment {
             if !from_spare {
                 file.allocate(capacity)?;
             }
-            let header = SegmentHeader {
-                version: FORMAT_VERSION,
-                base_index: base,
-                capacity,
-                created_ns: now_ns,
-            };
-            write_all_at(&*file, &header.encode(), 0)?;
+            write_header(&*file, base, capacity, now_ns)?;
             if from_spare {
                 // Its size and blocks are synced already; the header
                 // overwrites zeros, and the rename is the directory's.
@@ -96,6 +90,39 @@ impl ActiveSegment {
             let _ = fs.sync_dir(dir);
             return Err(e);
         }
+        Ok(ActiveSegment::resume(
+            path,
+            file,
+            base,
+            max_data_end,
+            HEADER_LEN,
+            Vec::new(),
+            (0, 0),
+        ))
+    }
+
+    /// Makes the segment file at `path`, whose first index is `base` and
+    /// which holds no valid record (its header never reached the disk, or
+    /// its first record was torn), an empty segment again, in place:
+    /// truncated, preallocated afresh and given a new header. Recovery
+    /// does this rather than remove the file, because the newest segment's
+    /// name is what carries the next index once retention has removed the
+    /// older ones. No byte of a record is rewritten: none was valid, and
+    /// the truncation frees the torn bytes rather than overwriting them.
+    /// A crash midway leaves the file under the same name to be reset
+    /// again.
+    pub(crate) fn reset(
+        path: PathBuf,
+        file: Box<dyn File>,
+        base: u64,
+        capacity: u64,
+        max_data_end: u64,
+        now_ns: u64,
+    ) -> io::Result<ActiveSegment> {
+        file.set_len(0)?;
+        file.allocate(capacity)?;
+        write_header(&*file, base, capacity, now_ns)?;
+        file.sync_all()?;
         Ok(ActiveSegment::resume(
             path,
             file,
@@ -253,6 +280,17 @@ impl ActiveSegment {
     pub(crate) fn last_time_ns(&self) -> u64 {
         self.last_time_ns
     }
+}
+
+/// Writes the header of a new segment (not synced).
+fn write_header(file: &dyn File, base: u64, capacity: u64, now_ns: u64) -> io::Result<()> {
+    let header = SegmentHeader {
+        version: FORMAT_VERSION,
+        base_index: base,
+        capacity,
+        created_ns: now_ns,
+    };
+    write_all_at(file, &header.encode(), 0)
 }
 
 fn parse_base(path: &Path) -> Option<u64> {

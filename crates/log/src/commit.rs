@@ -208,21 +208,16 @@ impl Committer {
 
     /// A clean close seals the active segment, so a closed log holds no
     /// unused preallocation and the next open starts a fresh segment. An
-    /// active segment without records is removed instead, so that its name
-    /// never clashes with the next segment's.
+    /// active segment without records is left as it is, and the next open
+    /// appends to it: sealed, it would hold the next segment's name, and
+    /// removed, it could take with it the only record of the next index
+    /// (retention may have removed every older segment).
     fn seal_on_close(&mut self) {
         let inner = self.inner.clone();
         let Some(active) = self.active.as_mut() else {
             return;
         };
-        let fs = &*inner.opts.fs;
         if active.next_index() == active.base {
-            let path = active.path.clone();
-            self.active = None;
-            let removed = fs.remove(&path).and_then(|()| fs.sync_dir(&inner.dir));
-            if let Err(e) = removed {
-                tracing::warn!(segment = %path.display(), error = %e, "removing an empty segment failed");
-            }
             return;
         }
         if let Err(f) = self.roll() {

@@ -6,6 +6,11 @@
 //! unwritten space; anything after that is dropped and reported. A clean
 //! tail ending on a block boundary is appended to again; any other tail is
 //! truncated and sealed, so no later commit rewrites its last block.
+//!
+//! The newest segment file is never removed. Once retention has removed
+//! the older segments, its name is the only record of the next index: a
+//! tail that never got a valid header or holds no valid record is made an
+//! empty segment again in place, and appends go on in it.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -14,11 +19,12 @@ use crate::active::{ActiveSegment, IoFail};
 use crate::codec::{self, DecodeError};
 use crate::error::{Error, Result};
 use crate::fs::{File, FileSystem, read_full_at};
-use crate::log::SegEntry;
+use crate::log::{SegEntry, now_ns};
 use crate::options::Options;
 use crate::scan::{Scanner, Step};
 use crate::segment::{
-    BLOCK, Footer, HEADER_LEN, INDEX_STRIDE, SegmentHeader, align_up, parse_segment_name,
+    BLOCK, FORMAT_VERSION, Footer, HEADER_LEN, INDEX_STRIDE, SegmentHeader, align_up,
+    parse_segment_name,
 };
 
 /// A torn tail that recovery dropped.
@@ -50,9 +56,11 @@ pub struct RecoveryReport {
     pub scanned_bytes: u64,
     /// The torn tail, if there was one.
     pub torn: Option<TornTail>,
-    /// Segment files removed because they never got a valid header or held
-    /// no valid record.
-    pub removed: Vec<PathBuf>,
+    /// The tail segment, made an empty segment again in place because it
+    /// never got a valid header or held no valid record. It is never
+    /// removed: once retention has removed the older segments, its name is
+    /// all that says which index comes next.
+    pub reset: Option<PathBuf>,
     /// Whether the tail segment was sealed on open.
     pub sealed_tail: bool,
 }
@@ -81,25 +89,26 @@ pub(crate) fn recover(fs: &dyn FileSystem, dir: &Path, opts: &Options) -> Result
     crate::spare::remove_stale(fs, dir);
     let mut names = list_segments(fs, dir).map_err(|e| Error::io("list", dir, e))?;
     let mut report = RecoveryReport::default();
-    let mut next_index = names.last().map_or(1, |(b, _)| *b).max(1);
+    let mut next_index = 1;
     let mut active = None;
     let mut tail_entry = None;
-    while let Some((base, path)) = names.pop() {
+    if let Some((base, path)) = names.pop() {
         let file = fs.open_rw(&path).map_err(|e| Error::io("open", &path, e))?;
         let header = SegmentHeader::read(&*file).map_err(|e| Error::io("read", &path, e))?;
-        let header = match header {
-            Ok(h) => h,
+        let tail = match header {
+            Ok(h) => {
+                check_header(&h, base, &path)?;
+                recover_tail(fs, dir, opts, base, &path, file, &mut report)?
+            }
             Err(_) => {
                 // A crash between create and the header's fsync: no record
-                // was ever written to this file.
-                remove(fs, dir, &path, &mut report)?;
-                continue;
+                // was ever written to this file, unless the header was
+                // damaged later or is another version's.
+                refuse_unknown_header(&*file, base, &path)?;
+                reset(opts, base, &path, file, &mut report)?
             }
         };
-        check_header(&header, base, &path)?;
-        let tail = recover_tail(fs, dir, opts, base, &path, file, &mut report)?;
         match tail {
-            Tail::Removed => continue,
             Tail::Sealed(entry) => {
                 next_index = entry.last.map_or(base, |l| l + 1);
                 tail_entry = Some(entry);
@@ -110,7 +119,6 @@ pub(crate) fn recover(fs: &dyn FileSystem, dir: &Path, opts: &Options) -> Result
                 tail_entry = Some(entry);
             }
         }
-        break;
     }
     let mut segments = Vec::with_capacity(names.len() + 1);
     for (k, (base, path)) in names.iter().enumerate() {
@@ -161,15 +169,66 @@ fn check_header(h: &SegmentHeader, base: u64, path: &Path) -> Result<()> {
     Ok(())
 }
 
-fn remove(fs: &dyn FileSystem, dir: &Path, path: &Path, report: &mut RecoveryReport) -> Result<()> {
-    fs.remove(path).map_err(|e| Error::io("remove", path, e))?;
-    fs.sync_dir(dir).map_err(|e| Error::io("sync", dir, e))?;
-    report.removed.push(path.to_path_buf());
+/// Refuses a tail whose header does not decode but which is not a
+/// segment torn at its creation: one whose header names another format
+/// version (a reader must refuse a version it does not know), or one whose
+/// first record is valid (the header was damaged after records were
+/// written). Resetting either would destroy records.
+fn refuse_unknown_header(file: &dyn File, base: u64, path: &Path) -> Result<()> {
+    let mut b = [0u8; 12];
+    let n = read_full_at(file, &mut b, 0).map_err(|e| Error::io("read", path, e))?;
+    if let Some(found) = SegmentHeader::peek_version(&b[..n])
+        && found != FORMAT_VERSION
+    {
+        return Err(Error::UnsupportedVersion {
+            path: path.to_path_buf(),
+            found,
+            supported: FORMAT_VERSION,
+        });
+    }
+    let len = file.len().map_err(|e| Error::io("stat", path, e))?;
+    let mut sc = Scanner::new(file, HEADER_LEN, base, len);
+    if let Step::Frame { .. } = sc.step().map_err(|e| Error::io("read", path, e))? {
+        return Err(Error::Corrupt {
+            path: path.to_path_buf(),
+            offset: 0,
+            kind: DecodeError::BadSegment("header damaged in a segment that holds records"),
+        });
+    }
     Ok(())
 }
 
+/// Makes the tail, which holds no valid record, an empty active segment
+/// again (see [`ActiveSegment::reset`]).
+fn reset(
+    opts: &Options,
+    base: u64,
+    path: &Path,
+    file: Box<dyn File>,
+    report: &mut RecoveryReport,
+) -> Result<Tail> {
+    let a = ActiveSegment::reset(
+        path.to_path_buf(),
+        file,
+        base,
+        opts.segment_size,
+        opts.max_data_end(),
+        now_ns(),
+    )
+    .map_err(|e| Error::io("reset", path, e))?;
+    tracing::info!(segment = %path.display(), next_index = base, "the tail segment held no valid record; reset it to an empty segment");
+    report.reset = Some(path.to_path_buf());
+    let entry = SegEntry {
+        base,
+        path: path.to_path_buf(),
+        last: None,
+        bytes: opts.segment_size,
+        last_time_ns: 0,
+    };
+    Ok(Tail::Active(a, entry))
+}
+
 enum Tail {
-    Removed,
     Sealed(SegEntry),
     Active(ActiveSegment, SegEntry),
 }
@@ -187,10 +246,8 @@ fn recover_tail(
     let len = file.len().map_err(io("stat"))?;
     if let Some(Ok(f)) = Footer::read(&*file, len).map_err(io("read"))? {
         if f.first_index == base && f.last_index < base {
-            // An empty sealed segment; the next one would take its name.
-            drop(file);
-            remove(fs, dir, path, report)?;
-            return Ok(Tail::Removed);
+            // An empty sealed segment: appends go on in it.
+            return reset(opts, base, path, file, report);
         }
         if f.first_index == base {
             return Ok(Tail::Sealed(SegEntry {
@@ -241,10 +298,8 @@ fn recover_tail(
         .filter(|_| !clean);
     }
     if next_index == base && !clean {
-        // No valid record at all: nothing to keep.
-        drop(file);
-        remove(fs, dir, path, report)?;
-        return Ok(Tail::Removed);
+        // No valid record at all: nothing to keep but the name.
+        return reset(opts, base, path, file, report);
     }
     let mut entry = SegEntry {
         base,

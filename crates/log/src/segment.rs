@@ -105,6 +105,13 @@ impl SegmentHeader {
         Ok(())
     }
 
+    /// The version word of a header that does not decode, if its magic
+    /// says it is a segment's: another version may lay the rest out
+    /// differently.
+    pub(crate) fn peek_version(b: &[u8]) -> Option<u32> {
+        (b.len() >= 12 && &b[0..8] == SEG_MAGIC).then(|| le32(b, 8))
+    }
+
     /// Reads and parses the header of an open segment.
     pub fn read(f: &dyn File) -> io::Result<Result<SegmentHeader, DecodeError>> {
         let mut b = [0u8; 44];

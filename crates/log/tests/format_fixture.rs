@@ -240,7 +240,7 @@ fn v1_fixture_opens_for_writing_and_continues() {
     let log = Log::open(dir, opts()).unwrap();
     let rec = log.recovery();
     assert_eq!(rec.next_index, 17, "{rec:?}");
-    assert!(rec.torn.is_none() && rec.removed.is_empty(), "{rec:?}");
+    assert!(rec.torn.is_none() && rec.reset.is_none(), "{rec:?}");
     let all: Vec<_> = log.reader(1).map(|r| r.unwrap()).collect();
     check_records(&all, 1);
     let names: Vec<_> = log

@@ -83,7 +83,7 @@ struct Seen {
     crashed: bool,
     torn: bool,
     sealed: bool,
-    removed: bool,
+    reset: bool,
     lost_unacked: bool,
 }
 
@@ -119,7 +119,7 @@ fn run_round(r: Round) -> Seen {
         rec.next_index > durable,
         "{ctx}: durable {durable} lost: {rec:?}"
     );
-    assert_eq!(rec.removed, want.removed, "{ctx}");
+    assert_eq!(rec.reset, want.reset, "{ctx}");
     assert_eq!(rec.sealed_tail, want.sealed_tail, "{ctx}: {rec:?}");
     match (&rec.torn, &want.torn) {
         (None, None) => {}
@@ -143,7 +143,7 @@ fn run_round(r: Round) -> Seen {
     assert_eq!(n, next, "{ctx}");
     seen.torn = rec.torn.is_some();
     seen.sealed = rec.sealed_tail;
-    seen.removed = !rec.removed.is_empty();
+    seen.reset = rec.reset.is_some();
     seen.lost_unacked = next <= appended;
     seen
 }
@@ -251,12 +251,12 @@ fn crash_points_then_power_cut() {
         }
         let count = |f: fn(&Seen) -> bool| seen.iter().filter(|s| f(s)).count();
         let summary = format!(
-            "{} rounds, {total} ops clean: crashed {}, torn {}, sealed {}, removed {}, lost unacked {}",
+            "{} rounds, {total} ops clean: crashed {}, torn {}, sealed {}, reset {}, lost unacked {}",
             seen.len(),
             count(|s| s.crashed),
             count(|s| s.torn),
             count(|s| s.sealed),
-            count(|s| s.removed),
+            count(|s| s.reset),
             count(|s| s.lost_unacked),
         );
         println!("{summary}");

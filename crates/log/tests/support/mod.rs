@@ -321,55 +321,58 @@ pub fn copy_dir(from: &Path, to: &Path) {
 pub struct Expect {
     pub next_index: u64,
     pub torn: Option<TornTail>,
-    pub removed: Vec<PathBuf>,
+    pub reset: Option<PathBuf>,
     pub sealed_tail: bool,
 }
 
 /// Predicts recovery from the bytes on disk: only the newest segment with a
 /// valid header can be unsealed; its valid records end where the format
-/// rules say; a segment with no valid record and garbage is removed.
+/// rules say; a newest segment with no valid record (no valid header, an
+/// empty footer, or garbage where its first record should be) is reset to
+/// an empty segment, and the next index is its name's.
 pub fn predict(dir: &Path) -> Expect {
     let files = segment_files(dir);
     let mut e = Expect {
-        next_index: files.last().map_or(1, |p| parse_segment_name(p).unwrap()),
+        next_index: 1,
         torn: None,
-        removed: Vec::new(),
+        reset: None,
         sealed_tail: false,
     };
-    for path in files.iter().rev() {
-        let base = parse_segment_name(path).unwrap();
-        let b = std::fs::read(path).unwrap();
-        let Some(h) = header(&b) else {
-            e.removed.push(path.clone());
-            continue;
-        };
-        assert_eq!(h.base_index, base, "{}", path.display());
-        if let Some(f) = footer(path).filter(|f| f.first_index == base) {
-            if f.last_index < base {
-                e.removed.push(path.clone());
-                continue;
-            }
+    let Some(path) = files.last() else {
+        return e;
+    };
+    let base = parse_segment_name(path).unwrap();
+    e.next_index = base;
+    let b = std::fs::read(path).unwrap();
+    let Some(h) = header(&b) else {
+        e.reset = Some(path.clone());
+        return e;
+    };
+    assert_eq!(h.base_index, base, "{}", path.display());
+    if let Some(f) = footer(path).filter(|f| f.first_index == base) {
+        if f.last_index < base {
+            e.reset = Some(path.clone());
+        } else {
             e.next_index = f.last_index + 1;
-            return e;
         }
-        let s = scan_segment(&b, base);
-        if s.torn() {
-            e.torn = Some(TornTail {
-                path: path.clone(),
-                valid_end: s.end,
-                last_index: s.next_index - 1,
-                dropped_bytes: s.dropped_bytes(),
-                dropped_records: 0, // not modelled; checked separately
-                cause: s.cause,
-            });
-        }
-        if s.next_index == base && s.torn() {
-            e.removed.push(path.clone());
-            continue;
-        }
-        e.next_index = s.next_index;
-        e.sealed_tail = s.torn() || !s.end.is_multiple_of(BLOCK);
         return e;
     }
+    let s = scan_segment(&b, base);
+    if s.torn() {
+        e.torn = Some(TornTail {
+            path: path.clone(),
+            valid_end: s.end,
+            last_index: s.next_index - 1,
+            dropped_bytes: s.dropped_bytes(),
+            dropped_records: 0, // not modelled; checked separately
+            cause: s.cause,
+        });
+    }
+    if s.next_index == base && s.torn() {
+        e.reset = Some(path.clone());
+        return e;
+    }
+    e.next_index = s.next_index;
+    e.sealed_tail = s.torn() || !s.end.is_multiple_of(BLOCK);
     e
 }

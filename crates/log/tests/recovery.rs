@@ -1,0 +1,202 @@
+//! Recovery of a tail segment that holds no valid record: its name is the
+//! only record of the next index once retention has removed the older
+//! segments, so it is reset in place, never removed; and a tail whose
+//! header does not decode is reset only when that cannot destroy records.
+
+mod support;
+
+use std::path::Path;
+use std::time::Duration;
+
+use support::{Payload, segment_files};
+use weir_log::segment::{FORMAT_VERSION, SegmentHeader, segment_path};
+use weir_log::{Error, Log, Options, Reader, TypeMask};
+
+const SEG: u64 = 64 * 1024;
+
+fn opts() -> Options {
+    Options::default().segment_size(SEG)
+}
+
+fn append_durable(log: &Log, salt: u64, from: u64, n: u64) {
+    for k in from..from + n {
+        let d = Payload::new(salt, k)
+            .with(|r| log.append_durable(r))
+            .unwrap();
+        assert_eq!(d.index(), k);
+    }
+}
+
+/// The header block of a segment whose first index is `base`.
+fn header_block(base: u64) -> Vec<u8> {
+    let mut b = SegmentHeader {
+        version: FORMAT_VERSION,
+        base_index: base,
+        capacity: SEG,
+        created_ns: 1,
+    }
+    .encode();
+    b.resize(4096, 0);
+    b
+}
+
+/// A segment file as a crash leaves it: `head` (a header block, or not),
+/// then `first` where the first record goes, then zeros to `SEG`.
+fn crashed_segment(dir: &Path, base: u64, head: &[u8], first: &[u8]) {
+    let mut b = head.to_vec();
+    b.resize(4096, 0);
+    b.extend_from_slice(first);
+    b.resize(SEG as usize, 0);
+    std::fs::write(segment_path(dir, base), b).unwrap();
+}
+
+/// Records 1-10 durable and cleared by consumer `c`, the log closed (so
+/// its one segment is sealed); then `crash` leaves segment 11 as a crash
+/// at its creation would. The next open must resume at 11, and so must
+/// every open after it, once retention has removed segment 1.
+fn next_index_survives(crash: impl Fn(&Path), what: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path(), opts()).unwrap();
+    log.register("c", TypeMask::all()).unwrap();
+    append_durable(&log, 1, 1, 10);
+    log.clear("c", 10).unwrap();
+    log.close().unwrap();
+    crash(dir.path());
+
+    let log = Log::open(dir.path(), opts()).unwrap();
+    assert_eq!(log.recovery().next_index, 11, "{what}");
+    log.close().unwrap();
+    // Retention has removed the cleared segment 1 by now.
+    let files = segment_files(dir.path());
+    assert_eq!(files, [segment_path(dir.path(), 11)], "{what}");
+
+    for round in 0..2 {
+        let log = Log::open(dir.path(), opts()).unwrap();
+        assert_eq!(
+            log.recovery().next_index,
+            11,
+            "{what}, open {round}: the next index was forgotten"
+        );
+        let c = &log.consumer_list()[0];
+        assert_eq!(c.cleared, 10, "{what}: the consumer's cursor moved back");
+        log.close().unwrap();
+    }
+    let log = Log::open(dir.path(), opts()).unwrap();
+    append_durable(&log, 1, 11, 3);
+    log.close().unwrap();
+    let mut reader = Reader::open_dir(dir.path(), 11);
+    let mut got = Vec::new();
+    while let Some(r) = reader.next_record().unwrap() {
+        got.push(r.index);
+    }
+    assert_eq!(got, [11, 12, 13], "{what}");
+}
+
+#[test]
+fn an_empty_tail_keeps_the_next_index_when_the_older_segments_are_gone() {
+    // Regression: a clean close removed an active segment without
+    // records, and recovery removed a tail with no valid record. With the
+    // older segments already collected, the directory was left empty and
+    // the next open started again at index 1, handing out indexes that
+    // consumers had cleared, and pulling their cursors back to 0.
+    next_index_survives(
+        |d| crashed_segment(d, 11, &header_block(11), &[]),
+        "header only",
+    );
+    next_index_survives(
+        |d| crashed_segment(d, 11, &header_block(11), &[0xa5; 300]),
+        "first record torn",
+    );
+    next_index_survives(|d| crashed_segment(d, 11, &[], &[]), "header never written");
+}
+
+#[test]
+fn a_reset_tail_is_preallocated_afresh() {
+    let dir = tempfile::tempdir().unwrap();
+    crashed_segment(dir.path(), 7, &header_block(7), &[0xa5; 300]);
+    let path = segment_path(dir.path(), 7);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(5000)
+        .unwrap();
+    let log = Log::open(dir.path(), opts().segment_size(2 * SEG)).unwrap();
+    let rec = log.recovery().clone();
+    assert_eq!(rec.reset.as_deref(), Some(path.as_path()));
+    assert_eq!(rec.next_index, 7);
+    assert!(rec.torn.is_some(), "the garbage is reported: {rec:?}");
+    let b = std::fs::read(&path).unwrap();
+    assert_eq!(b.len() as u64, 2 * SEG, "preallocated to the segment size");
+    let h = SegmentHeader::decode(&b).unwrap();
+    assert_eq!((h.base_index, h.capacity), (7, 2 * SEG));
+    assert!(b[4096..].iter().all(|&x| x == 0), "the torn bytes are gone");
+    append_durable(&log, 2, 7, 2);
+    log.close().unwrap();
+}
+
+#[test]
+fn a_damaged_header_over_records_is_refused_not_reset() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path(), opts()).unwrap();
+    append_durable(&log, 3, 1, 5);
+    drop(log);
+    let path = segment_files(dir.path()).pop().unwrap();
+    let mut b = std::fs::read(&path).unwrap();
+    b[20] ^= 0xff; // inside the CRC'd header fields
+    std::fs::write(&path, &b).unwrap();
+    match Log::open(dir.path(), opts()) {
+        Err(Error::Corrupt { path: p, .. }) => assert_eq!(p, path),
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+    assert_eq!(std::fs::read(&path).unwrap(), b, "the segment is untouched");
+}
+
+#[test]
+fn a_tail_of_another_format_version_is_refused_not_reset() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut head = header_block(1);
+    head[8..12].copy_from_slice(&(FORMAT_VERSION + 1).to_le_bytes());
+    head[12..16].copy_from_slice(&64u32.to_le_bytes()); // another layout
+    crashed_segment(dir.path(), 1, &head, &[]);
+    let before = std::fs::read(segment_path(dir.path(), 1)).unwrap();
+    match Log::open(dir.path(), opts()) {
+        Err(Error::UnsupportedVersion { found, .. }) => assert_eq!(found, FORMAT_VERSION + 1),
+        other => panic!("expected UnsupportedVersion, got {other:?}"),
+    }
+    assert_eq!(
+        std::fs::read(segment_path(dir.path(), 1)).unwrap(),
+        before,
+        "the segment is untouched"
+    );
+}
+
+#[test]
+fn a_directory_reader_follows_an_empty_tail_across_reopens() {
+    // Regression: a reader in another process held the empty tail open; a
+    // clean close removed that file and the next open made a new one of
+    // the same name, so the reader waited on the removed file for ever.
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path(), opts()).unwrap();
+    append_durable(&log, 4, 1, 5);
+    log.close().unwrap();
+    crashed_segment(dir.path(), 6, &header_block(6), &[]);
+    let mut reader = Reader::open_dir(dir.path(), 1);
+    for k in 1..=5 {
+        assert_eq!(reader.next_record().unwrap().unwrap().index, k);
+    }
+    assert!(reader.next_record().unwrap().is_none());
+    Log::open(dir.path(), opts()).unwrap().close().unwrap();
+    let log = Log::open(dir.path(), opts()).unwrap();
+    append_durable(&log, 4, 6, 3);
+    let mut got = Vec::new();
+    for _ in 0..200 {
+        match reader.next_record().unwrap() {
+            Some(r) => got.push(r.index),
+            None if got.len() == 3 => break,
+            None => reader.wait(Duration::from_millis(10)),
+        }
+    }
+    assert_eq!(got, [6, 7, 8]);
+    log.close().unwrap();
+}
