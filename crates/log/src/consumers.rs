@@ -61,6 +61,10 @@ pub(crate) struct Consumer {
     pub(crate) cleared: u64,
     pub(crate) registered_ns: u64,
     pub(crate) last_active_ns: u64,
+    /// The time of the oldest record waiting for it (the one after
+    /// `cleared`, the first field), as retention last read it: kept
+    /// in memory only, so that a lagging consumer costs one read per clear.
+    pub(crate) waiting_since: Option<(u64, u64)>,
 }
 
 /// The consumer set of one log.
@@ -117,6 +121,7 @@ impl Consumers {
                 cleared: s.cleared,
                 registered_ns: s.registered_ns,
                 last_active_ns: s.last_active_ns,
+                waiting_since: None,
             });
         }
         let next_id = f
@@ -161,6 +166,12 @@ impl Consumers {
         &self.list
     }
 
+    /// The consumers, for retention's in-memory bookkeeping (see
+    /// [`Consumer::waiting_since`]); what is saved is not changed here.
+    pub(crate) fn list_mut(&mut self) -> &mut [Consumer] {
+        &mut self.list
+    }
+
     /// Adds a consumer that starts after `last` (it sees records from `last + 1`).
     pub(crate) fn register(
         &mut self,
@@ -182,6 +193,7 @@ impl Consumers {
             cleared: last,
             registered_ns: now,
             last_active_ns: now,
+            waiting_since: None,
         });
         Ok(id)
     }

@@ -73,7 +73,9 @@ pub struct Retention {
     pub on_full: FullPolicy,
     /// A consumer more than this many records behind is evicted.
     pub max_idle_records: Option<u64>,
-    /// A consumer that lags and has not cleared for this long is evicted.
+    /// A consumer is evicted once it has not cleared for this long and the
+    /// oldest record waiting for it is as old: one with nothing to read is
+    /// never idle, however long ago it last cleared.
     pub max_idle_time: Option<Duration>,
 }
 

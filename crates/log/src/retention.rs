@@ -9,9 +9,11 @@
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 
+use crate::consumers::Consumer;
 use crate::kind::RecordType;
 use crate::log::{Inner, SegEntry, now_ns};
 use crate::options::FullPolicy;
+use crate::reader::Reader;
 use crate::record::{Field, Record};
 use crate::segment::Footer;
 
@@ -52,17 +54,18 @@ pub(crate) fn run(inner: &Inner, marks: &mut PendingMarks, opening: u64, reserve
 
     // Idle consumers.
     let idle: Vec<(String, &'static str)> = consumers
-        .list()
-        .iter()
+        .list_mut()
+        .iter_mut()
         .filter(|c| c.cleared < last)
         .filter_map(|c| {
             let lag = last - c.cleared;
+            let limit = ret.max_idle_time.map(|t| t.as_nanos() as u64);
             if ret.max_idle_records.is_some_and(|m| lag > m) {
                 Some((c.name.clone(), "idle-records"))
-            } else if ret
-                .max_idle_time
-                .is_some_and(|t| now.saturating_sub(c.last_active_ns) > t.as_nanos() as u64)
-            {
+            } else if limit.is_some_and(|t| {
+                now.saturating_sub(c.last_active_ns) > t
+                    && now.saturating_sub(waiting_since(inner, c)) > t
+            }) {
                 Some((c.name.clone(), "idle-time"))
             } else {
                 None
@@ -152,6 +155,27 @@ fn evicted(c: &crate::consumers::Consumer, reason: &'static str, last: u64) -> M
 /// The time of a segment's newest record. Segments found at open carry no
 /// time until their footer is read; the time read is kept, so each footer
 /// is read once, not on every retention pass.
+/// When a record began to wait for `c`: the time of the record after its
+/// cleared index. A consumer is idle only while records wait for it: one
+/// that had read everything on a quiet log is not evicted by the first
+/// record after the quiet spell, nor by the MARK records of other
+/// consumers' evictions. 0 (waiting since ever) if that record cannot be
+/// read, e.g. because a size limit dropped it.
+fn waiting_since(inner: &Inner, c: &mut Consumer) -> u64 {
+    if let Some((cleared, t)) = c.waiting_since
+        && cleared == c.cleared
+    {
+        return t;
+    }
+    let mut reader = Reader::open_dir_with(inner.opts.fs.clone(), &inner.dir, c.cleared + 1);
+    let t = match reader.next_record() {
+        Ok(Some(r)) if r.index == c.cleared + 1 => r.time_ns,
+        _ => 0,
+    };
+    c.waiting_since = Some((c.cleared, t));
+    t
+}
+
 fn last_time(inner: &Inner, s: &SegEntry) -> u64 {
     if s.last_time_ns != 0 {
         return s.last_time_ns;

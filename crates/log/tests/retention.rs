@@ -341,6 +341,38 @@ fn idle_time_eviction_writes_a_mark() {
 }
 
 #[test]
+fn a_consumer_is_idle_only_while_records_wait_for_it() {
+    // Regression: the idle clock ran from the consumer's last clear even
+    // while nothing waited for it, so a consumer that had read everything
+    // on a quiet log was evicted by the first record after the quiet spell,
+    // here the MARK record of another consumer's eviction.
+    let dir = tempfile::tempdir().unwrap();
+    let r = Retention {
+        max_idle_time: Some(Duration::from_secs(3)),
+        ..Retention::default()
+    };
+    let log = open(dir.path(), r);
+    log.register("quiet", TypeMask::all()).unwrap();
+    log.register("sleepy", TypeMask::all()).unwrap();
+    fill(&log, 1);
+    log.clear("quiet", 0).unwrap();
+    // "sleepy" has a record waiting; "quiet" has nothing to read, and
+    // has not cleared for as long.
+    eventually("the consumer with a record waiting is evicted", || {
+        log.consumer_list().iter().all(|c| c.name != "sleepy")
+    });
+    // Its MARK record waits for "quiet" now. Two retention passes later
+    // "quiet" is still there: that record has not waited 3 s.
+    std::thread::sleep(Duration::from_millis(1200));
+    let names: Vec<String> = log.consumer_list().into_iter().map(|c| c.name).collect();
+    assert_eq!(names, ["quiet"], "a caught-up consumer is not idle");
+    eventually("the quiet consumer is evicted in its turn", || {
+        log.consumer_list().is_empty()
+    });
+    log.close().unwrap();
+}
+
+#[test]
 fn size_limit_evicts_the_most_idle_blocking_consumers_first() {
     let dir = tempfile::tempdir().unwrap();
     let max = 6 * SEG;

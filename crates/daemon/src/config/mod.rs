@@ -222,8 +222,8 @@ pub struct LogConfig {
     pub on_full: OnFull,
     /// A consumer this many records behind is evicted; 0 never.
     pub max_idle_records: u64,
-    /// A lagging consumer that has not cleared for this long is evicted;
-    /// 0 never.
+    /// A consumer that has not cleared for this long, while a record has
+    /// waited for it as long, is evicted; 0 never.
     pub max_idle_secs: u64,
 }
 
