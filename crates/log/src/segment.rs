@@ -23,6 +23,10 @@ pub const INDEX_STRIDE: u64 = 64 * 1024;
 /// Bytes in the trailer at the end of a sealed segment.
 pub const TRAILER_LEN: u64 = 24;
 const FOOTER_FIXED: u64 = 56;
+/// The largest record index the format admits: indexes start at 1 and stay
+/// below 2^63, so that `index + 1` and `base - 1` never wrap, whatever a
+/// hostile file name or footer says (the ring also keeps bit 63 for a flag).
+pub const MAX_INDEX: u64 = (1 << 63) - 1;
 
 const SEG_MAGIC: &[u8; 8] = b"WEIRSEG\0";
 const FTR_MAGIC: &[u8; 8] = b"WEIRFTR\0";
@@ -34,7 +38,8 @@ pub fn segment_path(dir: &Path, base: u64) -> PathBuf {
     dir.join(format!("{base:020}.{EXTENSION}"))
 }
 
-/// The first index encoded in a segment file name, if `path` names a segment.
+/// The first index encoded in a segment file name, if `path` names a
+/// segment: 20 digits of an index from 1 to [`MAX_INDEX`], then `.wlog`.
 pub fn parse_segment_name(path: &Path) -> Option<u64> {
     if path.extension()? != EXTENSION {
         return None;
@@ -43,7 +48,7 @@ pub fn parse_segment_name(path: &Path) -> Option<u64> {
     if stem.len() != 20 || !stem.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    stem.parse().ok()
+    stem.parse().ok().filter(|b| (1..=MAX_INDEX).contains(b))
 }
 
 /// The fixed header at the start of every segment.
@@ -216,7 +221,10 @@ impl Footer {
         let in_range = f.entries.iter().all(|&(i, o)| {
             i >= f.first_index && i <= f.last_index && o >= HEADER_LEN && o < f.data_end
         });
-        if f.last_index.wrapping_add(1) < f.first_index
+        if f.first_index == 0
+            || f.first_index > MAX_INDEX
+            || f.last_index > MAX_INDEX
+            || f.last_index.wrapping_add(1) < f.first_index
             || f.data_end > offset
             || f.data_end < HEADER_LEN
             || !sorted
@@ -283,6 +291,12 @@ mod tests {
         assert_eq!(p, Path::new("/x/00000000000000000042.wlog"));
         assert_eq!(parse_segment_name(&p), Some(42));
         assert_eq!(parse_segment_name(Path::new("/x/42.wlog")), None);
+        for outside in [0, MAX_INDEX + 1, u64::MAX] {
+            let p = segment_path(Path::new("/x"), outside);
+            assert_eq!(parse_segment_name(&p), None, "{}", p.display());
+        }
+        let top = segment_path(Path::new("/x"), MAX_INDEX);
+        assert_eq!(parse_segment_name(&top), Some(MAX_INDEX));
         assert_eq!(
             parse_segment_name(Path::new("/x/00000000000000000042.tmp")),
             None
@@ -312,5 +326,31 @@ mod tests {
         assert_eq!(f.seek(8), HEADER_LEN);
         assert_eq!(f.seek(14), 4096);
         assert_eq!(f.seek(15), 7000);
+    }
+
+    #[test]
+    fn footers_outside_the_index_range_are_refused() {
+        // Regression: a footer with first index 0, or a last index near
+        // 2^64, decoded, and `last + 1` then overflowed in recovery and
+        // verify.
+        for (first, last) in [(0, 5), (MAX_INDEX + 1, MAX_INDEX + 2), (1, u64::MAX - 1)] {
+            let f = Footer {
+                first_index: first,
+                last_index: last,
+                data_end: HEADER_LEN,
+                ..Footer::default()
+            };
+            assert!(
+                Footer::decode(&f.encode(8192), 8192).is_err(),
+                "{first}..={last}"
+            );
+        }
+        let edge = Footer {
+            first_index: MAX_INDEX,
+            last_index: MAX_INDEX,
+            data_end: HEADER_LEN,
+            ..Footer::default()
+        };
+        assert!(Footer::decode(&edge.encode(8192), 8192).is_ok());
     }
 }

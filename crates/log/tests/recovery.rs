@@ -200,3 +200,28 @@ fn a_directory_reader_follows_an_empty_tail_across_reopens() {
     assert_eq!(got, [6, 7, 8]);
     log.close().unwrap();
 }
+
+#[test]
+fn names_outside_the_index_range_are_not_segments() {
+    // Regression: a header-only file named 00000000000000000000.wlog made
+    // `Log::open` panic on `next - 1` (and wrap in a release build), and a
+    // name near 2^64 overflowed `last + 1` the same way.
+    for base in [0, u64::MAX, 1 << 63] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(format!("{base:020}.wlog"));
+        let mut b = header_block(base);
+        b.resize(SEG as usize, 0);
+        std::fs::write(&path, &b).unwrap();
+        let log = Log::open(dir.path(), opts()).unwrap();
+        assert_eq!(log.recovery().next_index, 1, "{}", path.display());
+        append_durable(&log, 5, 1, 2);
+        log.close().unwrap();
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            b,
+            "not a segment, so left alone"
+        );
+        let s = weir_log::inspect(&weir_log::fs::StdFs, dir.path()).unwrap();
+        assert_eq!((s.first_index, s.last_index), (1, 2));
+    }
+}
