@@ -197,6 +197,20 @@ impl Reader {
             _ => None,
         };
         let (pos, next_index) = match &footer {
+            // Past a sealed segment whose successor starts further on: the
+            // indexes between are missing (a damaged or tampered log).
+            // Waiting for them would spin for ever.
+            Some(f) if self.next > f.last_index && k + 1 < segs.len() => {
+                let (found, next_path) = segs[k + 1].clone();
+                return Err(Error::Corrupt {
+                    path: next_path,
+                    offset: 0,
+                    kind: DecodeError::Gap {
+                        expected: self.next,
+                        found,
+                    },
+                });
+            }
             // Past the newest sealed segment: its successor is not there yet.
             Some(f) if self.next > f.last_index => return Ok(false),
             Some(f) => {

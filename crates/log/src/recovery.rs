@@ -63,6 +63,11 @@ pub struct RecoveryReport {
     pub reset: Option<PathBuf>,
     /// Whether the tail segment was sealed on open.
     pub sealed_tail: bool,
+    /// `(expected, found)`: the segment before the tail ends before index
+    /// `expected`, but the tail starts at `found`. The indexes between are
+    /// missing (the log was damaged or tampered with); readers report the
+    /// gap when they reach it, and appends go on after the tail.
+    pub gap_before_tail: Option<(u64, u64)>,
 }
 
 pub(crate) struct Recovered {
@@ -120,6 +125,9 @@ pub(crate) fn recover(fs: &dyn FileSystem, dir: &Path, opts: &Options) -> Result
             }
         }
     }
+    if let (Some((prev_base, prev)), Some(tail)) = (names.last(), &tail_entry) {
+        report.gap_before_tail = gap_before(fs, *prev_base, prev, tail.base);
+    }
     let mut segments = Vec::with_capacity(names.len() + 1);
     for (k, (base, path)) in names.iter().enumerate() {
         let next_base = names
@@ -142,6 +150,12 @@ pub(crate) fn recover(fs: &dyn FileSystem, dir: &Path, opts: &Options) -> Result
     segments.extend(tail_entry);
     report.segments = segments.len();
     report.next_index = next_index;
+    if let Some((expected, found)) = report.gap_before_tail {
+        tracing::error!(
+            dir = %dir.display(), expected, found,
+            "the tail segment does not follow the one before it: indexes are missing"
+        );
+    }
     if let Some(t) = &report.torn {
         tracing::warn!(
             segment = %t.path.display(), valid_end = t.valid_end, last_index = t.last_index,
@@ -155,6 +169,23 @@ pub(crate) fn recover(fs: &dyn FileSystem, dir: &Path, opts: &Options) -> Result
         next_index,
         report,
     })
+}
+
+/// Whether the sealed segment `prev` (first index `prev_base`) ends right
+/// before `tail_base`, from its footer: `Some((expected, found))` if not.
+/// A footer that cannot be read says nothing: older segments are checked
+/// when read.
+fn gap_before(
+    fs: &dyn FileSystem,
+    prev_base: u64,
+    prev: &Path,
+    tail_base: u64,
+) -> Option<(u64, u64)> {
+    let f = fs.open_read(prev).ok()?;
+    let len = f.len().ok()?;
+    let footer = Footer::read(&*f, len).ok()??.ok()?;
+    let expected = footer.last_index + 1;
+    (footer.first_index == prev_base && expected != tail_base).then_some((expected, tail_base))
 }
 
 fn check_header(h: &SegmentHeader, base: u64, path: &Path) -> Result<()> {

@@ -225,3 +225,35 @@ fn names_outside_the_index_range_are_not_segments() {
         assert_eq!((s.first_index, s.last_index), (1, 2));
     }
 }
+
+#[test]
+fn a_gap_between_the_tail_and_the_segment_before_is_reported() {
+    // Regression: recovery trusted the names, and a reader that reached
+    // the end of records 1-5 with segment 20 next waited for index 6 for
+    // ever, spinning in `next_record`/`wait`.
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path(), opts()).unwrap();
+    append_durable(&log, 6, 1, 5);
+    log.close().unwrap();
+    crashed_segment(dir.path(), 20, &header_block(20), &[]);
+    let log = Log::open(dir.path(), opts()).unwrap();
+    assert_eq!(log.recovery().gap_before_tail, Some((6, 20)));
+    assert_eq!(log.recovery().next_index, 20);
+    append_durable(&log, 6, 20, 3);
+    for (what, mut reader) in [
+        ("live", log.reader(1)),
+        ("directory", Reader::open_dir(dir.path(), 1)),
+    ] {
+        for k in 1..=5 {
+            assert_eq!(reader.next_record().unwrap().unwrap().index, k, "{what}");
+        }
+        match reader.next_record() {
+            Err(Error::Corrupt {
+                kind: weir_log::codec::DecodeError::Gap { expected, found },
+                ..
+            }) => assert_eq!((expected, found), (6, 20), "{what}"),
+            other => panic!("{what}: expected the gap, got {other:?}"),
+        }
+    }
+    log.close().unwrap();
+}
