@@ -32,7 +32,7 @@ mod sources;
 use std::path::Path;
 use std::sync::Arc;
 
-use tracing::{info, warn};
+use tracing::{error, info, warn};
 use weir_log::Log;
 
 use crate::config::{Config, ConfigError};
@@ -136,8 +136,14 @@ fn open_log(dir: &Path, config: &Config) -> Result<Log> {
             "dropped a torn tail"
         );
     }
-    for p in &r.removed {
-        warn!(segment = %p.display(), "removed a segment with no valid record");
+    if let Some(p) = &r.reset {
+        warn!(segment = %p.display(), "reset the tail segment, which held no valid record");
+    }
+    if let Some((expected, found)) = r.gap_before_tail {
+        error!(
+            expected,
+            found, "indexes are missing before the tail segment; readers will stop at the gap"
+        );
     }
     Ok(log)
 }
