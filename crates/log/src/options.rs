@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, StdFs};
-use crate::segment::{BLOCK, Footer, HEADER_LEN, INDEX_STRIDE};
+use crate::segment::{BLOCK, Footer, HEADER_LEN, INDEX_STRIDE, MAX_SEGMENT};
 
 /// What to do when the log reaches its size limit while a consumer still
 /// needs the oldest segment.
@@ -204,8 +204,8 @@ impl Options {
                 "must be a multiple of 4 KiB and at least 64 KiB",
             );
         }
-        if self.segment_size > 1 << 40 {
-            return bad("segment_size", "must be at most 1 TiB");
+        if self.segment_size > MAX_SEGMENT {
+            return bad("segment_size", "must be at most 64 GiB");
         }
         if !self.ring_slots.is_power_of_two() || self.ring_slots < 2 {
             return bad("ring_slots", "must be a power of two, at least 2");

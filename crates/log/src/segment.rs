@@ -23,6 +23,14 @@ pub const INDEX_STRIDE: u64 = 64 * 1024;
 /// Bytes in the trailer at the end of a sealed segment.
 pub const TRAILER_LEN: u64 = 24;
 const FOOTER_FIXED: u64 = 56;
+/// The largest segment a log may be configured with. Its footer (one
+/// sparse-index entry per [`INDEX_STRIDE`]) stays far below
+/// [`MAX_FOOTER`], the most a reader takes in.
+pub const MAX_SEGMENT: u64 = 64 << 30;
+/// The largest footer (with trailer) a reader reads: a bound on what a
+/// hostile trailer can make it allocate.
+const MAX_FOOTER: u64 = 64 << 20;
+const _: () = assert!(Footer::len_for((MAX_SEGMENT / INDEX_STRIDE + 2) as usize) <= MAX_FOOTER);
 /// The largest record index the format admits: indexes start at 1 and stay
 /// below 2^63, so that `index + 1` and `base - 1` never wrap, whatever a
 /// hostile file name or footer says (the ring also keeps bit 63 for a flag).
@@ -176,7 +184,7 @@ impl Footer {
     }
 
     /// Bytes a footer with `entries` index entries takes.
-    pub fn len_for(entries: usize) -> u64 {
+    pub const fn len_for(entries: usize) -> u64 {
         FOOTER_FIXED + 16 * entries as u64 + TRAILER_LEN
     }
 
@@ -247,7 +255,7 @@ impl Footer {
             return Ok(None);
         }
         let offset = le64(&t, 0);
-        if offset < HEADER_LEN || offset >= len || len - offset > 64 << 20 {
+        if offset < HEADER_LEN || offset >= len || len - offset > MAX_FOOTER {
             return Ok(Some(Err(DecodeError::BadSegment("trailer offset"))));
         }
         let mut b = vec![0u8; (len - offset) as usize];

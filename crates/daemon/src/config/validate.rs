@@ -160,8 +160,8 @@ impl Config {
             "log.segment_mib",
             l.segment_mib,
             1,
-            1 << 20,
-            "must be between 1 and 1048576 (1 TiB)",
+            weir_log::segment::MAX_SEGMENT >> 20,
+            "must be between 1 and 65536 (64 GiB)",
         )?;
         if !l.ring_slots.is_power_of_two() || !(2..=1 << 20).contains(&l.ring_slots) {
             return bad(
