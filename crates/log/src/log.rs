@@ -26,6 +26,11 @@ use crate::recovery::{self, RecoveryReport};
 use crate::ring::{INLINE, Reservation, Ring};
 use crate::{codec, commit};
 
+/// How long `Log::clear` waits for an index already handed out to be
+/// committed: far above the flush interval, which bounds that wait, and
+/// short enough that a log whose writes fail answers with an error.
+const CLEAR_COMMIT_WAIT: Duration = Duration::from_secs(1);
+
 /// Calls `done` until it holds or `until` passes, yielding the CPU between
 /// calls rather than spinning, so that on a busy CPU the thread being
 /// waited for can run. Returns whether `done` held.
@@ -142,7 +147,6 @@ pub(crate) struct Inner {
     pub(crate) segments: RwLock<Vec<SegEntry>>,
     pub(crate) consumers: Mutex<Consumers>,
     pub(crate) counters: Counters,
-    _lock: std::fs::File,
 }
 
 impl std::fmt::Debug for Inner {
@@ -425,6 +429,10 @@ pub struct Log {
     pub(crate) inner: Arc<Inner>,
     committer: Option<JoinHandle<()>>,
     recovery: RecoveryReport,
+    /// The directory's writer lock, held until the committer has stopped.
+    /// Here rather than in the state readers share, so that a live reader
+    /// that outlives its `Log` does not keep the directory locked.
+    lock: Option<std::fs::File>,
 }
 
 impl Log {
@@ -480,7 +488,6 @@ impl Log {
             counters: Counters::default(),
             dir,
             opts,
-            _lock: lock,
         });
         let handle = commit::spawn(inner.clone(), rec.active)
             .map_err(|e| Error::io("spawn committer", &inner.dir, e))?;
@@ -488,6 +495,7 @@ impl Log {
             inner,
             committer: Some(handle),
             recovery: rec.report,
+            lock: Some(lock),
         })
     }
 
@@ -560,6 +568,8 @@ impl Log {
 
     /// Clears a consumer's records up to `upto` (0: everything committed).
     pub fn clear(&self, name: &str, upto: u64) -> Result<()> {
+        // Before the consumer lock, which retention takes on the committer.
+        self.wait_committed(upto);
         let mut c = self.consumers();
         let before = c.get(name)?.clone();
         c.clear(name, upto, self.inner.last_committed(), now_ns())?;
@@ -570,6 +580,30 @@ impl Log {
         drop(c);
         self.inner.kick();
         Ok(())
+    }
+
+    /// Waits, for at most [`CLEAR_COMMIT_WAIT`], until `upto` is
+    /// committed if it has been handed out: a consumer may clear the index
+    /// `append` just returned, which readers see within the flush interval.
+    fn wait_committed(&self, upto: u64) {
+        let inner = &self.inner;
+        if upto <= inner.last_committed() || upto >= inner.ring.next() {
+            return;
+        }
+        inner.kick();
+        let deadline = Instant::now() + CLEAR_COMMIT_WAIT;
+        let mut g = inner.lock_wait();
+        while inner.last_committed() < upto && !inner.closing.load(Ordering::Acquire) {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            g = inner
+                .commit_cv
+                .wait_timeout(g, deadline - now)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
     }
 
     /// Removes a consumer.
@@ -679,6 +713,7 @@ impl Log {
         self.inner.closing.store(true, Ordering::Release);
         self.inner.kick();
         let _ = h.join();
+        self.lock = None;
         if self.inner.poisoned.load(Ordering::Acquire) {
             return Err(Error::Poisoned);
         }
