@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use crate::codec;
 use crate::fs::{File, FileSystem, write_all_at};
 use crate::segment::{
-    FORMAT_VERSION, Footer, HEADER_LEN, INDEX_STRIDE, SegmentHeader, align_up, segment_path,
+    FORMAT_VERSION, Footer, HEADER_LEN, SegmentHeader, align_up, next_stride, segment_path,
 };
 use crate::spare::spare_path;
 
@@ -157,9 +157,9 @@ impl ActiveSegment {
             next_index,
             first_time_ns: times.0,
             last_time_ns: times.1,
-            next_stride: entries
-                .last()
-                .map_or(HEADER_LEN, |&(_, o)| o + INDEX_STRIDE),
+            // The stretch after the last entry's, as `push` would have it
+            // (not 64 KiB after the entry, which could skip a stretch).
+            next_stride: entries.last().map_or(HEADER_LEN, |&(_, o)| next_stride(o)),
             entries,
             sealing: None,
         }
@@ -182,7 +182,7 @@ impl ActiveSegment {
         let at = self.place_pos();
         if at >= self.next_stride || self.entries.is_empty() {
             self.entries.push((index, at));
-            self.next_stride = at - at % INDEX_STRIDE + INDEX_STRIDE;
+            self.next_stride = next_stride(at);
         }
         if self.first_time_ns == 0 {
             self.first_time_ns = time_ns;

@@ -23,8 +23,7 @@ use crate::log::{SegEntry, now_ns};
 use crate::options::Options;
 use crate::scan::{Scanner, Step};
 use crate::segment::{
-    BLOCK, FORMAT_VERSION, Footer, HEADER_LEN, INDEX_STRIDE, SegmentHeader, align_up,
-    parse_segment_name,
+    self, BLOCK, FORMAT_VERSION, Footer, HEADER_LEN, SegmentHeader, align_up, parse_segment_name,
 };
 
 /// A torn tail that recovery dropped.
@@ -300,7 +299,7 @@ fn recover_tail(
             Step::Frame { offset, len } => {
                 if offset >= next_stride || entries.is_empty() {
                     entries.push((sc.next_index() - 1, offset));
-                    next_stride = offset - offset % INDEX_STRIDE + INDEX_STRIDE;
+                    next_stride = segment::next_stride(offset);
                 }
                 let t = sc.frame(offset, len).map_err(io("read"))?.time_ns;
                 if times.0 == 0 {

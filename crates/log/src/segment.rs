@@ -23,6 +23,12 @@ pub const INDEX_STRIDE: u64 = 64 * 1024;
 /// Bytes in the trailer at the end of a sealed segment.
 pub const TRAILER_LEN: u64 = 24;
 const FOOTER_FIXED: u64 = 56;
+/// Where the stretch after the one holding offset `at` begins: the sparse
+/// index holds the first record of each [`INDEX_STRIDE`] stretch.
+pub(crate) fn next_stride(at: u64) -> u64 {
+    at - at % INDEX_STRIDE + INDEX_STRIDE
+}
+
 /// The largest segment a log may be configured with. Its footer (one
 /// sparse-index entry per [`INDEX_STRIDE`]) stays far below
 /// [`MAX_FOOTER`], the most a reader takes in.

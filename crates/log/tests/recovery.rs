@@ -257,3 +257,51 @@ fn a_gap_between_the_tail_and_the_segment_before_is_reported() {
     }
     log.close().unwrap();
 }
+
+#[test]
+fn a_resumed_tail_keeps_the_sparse_index_of_an_uninterrupted_one() {
+    // Regression: a resumed tail put its next sparse-index entry 64 KiB
+    // after its last one instead of at the next 64 KiB stretch, so its
+    // footer could miss a stretch that an uninterrupted writer indexed.
+    // Recovery appends to a tail only when its records end on a block
+    // boundary, so the records here are sized to end on one.
+    let opts = || Options::default().segment_size(1 << 20).sync_interval(None);
+    let name = |k: u64, n: usize| vec![b'a' + (k % 26) as u8; n];
+    let append = |log: &Log, from: u64, to: u64, end_on_block: bool| {
+        let mut end = 4096u64;
+        for k in from..=to {
+            let mut n = 100 + (k as usize * 37) % 300;
+            if end_on_block && k == to {
+                let rec = weir_log::Record::new(weir_log::RecordType::CREAT);
+                let bare = weir_log::codec::encoded_len(&rec).unwrap() as u64;
+                let room = 4096 - end % 4096;
+                n = (room + if room < bare + 8 { 4096 } else { 0 } - bare) as usize;
+            }
+            let r = weir_log::Record::new(weir_log::RecordType::CREAT);
+            let nm = name(k, n);
+            let rec = r.name(&nm);
+            end += weir_log::codec::encoded_len(&rec).unwrap() as u64;
+            assert_eq!(log.append(&rec).unwrap().index(), k);
+        }
+        log.sync().unwrap();
+        end
+    };
+    let a = tempfile::tempdir().unwrap();
+    let b = tempfile::tempdir().unwrap();
+    let log = Log::open(a.path(), opts()).unwrap();
+    let end = append(&log, 1, 300, true);
+    assert_eq!(end % 4096, 0, "the records end on a block boundary");
+    // The directory as a crash would leave it: a clean tail to append to.
+    support::copy_dir(a.path(), b.path());
+    append(&log, 301, 700, false);
+    log.close().unwrap();
+    let resumed = Log::open(b.path(), opts()).unwrap();
+    let rec = resumed.recovery().clone();
+    assert_eq!((rec.next_index, rec.sealed_tail), (301, false), "{rec:?}");
+    append(&resumed, 301, 700, false);
+    resumed.close().unwrap();
+    let fa = support::footer(&segment_files(a.path())[0]).unwrap();
+    let fb = support::footer(&segment_files(b.path())[0]).unwrap();
+    assert_eq!((fa.last_index, fb.last_index), (700, 700));
+    assert_eq!(fa.entries, fb.entries);
+}
