@@ -60,6 +60,9 @@ struct State {
     short: Option<usize>,
     /// How much longer every fsync takes: a slow disk.
     sync_delay: Option<Duration>,
+    /// How much longer every open for reading takes: a slow or busy disk,
+    /// which widens the windows where threads meet.
+    open_delay: Option<Duration>,
     crash_after: Option<u64>,
     crashed: bool,
     unsynced: HashMap<PathBuf, Vec<(u64, u64)>>,
@@ -144,6 +147,12 @@ impl FaultyFs {
     /// disk's): a slow disk. [`FaultyFs::heal`] leaves it.
     pub fn slow_syncs(&self, delay: Option<Duration>) {
         self.st().sync_delay = delay;
+    }
+
+    /// Every open of a file for reading takes `delay` longer (`None`: as
+    /// long as the disk's). [`FaultyFs::heal`] leaves it.
+    pub fn slow_opens(&self, delay: Option<Duration>) {
+        self.st().open_delay = delay;
     }
 
     /// After `ops` more operations, every operation fails: the process died.
@@ -317,6 +326,11 @@ impl FileSystem for FaultyFs {
         self.wrap(StdFs.open_rw(path), path)
     }
     fn open_read(&self, path: &Path) -> io::Result<Box<dyn File>> {
+        // Read outside the state's lock, so that other threads go on.
+        let delay = self.st().open_delay;
+        if let Some(d) = delay {
+            std::thread::sleep(d);
+        }
         self.wrap(StdFs.open_read(path), path)
     }
     fn remove(&self, path: &Path) -> io::Result<()> {

@@ -144,6 +144,9 @@ pub(crate) struct Inner {
     /// The commit thread's kernel thread id, set by the thread when it
     /// starts (for its CPU time in `Stats`).
     pub(crate) committer_tid: OnceLock<i32>,
+    /// The segments, oldest first. Lock order: `consumers`, then this one
+    /// (retention holds the consumer lock while it reads and updates the
+    /// list); never take `consumers` while holding this.
     pub(crate) segments: RwLock<Vec<SegEntry>>,
     pub(crate) consumers: Mutex<Consumers>,
     pub(crate) counters: Counters,
@@ -649,18 +652,24 @@ impl Log {
     pub fn stats(&self) -> Stats {
         // Read before the segment list's lock, which a roll waits for.
         let spare_bytes = self.spare_bytes();
-        let segs = self
-            .inner
-            .segments
-            .read()
-            .unwrap_or_else(|p| p.into_inner());
+        // The guard is dropped before the consumer lock is taken: retention
+        // holds that lock and then takes the segment list's (see
+        // `Inner::segments`).
+        let (segments, bytes) = {
+            let segs = self
+                .inner
+                .segments
+                .read()
+                .unwrap_or_else(|p| p.into_inner());
+            (segs.len(), segs.iter().map(|s| s.bytes).sum())
+        };
         let k = &self.inner.counters;
         Stats {
             first_index: self.first_index(),
             last_index: self.last_index(),
             durable_index: self.inner.durable.load(Ordering::Acquire),
-            segments: segs.len(),
-            bytes: segs.iter().map(|s| s.bytes).sum(),
+            segments,
+            bytes,
             spare_bytes,
             commits: k.commits.load(Ordering::Relaxed),
             syncs: k.syncs.load(Ordering::Relaxed),

@@ -59,7 +59,7 @@ pub(crate) fn run(inner: &Inner, marks: &mut PendingMarks, opening: u64, reserve
         .filter(|c| c.cleared < last)
         .filter_map(|c| {
             let lag = last - c.cleared;
-            let limit = ret.max_idle_time.map(|t| t.as_nanos() as u64);
+            let limit = ret.max_idle_time.map(nanos);
             if ret.max_idle_records.is_some_and(|m| lag > m) {
                 Some((c.name.clone(), "idle-records"))
             } else if limit.is_some_and(|t| {
@@ -95,7 +95,7 @@ pub(crate) fn run(inner: &Inner, marks: &mut PendingMarks, opening: u64, reserve
         let aged = consumers.list().is_empty()
             && ret.max_age.is_some_and(|age| {
                 let t = last_time(inner, s);
-                t != 0 && now.saturating_sub(t) > age.as_nanos() as u64
+                t != 0 && now.saturating_sub(t) > nanos(age)
             });
         let over = total > ret.max_bytes;
         if cleared || aged || (over && !needed) {
@@ -155,6 +155,12 @@ fn evicted(c: &crate::consumers::Consumer, reason: &'static str, last: u64) -> M
 /// The time of a segment's newest record. Segments found at open carry no
 /// time until their footer is read; the time read is kept, so each footer
 /// is read once, not on every retention pass.
+/// A limit in ns, saturating: a limit of centuries must not wrap to a
+/// short one.
+fn nanos(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
 /// When a record began to wait for `c`: the time of the record after its
 /// cleared index. A consumer is idle only while records wait for it: one
 /// that had read everything on a quiet log is not evicted by the first
@@ -256,5 +262,22 @@ fn flush_marks(inner: &Inner, marks: &mut PendingMarks) {
             break;
         }
         marks.0.pop_front();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::nanos;
+
+    #[test]
+    fn limits_of_centuries_do_not_wrap() {
+        // Regression: `as_nanos() as u64` wrapped a limit of 600 years to
+        // about 16 years, and larger ones to anything, evicting early.
+        let centuries = Duration::from_secs(600 * 365 * 24 * 3600);
+        assert!((centuries.as_nanos() as u64) < nanos(Duration::from_secs(20 * 365 * 24 * 3600)));
+        assert_eq!(nanos(centuries), u64::MAX);
+        assert_eq!(nanos(Duration::from_secs(3)), 3_000_000_000);
     }
 }

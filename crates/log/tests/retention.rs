@@ -658,3 +658,58 @@ fn no_consumer_is_evicted_for_the_spare_segment() {
     });
     log.close().unwrap();
 }
+
+#[test]
+fn stats_beside_a_retention_pass_does_not_deadlock_the_committer() {
+    // Regression: `stats` held the segment list's read lock while it took
+    // the consumer lock, and retention holds the consumer lock while it
+    // takes the segment list's write lock (to cache a segment's time for
+    // `max_age`). Meeting, they froze the commit thread for good: every
+    // durable wait hung, and so did close.
+    let dir = tempfile::tempdir().unwrap();
+    let fs = weir_log::fault::FaultyFs::new();
+    let opts = || {
+        Options::default()
+            .segment_size(SEG)
+            .fs(Arc::new(fs.clone()))
+            .retention(Retention {
+                max_age: Some(Duration::from_secs(3600)),
+                ..retention(1024, FullPolicy::EvictMostIdle)
+            })
+    };
+    let log = Log::open(dir.path(), opts()).unwrap();
+    fill(&log, 1000);
+    log.close().unwrap();
+    // Reopened, the sealed segments' times are not cached: the first pass
+    // reads a footer, slowly, with the consumer lock held.
+    fs.slow_opens(Some(Duration::from_millis(50)));
+    let log = Arc::new(Log::open(dir.path(), opts()).unwrap());
+    let stats = {
+        let log = log.clone();
+        std::thread::spawn(move || {
+            let started = Instant::now();
+            while started.elapsed() < Duration::from_secs(2) {
+                let _ = log.stats();
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        })
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    {
+        let log = log.clone();
+        std::thread::spawn(move || {
+            let started = Instant::now();
+            while started.elapsed() < Duration::from_secs(2) {
+                log.append_durable(&Record::new(RecordType::CREAT).name(b"x"))
+                    .unwrap();
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let _ = tx.send(());
+        });
+    }
+    rx.recv_timeout(Duration::from_secs(30))
+        .expect("durable appends hung: the committer is deadlocked");
+    stats.join().unwrap();
+    fs.slow_opens(None);
+    Arc::try_unwrap(log).unwrap().close().unwrap();
+}
