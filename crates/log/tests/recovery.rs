@@ -305,3 +305,52 @@ fn a_resumed_tail_keeps_the_sparse_index_of_an_uninterrupted_one() {
     assert_eq!((fa.last_index, fb.last_index), (700, 700));
     assert_eq!(fa.entries, fb.entries);
 }
+
+#[test]
+fn a_resumed_tail_is_synced_before_its_records_count_as_durable() {
+    // Regression: recovery resumed a clean tail ending on a block boundary
+    // without an fsync and counted its records durable, though a killed
+    // writer may have left them only in the page cache: `sync` then
+    // confirmed them without an fsync, and a power cut took them.
+    use std::sync::Arc;
+    use weir_log::fault::{FaultyFs, PowerCut};
+    use weir_log::{Preallocation, Record, RecordType};
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FaultyFs::new();
+    let opts = || {
+        opts()
+            .sync_interval(None)
+            .preallocation(Preallocation::Reserve)
+            .fs(Arc::new(fs.clone()))
+    };
+    let log = Log::open(dir.path(), opts()).unwrap();
+    // 64 frames of 64 bytes: the records end on a block boundary.
+    for _ in 0..64 {
+        let _ = log
+            .append(&Record::new(RecordType::CREAT).name(&[b'n'; 28]))
+            .unwrap();
+    }
+    while log.last_index() < 64 {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Killed: written to the OS, never synced.
+    fs.fail_writes(support::EIO, 0, None);
+    fs.fail_syncs(support::EIO, 0, None);
+    drop(log);
+    fs.heal();
+    let log = Log::open(dir.path(), opts()).unwrap();
+    let rec = log.recovery().clone();
+    assert_eq!((rec.next_index, rec.sealed_tail), (65, false), "{rec:?}");
+    let claimed = log.sync().unwrap().unwrap().index();
+    assert_eq!(claimed, 64);
+    // This process dies too, and then the power goes.
+    fs.crash_after(0);
+    drop(log);
+    fs.power_cut(PowerCut::LoseAll).unwrap();
+    let mut reader = Reader::open_dir(dir.path(), 1);
+    let mut got = 0;
+    while let Some(r) = reader.next_record().unwrap() {
+        got = r.index;
+    }
+    assert_eq!(got, claimed, "records confirmed durable were lost");
+}
