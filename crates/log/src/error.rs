@@ -100,6 +100,18 @@ pub enum Error {
         /// The last committed index.
         last: u64,
     },
+    /// A wait for an index this log has not handed out: an [`Appended`]
+    /// from another log, or from before a reopen that lost the tail it
+    /// named.
+    ///
+    /// [`Appended`]: crate::Appended
+    #[error("index {index} was not appended to this log (the next index is {next})")]
+    NotAppended {
+        /// The index waited for.
+        index: u64,
+        /// The index the next append gets.
+        next: u64,
+    },
     /// The consumer state file could not be parsed.
     #[error("consumer state file {path} is invalid: {source}")]
     BadConsumerState {

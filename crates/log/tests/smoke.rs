@@ -70,3 +70,43 @@ fn stats_count_the_commit_threads_cpu_time() {
     assert!(after >= before + 1_000_000, "{before} -> {after} ns");
     log.close().unwrap();
 }
+
+#[test]
+fn waiting_on_an_index_another_log_handed_out_is_an_error() {
+    // Regression: `Appended` is not tied to its log, and a wait on an index
+    // this log had not handed out blocked until close (or until another
+    // record took that index), with the committer spinning meanwhile.
+    let a_dir = tempfile::tempdir().unwrap();
+    let b_dir = tempfile::tempdir().unwrap();
+    let a = Log::open(a_dir.path(), Options::default()).unwrap();
+    let b = Log::open(b_dir.path(), Options::default()).unwrap();
+    let mut last = None;
+    for k in 0..100u32 {
+        last = Some(
+            a.append(&Record::new(RecordType::CREAT).name(&k.to_le_bytes()))
+                .unwrap(),
+        );
+    }
+    let foreign = last.unwrap();
+    let b = std::sync::Arc::new(b);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let waiter = b.clone();
+    let waiting = std::thread::spawn(move || {
+        let _ = tx.send(waiter.wait_durable(foreign).map(|d| d.index()));
+    });
+    match rx.recv_timeout(std::time::Duration::from_secs(10)) {
+        Ok(Err(weir_log::Error::NotAppended { index, next })) => {
+            assert_eq!((index, next), (100, 1))
+        }
+        other => panic!("expected NotAppended at once, got {other:?}"),
+    }
+    waiting.join().unwrap();
+    let b = std::sync::Arc::try_unwrap(b).unwrap();
+    // Its own records still wait as before.
+    let own = b
+        .append(&Record::new(RecordType::CREAT).name(b"own"))
+        .unwrap();
+    assert_eq!(b.wait_durable(own).unwrap().index(), 1);
+    a.close().unwrap();
+    b.close().unwrap();
+}

@@ -130,7 +130,9 @@ impl From<weir_log::Error> for ApiError {
             | E::BadType(_)
             | E::FieldTooLong { .. }
             | E::RecordTooLarge { .. } => (Code::BadRequest, None),
-            E::ClearBeyondEnd { .. } | E::Truncated { .. } => (Code::BadRange, None),
+            E::ClearBeyondEnd { .. } | E::Truncated { .. } | E::NotAppended { .. } => {
+                (Code::BadRange, None)
+            }
             // The log cannot take writes now; it may later.
             E::NoSpace | E::Stalled { .. } | E::Closed => {
                 (Code::LogError, Some(StatusCode::SERVICE_UNAVAILABLE))

@@ -45,6 +45,12 @@ impl Inner {
         if self.durable.load(Ordering::Acquire) >= index {
             return Ok(());
         }
+        // An index not handed out yet would keep the committer urgent (and
+        // spinning) until some other record took it.
+        let next = self.ring.next();
+        if index >= next {
+            return Err(Error::NotAppended { index, next });
+        }
         let epoch = self.fail_epoch.load(Ordering::Acquire);
         // Counted in before the first look at `durable_seq`: the committer
         // skips the wake when it sees no waiters (see `wake_durable`).
