@@ -374,7 +374,7 @@ fn recover_tail(
 }
 
 /// Counts non-zero bytes after `from`, and the valid frames among them.
-fn garbage_after(file: &dyn File, from: u64, len: u64) -> io::Result<(u64, u64)> {
+pub(crate) fn garbage_after(file: &dyn File, from: u64, len: u64) -> io::Result<(u64, u64)> {
     let mut first_nz = None;
     let mut last_nz = 0;
     let mut buf = vec![0u8; 1 << 20];
