@@ -27,6 +27,12 @@ pub(crate) struct Cli {
     #[arg(long, global = true)]
     pub(crate) direct: bool,
 
+    /// The daemon's configuration file (TOML) [default: /etc/weir/weir.toml,
+    /// when it exists]. `weir run` reads all of it; a command that opens the
+    /// log itself takes its [log] settings, as the daemon would.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+
     #[command(subcommand)]
     pub(crate) command: Command,
 }
@@ -96,7 +102,8 @@ pub(crate) struct TailArgs {
     pub(crate) consumer: Option<String>,
 
     /// Only these types, e.g. `CREAT,UNLNK,200-300` or `all,-MARK`.
-    #[arg(long, value_name = "TYPES", value_parser = parse_mask)]
+    // A mask may start with a removal (`-MARK`), which is not an option.
+    #[arg(long, value_name = "TYPES", value_parser = parse_mask, allow_hyphen_values = true)]
     pub(crate) mask: Option<TypeMask>,
 
     /// Keep printing records as they are written, until SIGINT or SIGTERM.
@@ -115,7 +122,8 @@ pub(crate) enum ConsumerCommand {
         /// 1-64 characters from [A-Za-z0-9._-].
         name: String,
         /// The types it reads [default: all].
-        #[arg(long, value_name = "TYPES", value_parser = parse_mask)]
+        // As for `tail --mask`: `-MARK` is a mask, not an option.
+        #[arg(long, value_name = "TYPES", value_parser = parse_mask, allow_hyphen_values = true)]
         mask: Option<TypeMask>,
     },
     /// List consumers with their lag.
@@ -270,17 +278,12 @@ pub(crate) struct DevicesWatchArgs {
     pub(crate) filter: FilterArgs,
 }
 
-/// `weir run`: the configuration file, and every key of it as a flag
-/// (`--SECTION-KEY`, `_` as `-`), laid over the file. `--state-dir` and
-/// `--socket` are the global options; the socket may also come from
-/// `$WEIR_SOCKET`. Precedence: flag, environment, file, default.
+/// `weir run`: every key of the configuration file as a flag
+/// (`--SECTION-KEY`, `_` as `-`), laid over the file. `--config`,
+/// `--state-dir` and `--socket` are the global options; the socket may also
+/// come from `$WEIR_SOCKET`. Precedence: flag, environment, file, default.
 #[derive(Debug, Default, Args)]
 pub(crate) struct RunArgs {
-    /// The configuration file (TOML) [default: /etc/weir/weir.toml, when it
-    /// exists].
-    #[arg(long, value_name = "FILE")]
-    pub(crate) config: Option<PathBuf>,
-
     /// Print the configuration in effect (defaults, file, environment and
     /// flags) as TOML, and exit.
     #[arg(long)]

@@ -100,7 +100,7 @@ pub(crate) fn socket_path(arg: Option<PathBuf>) -> PathBuf {
 /// when the daemon answers that its source for it is off or failed
 /// (`unavailable`): the caller then reads the system itself.
 pub(crate) fn copy_listing(client: &mut Client, target: &PathQuery, what: &str) -> Result<bool> {
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::stdout::lock();
     match client.get_text(target.as_str(), &mut out) {
         Ok(_) => Ok(true),
         Err(e) if e.code() == Some(&ErrorCode::Unavailable) => {
@@ -114,7 +114,7 @@ pub(crate) fn copy_listing(client: &mut Client, target: &PathQuery, what: &str) 
 /// Prints `v` as one compact JSON line: serde_json's maps keep their keys
 /// sorted, so the same value prints the same bytes on either path.
 pub(crate) fn print_json_line(v: &serde_json::Value) -> Result<()> {
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::stdout::lock();
     writeln!(out, "{v}")?;
     out.flush()?;
     Ok(())

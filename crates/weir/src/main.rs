@@ -11,11 +11,13 @@
 
 mod cli;
 mod cmd;
+mod config_file;
 mod daemon;
 mod devices_line;
 mod mounts_line;
 mod signals;
 mod state_dir;
+mod stdout;
 
 use std::process::ExitCode;
 
@@ -26,8 +28,10 @@ fn main() -> ExitCode {
     init_tracing(&cli.command);
     match cmd::dispatch(cli) {
         Ok(()) => ExitCode::SUCCESS,
-        // A reader that went away (`weir log tail | head`) is not an error.
-        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        // A reader of stdout that went away (`weir log tail | head`) is not
+        // an error. Only stdout's broken pipe: the daemon's socket breaking
+        // is one. `log write` turns its own into an error (it stops appending).
+        Err(e) if stdout::is_closed(&e) => ExitCode::SUCCESS,
         // `weir status` without a daemon: status 3, as `systemctl status`
         // gives for a unit that is not running.
         Err(e) if e.downcast_ref::<cmd::NoDaemon>().is_some() => {
@@ -69,11 +73,4 @@ fn init_tracing(command: &cli::Command) {
         // Colour only for a person at a terminal, not in a file or journal.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-}
-
-fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-    })
 }

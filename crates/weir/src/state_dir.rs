@@ -1,10 +1,13 @@
 //! The state directory: where it is by default, where the log lives in it,
-//! and how commands open that log (as the writer, or read-only).
+//! and how commands open that log (as the writer, with the daemon's `[log]`
+//! settings, or read-only).
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow, bail};
 use weir_log::{Log, Options};
+
+use crate::config_file;
 
 /// The log's subdirectory of the state directory.
 const LOG_SUBDIR: &str = "log";
@@ -13,6 +16,8 @@ const LOG_SUBDIR: &str = "log";
 #[derive(Debug, Clone)]
 pub(crate) struct StateDir {
     root: PathBuf,
+    /// `--config`: where the writer's log options come from.
+    config: Option<PathBuf>,
 }
 
 impl StateDir {
@@ -27,7 +32,13 @@ impl StateDir {
                 std::env::var_os("HOME").map(PathBuf::from),
             )?,
         };
-        Ok(StateDir { root })
+        Ok(StateDir { root, config: None })
+    }
+
+    /// Takes the writer's log options from the configuration file `config`
+    /// (`--config`) rather than the default one.
+    pub(crate) fn with_config(self, config: Option<PathBuf>) -> StateDir {
+        StateDir { config, ..self }
     }
 
     /// The state directory itself.
@@ -55,17 +66,18 @@ impl StateDir {
         }
     }
 
-    /// Opens the log as its single writer, creating directories as needed.
+    /// Opens the log as its single writer, creating directories as needed,
+    /// with the daemon's `[log]` settings: its retention runs here too.
     pub(crate) fn open_writer(&self) -> Result<Log> {
-        let dir = self.log_dir();
-        open_writer(&dir)
+        let opts = config_file::log_options(self.config.as_deref())?;
+        open_writer(&self.log_dir(), opts)
     }
 }
 
 /// Opens the log in `dir` for writing, explaining a lock held by another
 /// process in plain words.
-pub(crate) fn open_writer(dir: &Path) -> Result<Log> {
-    match Log::open(dir, Options::default()) {
+fn open_writer(dir: &Path, opts: Options) -> Result<Log> {
+    match Log::open(dir, opts) {
         Ok(log) => Ok(log),
         Err(weir_log::Error::Locked { holder, .. }) => {
             let who = holder.map_or_else(

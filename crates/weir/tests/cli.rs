@@ -1,6 +1,7 @@
 //! End-to-end tests of `weir log`: write and tail (with bytes that are not
-//! UTF-8), consumers across invocations, verify on a damaged segment, and
-//! the writer lock seen from a second process.
+//! UTF-8), consumers across invocations, masks, verify on a damaged
+//! segment, the writer lock seen from a second process, and a closed
+//! stdout.
 
 mod support;
 
@@ -309,4 +310,77 @@ fn a_closed_stdout_ends_tail_quietly() {
         "{}",
         String::from_utf8_lossy(&done.stderr)
     );
+}
+
+/// Regression: `seq 1 200000 | weir log write | head -1` exited 0 having
+/// appended only part of its input, because `main` took any broken pipe
+/// for a reader that had seen enough.
+#[test]
+fn a_closed_stdout_makes_write_fail_and_say_how_far_it_got() {
+    let w = Weir::new();
+    let mut write = w
+        .cmd(&["log", "write"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = write.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || {
+        let input: String = (1..=200_000).map(|i| format!("{i}\n")).collect();
+        // Fails once weir is gone: it stops reading with its stdout.
+        let _ = stdin.write_all(input.as_bytes());
+    });
+    let mut out = BufReader::new(write.stdout.take().unwrap());
+    let mut first = String::new();
+    out.read_line(&mut first).unwrap();
+    assert_eq!(first, "1\n");
+    // `head -1`: the indexes of 200,000 lines are far more than a pipe
+    // holds, so weir is still writing them.
+    drop(out);
+    let done = write.wait_with_output().unwrap();
+    feeder.join().unwrap();
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(1), "{err}");
+    let appended: u64 = err
+        .trim_end()
+        .strip_suffix(" lines were appended")
+        .and_then(|e| e.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count of appended lines: {err}"));
+    assert!(err.contains("stdout was closed"), "{err}");
+    let stats: serde_json::Value =
+        serde_json::from_str(&w.ok(&["log", "stats", "--json"], b"")).unwrap();
+    assert_eq!(stats["records"], json!(appended), "{err}");
+    assert!(appended < 200_000, "{err}");
+}
+
+/// Regression: clap took a mask that starts with a removal (`-CREAT,-MARK`,
+/// docs/cli.md's own example form) for options and refused it.
+#[test]
+fn masks_may_start_with_a_removal() {
+    let w = Weir::new();
+    w.write(&[], &[b"mark"]);
+    w.write(&["--type", "CREAT"], &[b"creat"]);
+    w.write(&["--type", "UNLNK"], &[b"unlnk"]);
+    let kept = w.tail_json(&["--mask", "-CREAT,-MARK"]);
+    assert_eq!(names(&kept), vec![b"unlnk".to_vec()]);
+    let text = w.ok(&["log", "tail", "--mask", "-MARK,-OPEN,-CLOSE"], b"");
+    assert_eq!(text.lines().count(), 2, "{text}");
+
+    w.ok(
+        &["log", "consumer", "register", "c", "--mask", "-MARK"],
+        b"",
+    );
+    w.ok(
+        &["log", "consumer", "register", "d", "--mask", "^MARK"],
+        b"",
+    );
+    let list = consumers(&w);
+    assert_eq!(list.len(), 2);
+    assert_eq!(list[0]["mask"], list[1]["mask"]);
+    w.write(&[], &[b"unseen"]);
+    w.write(&["--type", "CREAT"], &[b"seen"]);
+    let read = w.tail_json(&["--consumer", "c"]);
+    assert_eq!(names(&read), vec![b"seen".to_vec()]);
 }

@@ -337,7 +337,7 @@ wait_for() {
     done
 }
 mkdir "$M/a" "$M/b"
-timeout -k 5 120 "$W" --state-dir "$D" mounts watch --backend "$BE" > "$M/out" 2> "$M/err" &
+timeout -k 5 120 "$W" --state-dir "$D" --config /dev/null mounts watch --backend "$BE" > "$M/out" 2> "$M/err" &
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null' EXIT
 wait_for '^weir: watching mounts' "$M/err"

@@ -280,7 +280,15 @@ fn log_commands_for_another_state_dir_work_directly() {
     let st = state.path().to_str().unwrap();
     // Make a log here, directly.
     let mut c = Command::new(env!("CARGO_BIN_EXE_weir"));
-    c.args(["--direct", "--state-dir", st, "log", "write"]);
+    c.args([
+        "--direct",
+        "--config",
+        "/dev/null",
+        "--state-dir",
+        st,
+        "log",
+        "write",
+    ]);
     assert_eq!(ok(c, b"one\n"), b"1\n");
 
     let elsewhere = json!({"state_dir": "/nonexistent/weir"}).to_string();

@@ -10,7 +10,7 @@ use anyhow::{Context, Result, anyhow};
 
 /// Prints `line` and a newline on stdout, flushed even into a pipe.
 pub(super) fn print_line(line: &str) -> std::io::Result<()> {
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::stdout::lock();
     writeln!(out, "{line}")?;
     out.flush()
 }

@@ -31,7 +31,9 @@ pub(super) fn consumer(route: &Route, state: &StateDir, command: ConsumerCommand
                 .register(&name, mask.unwrap_or_else(TypeMask::all))
                 .with_context(|| format!("registering consumer {name}"))?;
             log.close().context("closing the log")?;
-            println!("{id}");
+            let mut out = crate::stdout::lock();
+            writeln!(out, "{id}")?;
+            out.flush()?;
             Ok(())
         }
         ConsumerCommand::List(a) => {
@@ -66,7 +68,7 @@ fn via_daemon(client: &mut Client, command: ConsumerCommand) -> Result<()> {
             let r: Registered = client
                 .post_json("/v1/log/consumers", &json!({"name": name, "mask": mask}))
                 .with_context(|| format!("registering consumer {name}"))?;
-            let mut out = std::io::stdout().lock();
+            let mut out = crate::stdout::lock();
             writeln!(out, "{}", r.id)?;
             out.flush()?;
             Ok(())
@@ -125,7 +127,7 @@ impl ConsumerRow {
 
 /// Prints consumers (their JSON forms) one per line, or as a table.
 fn print_list(list: &[Value], json: bool) -> Result<()> {
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::stdout::lock();
     if json {
         for c in list {
             writeln!(out, "{c}")?;

@@ -67,7 +67,7 @@ struct Figures {
 
 fn print_text(v: &Value) -> Result<()> {
     let s = Figures::deserialize(v).context("the log's figures")?;
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::stdout::lock();
     writeln!(out, "log:          {}", s.dir)?;
     writeln!(out, "segments:     {}", s.segments)?;
     writeln!(

@@ -40,7 +40,7 @@ pub(super) fn tail(route: &Route, state: &StateDir, args: TailArgs) -> Result<()
         None
     };
     let mut reader = open(&dir, from, mask.as_ref());
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut out = std::io::BufWriter::new(crate::stdout::lock());
     // Without --from, start at the oldest record whatever its index; a
     // segment collected while we start just moves that start forward.
     let mut chase_oldest = from.is_none();
@@ -89,7 +89,7 @@ fn via_daemon(client: &mut Client, args: &TailArgs) -> Result<()> {
         .param_opt("mask", args.mask.as_ref());
     if !args.follow {
         client
-            .get_text(target.as_str(), &mut std::io::stdout().lock())
+            .get_text(target.as_str(), &mut crate::stdout::lock())
             .context("reading the log through the daemon")?;
         return Ok(());
     }
@@ -98,7 +98,7 @@ fn via_daemon(client: &mut Client, args: &TailArgs) -> Result<()> {
     let mut lines = client
         .get_lines(target.as_str())
         .context("following the log through the daemon")?;
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut out = std::io::BufWriter::new(crate::stdout::lock());
     while !stop.load(Ordering::SeqCst) {
         match lines
             .next(POLL)

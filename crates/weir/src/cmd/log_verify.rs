@@ -36,7 +36,7 @@ pub(super) fn verify(state: &StateDir) -> Result<()> {
     .with_context(|| format!("verifying {}", dir.display()))?;
     bar.finish_and_clear();
 
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::stdout::lock();
     let Some(p) = rep.problem else {
         writeln!(
             out,

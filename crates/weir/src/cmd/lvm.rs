@@ -59,7 +59,7 @@ pub(super) fn list(route: &Route, what: Listing, args: &LvmListArgs) -> Result<(
         (Listing::Devices, true) => lvm_json::devices_json(&inv),
         (Listing::Devices, false) => lvm_view::devices_table(&inv),
     };
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::stdout::lock();
     out.write_all(text.as_bytes())?;
     out.flush()?;
     Ok(())

@@ -31,9 +31,9 @@ pub(crate) fn dispatch(cli: Cli) -> Result<()> {
     // defaults, so it takes them as given.
     let run_paths = (cli.state_dir.clone(), cli.socket.clone());
     let route = Route::new(cli.socket, cli.direct, cli.state_dir.clone());
-    let state = StateDir::resolve(cli.state_dir);
+    let state = StateDir::resolve(cli.state_dir).map(|s| s.with_config(cli.config.clone()));
     match cli.command {
-        Command::Run(a) => run::run(&a, run_paths.0, run_paths.1),
+        Command::Run(a) => run::run(&a, cli.config.as_deref(), run_paths.0, run_paths.1),
         Command::Log { command } => {
             let state = state?;
             match command {

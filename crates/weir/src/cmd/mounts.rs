@@ -41,7 +41,7 @@ pub(super) fn list(route: &Route, args: &MountsListArgs) -> Result<()> {
     } else {
         mounts_table::render(&args.columns.columns, &snap.mounts)
     };
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::stdout::lock();
     out.write_all(text.as_bytes())?;
     out.flush()?;
     Ok(())

@@ -12,15 +12,13 @@ use crate::cli::RunArgs;
 use crate::daemon::SOCKET_ENV;
 use crate::state_dir::StateDir;
 
-/// The configuration file read when `--config` is not given, if it exists.
-const DEFAULT_CONFIG: &str = "/etc/weir/weir.toml";
-
 pub(super) fn run(
     args: &RunArgs,
+    config_file: Option<&Path>,
     state_dir: Option<PathBuf>,
     socket: Option<PathBuf>,
 ) -> Result<()> {
-    let config = configure(args, state_dir, socket)?;
+    let config = configure(args, config_file, state_dir, socket)?;
     if args.print_config {
         print!(
             "{}",
@@ -34,14 +32,11 @@ pub(super) fn run(
 /// The configuration in effect, validated.
 fn configure(
     args: &RunArgs,
+    config_file: Option<&Path>,
     state_dir: Option<PathBuf>,
     socket: Option<PathBuf>,
 ) -> Result<Config> {
-    let mut config = match &args.config {
-        Some(path) => Config::load(path)?,
-        None if Path::new(DEFAULT_CONFIG).exists() => Config::load(Path::new(DEFAULT_CONFIG))?,
-        None => Config::default(),
-    };
+    let mut config = crate::config_file::load(config_file)?;
     let env_socket = std::env::var_os(SOCKET_ENV)
         .filter(|s| !s.is_empty())
         .map(PathBuf::from);

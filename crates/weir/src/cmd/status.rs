@@ -56,7 +56,7 @@ pub(super) fn status(route: &Route, json: bool) -> Result<()> {
             None
         }
     };
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::stdout::lock();
     out.write_all(summary(&v, consumers.as_deref()).as_bytes())?;
     out.flush()?;
     Ok(())

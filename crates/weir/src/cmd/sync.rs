@@ -30,7 +30,7 @@ pub(super) fn sync(route: &Route, json: bool) -> Result<()> {
     let s: Synced = client
         .post("/v1/sync")
         .context("asking the daemon for a barrier")?;
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::stdout::lock();
     if json {
         writeln!(out, "{}", serde_json::json!({ "index": s.index }))?;
     } else {

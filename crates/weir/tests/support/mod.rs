@@ -12,13 +12,27 @@ use serde_json::Value;
 /// A state directory that lives as long as the test.
 pub(crate) struct Weir {
     dir: tempfile::TempDir,
+    /// `--config` for every command: `/dev/null` (no settings) unless the
+    /// test sets one, so that no test reads the machine's
+    /// /etc/weir/weir.toml.
+    config: PathBuf,
 }
 
 impl Weir {
     pub(crate) fn new() -> Weir {
         Weir {
             dir: tempfile::tempdir().expect("temporary directory"),
+            config: PathBuf::from("/dev/null"),
         }
+    }
+
+    /// Writes `toml` as the configuration file every later command is
+    /// given, and returns its path.
+    pub(crate) fn set_config(&mut self, toml: &str) -> PathBuf {
+        let path = self.dir.path().join("weir.toml");
+        std::fs::write(&path, toml).expect("write the configuration");
+        self.config = path.clone();
+        path
     }
 
     pub(crate) fn state_dir(&self) -> &Path {
@@ -35,15 +49,19 @@ impl Weir {
         self.dir.path().join("weir.sock")
     }
 
-    /// `weir --state-dir DIR ARGS...`, not started. `$WEIR_SOCKET` points
-    /// into DIR, so a test never reaches (or, with `weir run`, takes the
-    /// place of) a daemon on the machine's socket.
+    /// `weir --state-dir DIR --config FILE ARGS...`, not started; without
+    /// `--config FILE` when ARGS give their own (clap takes it once).
+    /// `$WEIR_SOCKET` points into DIR, so a test never reaches (or, with
+    /// `weir run`, takes the place of) a daemon on the machine's socket.
     pub(crate) fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_weir"));
         c.env("WEIR_SOCKET", self.socket())
             .arg("--state-dir")
-            .arg(self.dir.path())
-            .args(args);
+            .arg(self.dir.path());
+        if !args.contains(&"--config") {
+            c.arg("--config").arg(&self.config);
+        }
+        c.args(args);
         c
     }
 

@@ -10,12 +10,15 @@
 //!
 //! A batch goes to the daemon as `POST /v1/log/records` when one answers
 //! (`durable` with `--sync`), or straight into the log as its writer.
+//!
+//! A closed stdout is an error here, not the quiet end it is for readers:
+//! the command stops appending, so the rest of its input is lost.
 
 use std::io::{BufRead, BufReader, Read, Write};
 
 mod via_daemon;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, anyhow};
 use weir_log::{Appended, Log, Record, RecordType, codec};
 
 use crate::cli::WriteArgs;
@@ -28,22 +31,32 @@ const READ_BUF: usize = 16 * 1024;
 
 pub(super) fn write(route: &Route, state: &StateDir, args: &WriteArgs) -> Result<()> {
     let stdin = std::io::stdin();
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::stdout::lock();
     if let Some(mut client) = route.log_client()? {
         let mut sink = via_daemon::ViaDaemon::new(&mut client, args.kind, args.sync);
-        return copy_lines(&mut sink, stdin.lock(), &mut out);
+        let res = copy_lines(&mut sink, stdin.lock(), &mut out);
+        return stopped_early(res, &sink);
     }
     let log = state.open_writer()?;
-    let mut sink = Direct {
-        log: &log,
-        kind: args.kind,
-        sync: args.sync,
-        printed: String::new(),
-    };
-    let res = copy_lines(&mut sink, stdin.lock(), &mut out);
+    let mut sink = Direct::new(&log, args.kind, args.sync);
+    let res = stopped_early(copy_lines(&mut sink, stdin.lock(), &mut out), &sink);
     // Close durably even after an error, so that what was appended stays.
     let closed = log.close().context("closing the log");
     res.and(closed)
+}
+
+/// Turns a closed stdout into an error that says how far the input got.
+/// It must not keep the [`crate::stdout::StdoutClosed`] mark, which `main`
+/// takes for a quiet success.
+fn stopped_early(res: Result<()>, sink: &impl Sink) -> Result<()> {
+    match res {
+        Err(e) if crate::stdout::is_closed(&e) => Err(anyhow!(
+            "stdout was closed, so the input was not read to its end: \
+             {} lines were appended",
+            sink.appended()
+        )),
+        res => res,
+    }
 }
 
 /// Where batches of lines go.
@@ -52,6 +65,9 @@ trait Sink {
     /// fails, the indexes of the records appended before it are still
     /// printed (once durable, with `--sync`), then the error is returned.
     fn batch(&mut self, lines: &[&[u8]], out: &mut dyn Write) -> Result<()>;
+
+    /// How many records have been appended so far, printed or not.
+    fn appended(&self) -> u64;
 }
 
 /// Appends the lines of `input` and prints their indexes to `out`.
@@ -94,6 +110,7 @@ struct Direct<'a> {
     sync: bool,
     /// The indexes of the batch, one per line.
     printed: String,
+    appended: u64,
 }
 
 impl Sink for Direct<'_> {
@@ -110,9 +127,23 @@ impl Sink for Direct<'_> {
         self.printed.clear();
         appended
     }
+
+    fn appended(&self) -> u64 {
+        self.appended
+    }
 }
 
-impl Direct<'_> {
+impl<'a> Direct<'a> {
+    fn new(log: &'a Log, kind: RecordType, sync: bool) -> Direct<'a> {
+        Direct {
+            log,
+            kind,
+            sync,
+            printed: String::new(),
+            appended: 0,
+        }
+    }
+
     /// Appends one record per line, noting each index and the last
     /// record's ticket in `last`.
     fn append_lines(&mut self, lines: &[&[u8]], last: &mut Option<Appended>) -> Result<()> {
@@ -123,6 +154,7 @@ impl Direct<'_> {
                 .context("appending a record")?;
             self.printed.push_str(&a.index().to_string());
             self.printed.push('\n');
+            self.appended += 1;
             *last = Some(a);
         }
         Ok(())
@@ -134,12 +166,7 @@ mod tests {
     use super::*;
 
     fn direct(log: &Log, kind: RecordType) -> Direct<'_> {
-        Direct {
-            log,
-            kind,
-            sync: true,
-            printed: String::new(),
-        }
+        Direct::new(log, kind, true)
     }
 
     /// A reader that hands out its data in fixed pieces, as a pipe might.

@@ -26,6 +26,7 @@ pub(super) struct ViaDaemon<'a> {
     client: &'a mut Client,
     kind: RecordType,
     durable: bool,
+    appended: u64,
 }
 
 /// One record of the request body.
@@ -86,6 +87,10 @@ impl Sink for ViaDaemon<'_> {
             .context("appending a record")),
         }
     }
+
+    fn appended(&self) -> u64 {
+        self.appended
+    }
 }
 
 impl<'a> ViaDaemon<'a> {
@@ -94,6 +99,7 @@ impl<'a> ViaDaemon<'a> {
             client,
             kind,
             durable,
+            appended: 0,
         }
     }
 
@@ -114,6 +120,7 @@ impl<'a> ViaDaemon<'a> {
                 records.len()
             );
         }
+        self.appended += records.len() as u64;
         let mut printed = String::new();
         for i in answer.indexes {
             printed.push_str(&i.to_string());

@@ -1,0 +1,100 @@
+//! Commands that open the log themselves (no daemon answers, or
+//! `--direct`) take the daemon's `[log]` settings from its configuration
+//! file (`--config`), so that the retention they run evicts and deletes
+//! what the daemon's would. No test here reads /etc/weir: every command
+//! gets a temporary file, or /dev/null (see `support::Weir::cmd`).
+
+mod support;
+
+use serde_json::Value;
+use support::Weir;
+
+fn consumer_names(w: &Weir) -> Vec<String> {
+    w.ok(&["log", "consumer", "list", "--json"], b"")
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            v["name"].as_str().unwrap().to_owned()
+        })
+        .collect()
+}
+
+/// Regression: direct opens used weir-log's defaults whatever the daemon's
+/// file said, so one `echo note | weir log write` with the daemon stopped
+/// evicted and deleted by other rules than the daemon's. weir-log's
+/// defaults never evict by record count; this file evicts a consumer more
+/// than 2 records behind.
+#[test]
+fn a_direct_write_runs_retention_with_the_configured_settings() {
+    for configured in [false, true] {
+        let mut w = Weir::new();
+        w.write(&[], &[b"before"]);
+        w.ok(&["log", "consumer", "register", "slow"], b"");
+        if configured {
+            w.set_config("[log]\nmax_idle_records = 2\n");
+        }
+        w.write(&[], &[b"a", b"b", b"c"]);
+        let evicted = w
+            .tail_json(&[])
+            .iter()
+            .any(|r| r["name"] == "consumer-evicted slow");
+        if configured {
+            assert!(consumer_names(&w).is_empty(), "the file's limit applies");
+            assert!(evicted, "a MARK says so");
+        } else {
+            assert_eq!(consumer_names(&w), ["slow"], "the defaults keep it");
+            assert!(!evicted);
+        }
+    }
+}
+
+/// The global option may follow the subcommand, and `consumer clear` (a
+/// direct writer too) honours it.
+#[test]
+fn config_after_the_subcommand_applies_to_consumer_changes() {
+    let w = Weir::new();
+    w.write(&[], &[b"one", b"two", b"three", b"four"]);
+    w.ok(&["log", "consumer", "register", "slow"], b"");
+    w.ok(&["log", "consumer", "register", "busy"], b"");
+    w.write(&[], &[b"five", b"six", b"seven"]);
+    let file = w.state_dir().join("evicting.toml");
+    std::fs::write(&file, "[log]\nmax_idle_records = 1\n").unwrap();
+    let file = file.to_str().unwrap();
+    w.ok(
+        &["log", "consumer", "clear", "busy", "0", "--config", file],
+        b"",
+    );
+    assert_eq!(consumer_names(&w), ["busy"]);
+}
+
+/// A file that exists but that the daemon would refuse is an error, not
+/// the defaults; and nothing is created.
+#[test]
+fn an_invalid_configuration_is_an_error() {
+    for (toml, says) in [
+        ("[log]\nmax_idle_secs = \"never\"\n", "log.max_idle_secs"),
+        ("[log]\nring_slots = 3\n", "log.ring_slots"),
+        ("[log]\nmax_idel_secs = 0\n", "log.max_idel_secs"),
+        ("[log\n", "TOML"),
+    ] {
+        let mut w = Weir::new();
+        let path = w.set_config(toml);
+        for args in [&["log", "write"][..], &["log", "consumer", "register", "c"]] {
+            let out = w.run(args, b"x\n");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{args:?} {toml:?}: {err}");
+            assert!(err.contains(says), "{toml:?}: {err}");
+            assert!(err.contains(&path.display().to_string()), "{err}");
+            assert!(out.stdout.is_empty());
+        }
+        assert!(!w.log_dir().exists(), "{toml:?}");
+    }
+    // A file named but missing is an error too, as for `weir run --config`.
+    let w = Weir::new();
+    let missing = w.state_dir().join("missing.toml");
+    let out = w.run(
+        &["log", "write", "--config", missing.to_str().unwrap()],
+        b"x\n",
+    );
+    assert_eq!(out.status.code(), Some(1));
+}
