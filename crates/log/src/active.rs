@@ -90,15 +90,7 @@ impl ActiveSegment {
             let _ = fs.sync_dir(dir);
             return Err(e);
         }
-        Ok(ActiveSegment::resume(
-            path,
-            file,
-            base,
-            max_data_end,
-            HEADER_LEN,
-            Vec::new(),
-            (0, 0),
-        ))
+        Ok(ActiveSegment::empty(path, file, base, max_data_end))
     }
 
     /// Makes the segment file at `path`, whose first index is `base` and
@@ -123,7 +115,12 @@ impl ActiveSegment {
         file.allocate(capacity)?;
         write_header(&*file, base, capacity, now_ns)?;
         file.sync_all()?;
-        Ok(ActiveSegment::resume(
+        Ok(ActiveSegment::empty(path, file, base, max_data_end))
+    }
+
+    /// A segment whose header is written and synced, with no record yet.
+    fn empty(path: PathBuf, file: Box<dyn File>, base: u64, max_data_end: u64) -> ActiveSegment {
+        ActiveSegment::resume(
             path,
             file,
             base,
@@ -131,7 +128,7 @@ impl ActiveSegment {
             HEADER_LEN,
             Vec::new(),
             (0, 0),
-        ))
+        )
     }
 
     /// Continues a recovered segment whose valid data ends at `end`. An

@@ -374,6 +374,22 @@ fn a_footer_for_other_records_after_the_tail_is_a_problem() {
 
 // ---- Sealed segments: the footer ----
 
+/// `records` records of about 440 bytes in 64 KiB segments, closed: at
+/// least `segments` sealed segments. Returns the segment files.
+fn closed_log_of_segments(dir: &Path, records: usize, segments: usize) -> Vec<PathBuf> {
+    let log = Log::open(dir, Options::default().segment_size(64 * 1024)).unwrap();
+    let name = [3u8; 400];
+    for _ in 0..records {
+        let _ = log
+            .append(&Record::new(RecordType::CREAT).name(&name))
+            .unwrap();
+    }
+    log.close().unwrap();
+    let files = segment_files(dir);
+    assert!(files.len() >= segments, "{files:?}");
+    files
+}
+
 /// A log of one sealed segment written by the writer: 300 records of 900
 /// bytes, without durable commits, so the data ends mid-block and the
 /// sparse index has several entries. Returns the segment's path.
@@ -470,16 +486,7 @@ fn a_footer_whose_first_index_is_not_the_base_is_a_problem() {
     // segment's base index. The second segment's footer here says it
     // starts one index early.
     let dir = tempfile::tempdir().unwrap();
-    let log = Log::open(dir.path(), Options::default().segment_size(64 * 1024)).unwrap();
-    let name = [3u8; 400];
-    for _ in 0..300 {
-        let _ = log
-            .append(&Record::new(RecordType::CREAT).name(&name))
-            .unwrap();
-    }
-    log.close().unwrap();
-    let files = segment_files(dir.path());
-    assert!(files.len() >= 3, "{files:?}");
+    let files = closed_log_of_segments(dir.path(), 300, 3);
     let base = weir_log::segment::parse_segment_name(&files[1]).unwrap();
     let (_, at) = rewrite_footer(&files[1], |f| {
         f.first_index = base - 1;
@@ -530,16 +537,7 @@ fn the_figures_count_what_was_checked_up_to_the_problem() {
     // and `bytes` only the segments finished before it (0 for a problem in
     // the first), so the summary said more and less than was checked.
     let dir = tempfile::tempdir().unwrap();
-    let log = Log::open(dir.path(), Options::default().segment_size(64 * 1024)).unwrap();
-    let name = [5u8; 400];
-    for _ in 0..600 {
-        let _ = log
-            .append(&Record::new(RecordType::CREAT).name(&name))
-            .unwrap();
-    }
-    log.close().unwrap();
-    let files = segment_files(dir.path());
-    assert!(files.len() >= 4, "{files:?}");
+    let files = closed_log_of_segments(dir.path(), 600, 4);
     assert!(verify(dir.path()).problem.is_none());
 
     // Damage a record in the middle of the second segment.
