@@ -126,11 +126,7 @@ fn records_after_a_zeroed_block_in_the_tail_are_a_problem() {
     std::fs::write(&path, &t.bytes).unwrap();
     let valid_end = t.frames[86].1 + 300;
 
-    let v = verify(dir.path());
-    let p = v
-        .problem
-        .as_ref()
-        .unwrap_or_else(|| panic!("no problem: {v:?}"));
+    let (v, p) = first_problem(dir.path());
     assert_eq!(
         (&p.path, p.offset, p.index),
         (&path, valid_end, 88),
@@ -161,11 +157,7 @@ fn a_torn_record_at_the_tail_is_still_reported_as_such() {
     let at = t.frames[20].1;
     t.bytes[at as usize + 20] ^= 1;
     std::fs::write(segment_path(dir.path(), 1), &t.bytes).unwrap();
-    let v = verify(dir.path());
-    let p = v
-        .problem
-        .as_ref()
-        .unwrap_or_else(|| panic!("no problem: {v:?}"));
+    let (v, p) = first_problem(dir.path());
     assert_eq!((p.offset, p.index), (at, 21), "{v:?}");
     assert!(matches!(p.kind, DecodeError::Crc { .. }), "{v:?}");
 }
@@ -364,11 +356,7 @@ fn a_footer_for_other_records_after_the_tail_is_a_problem() {
     bytes[at as usize..at as usize + enc.len()].copy_from_slice(&enc);
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(segment_path(dir.path(), 1), &bytes).unwrap();
-    let v = verify(dir.path());
-    let p = v
-        .problem
-        .as_ref()
-        .unwrap_or_else(|| panic!("no problem: {v:?}"));
+    let (v, p) = first_problem(dir.path());
     assert_eq!((p.offset, p.index), (t.end, 31), "{v:?}");
 }
 
@@ -424,6 +412,16 @@ fn rewrite_footer(path: &Path, change: impl FnOnce(&mut Footer) -> u64) -> (Foot
     (f, at)
 }
 
+/// What `verify` reports of the log in `dir`, which must have a problem.
+fn first_problem(dir: &Path) -> (weir_log::VerifyReport, weir_log::Problem) {
+    let v = verify(dir);
+    let p = v
+        .problem
+        .clone()
+        .unwrap_or_else(|| panic!("no problem: {v:?}"));
+    (v, p)
+}
+
 /// Where footer entry `k` sits when the footer is at `at`.
 fn entry_at(at: u64, k: usize) -> u64 {
     at + Footer::len_for(k) - TRAILER_LEN
@@ -447,11 +445,7 @@ fn a_sparse_index_entry_off_its_record_is_a_problem() {
         matches!(first, Some(Err(Error::Corrupt { .. }))),
         "{first:?}"
     );
-    let v = verify(dir.path());
-    let p = v
-        .problem
-        .as_ref()
-        .unwrap_or_else(|| panic!("no problem: {v:?}"));
+    let (v, p) = first_problem(dir.path());
     assert_eq!((p.offset, p.index), (entry_at(at, 2), index), "{v:?}");
     assert!(matches!(p.kind, DecodeError::BadSegment(_)), "{v:?}");
     // Every record before it was checked; its own is sound, too.
@@ -468,11 +462,7 @@ fn a_sparse_index_entry_naming_another_record_is_a_problem() {
         f.entries[1].0 += 1;
         align_up(f.data_end)
     });
-    let v = verify(dir.path());
-    let p = v
-        .problem
-        .as_ref()
-        .unwrap_or_else(|| panic!("no problem: {v:?}"));
+    let (v, p) = first_problem(dir.path());
     assert_eq!(
         (p.offset, p.index),
         (entry_at(at, 1), f.entries[1].0),
@@ -492,11 +482,7 @@ fn a_footer_whose_first_index_is_not_the_base_is_a_problem() {
         f.first_index = base - 1;
         align_up(f.data_end)
     });
-    let v = verify(dir.path());
-    let p = v
-        .problem
-        .as_ref()
-        .unwrap_or_else(|| panic!("no problem: {v:?}"));
+    let (v, p) = first_problem(dir.path());
     assert_eq!(
         (&p.path, p.offset, p.index),
         (&files[1], at + 8, base),
@@ -520,11 +506,7 @@ fn a_footer_not_at_the_block_after_the_data_is_a_problem() {
                 f.data_end
             }
         });
-        let v = verify(dir.path());
-        let p = v
-            .problem
-            .as_ref()
-            .unwrap_or_else(|| panic!("no problem: {v:?}"));
+        let (v, p) = first_problem(dir.path());
         assert_eq!((p.offset, p.index), (at, 1), "later {later}: {v:?}");
     }
 }
@@ -550,11 +532,7 @@ fn the_figures_count_what_was_checked_up_to_the_problem() {
     b[at as usize + 16] ^= 1;
     std::fs::write(&files[1], &b).unwrap();
 
-    let v = verify(dir.path());
-    let p = v
-        .problem
-        .as_ref()
-        .unwrap_or_else(|| panic!("no problem: {v:?}"));
+    let (v, p) = first_problem(dir.path());
     assert_eq!((p.offset, p.index), (at, index), "{v:?}");
     assert_eq!(v.segments, 2, "{v:?}");
     assert_eq!((v.records, v.last_index), (index - 1, index - 1), "{v:?}");
