@@ -376,8 +376,9 @@ pub struct Stats {
     /// Total segment bytes (file lengths).
     pub bytes: u64,
     /// The length of the spare segment file, the next segment zero-filled
-    /// ahead of its roll (0 if none; see [`Preallocation`](crate::Preallocation)). It counts
-    /// towards the size limit but holds no record.
+    /// ahead of its roll (0 if none; see
+    /// [`Preallocation`](crate::Preallocation)). It counts towards the size
+    /// limit but holds no record.
     pub spare_bytes: u64,
     /// Write batches handed to the OS.
     pub commits: u64,

@@ -339,8 +339,8 @@ fn recover_tail(
         last_time_ns: times.1,
     };
     if clean && valid_end % BLOCK == 0 {
-        // The records go on counting as durable: a killed writer may have
-        // left them in the page cache only.
+        // Synced before its records count as durable: a killed writer may
+        // have left them in the page cache only.
         file.sync_data().map_err(io("sync"))?;
         let a = ActiveSegment::resume(
             path.to_path_buf(),

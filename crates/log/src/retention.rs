@@ -152,9 +152,6 @@ fn evicted(c: &crate::consumers::Consumer, reason: &'static str, last: u64) -> M
     }
 }
 
-/// The time of a segment's newest record. Segments found at open carry no
-/// time until their footer is read; the time read is kept, so each footer
-/// is read once, not on every retention pass.
 /// A limit in ns, saturating: a limit of centuries must not wrap to a
 /// short one.
 fn nanos(d: std::time::Duration) -> u64 {
@@ -182,6 +179,9 @@ fn waiting_since(inner: &Inner, c: &mut Consumer) -> u64 {
     t
 }
 
+/// The time of a segment's newest record. Segments found at open carry no
+/// time until their footer is read; the time read is kept, so each footer
+/// is read once, not on every retention pass.
 fn last_time(inner: &Inner, s: &SegEntry) -> u64 {
     if s.last_time_ns != 0 {
         return s.last_time_ns;

@@ -31,7 +31,7 @@ pub(crate) fn next_stride(at: u64) -> u64 {
 
 /// The largest segment a log may be configured with. Its footer (one
 /// sparse-index entry per [`INDEX_STRIDE`]) stays far below
-/// [`MAX_FOOTER`], the most a reader takes in.
+/// `MAX_FOOTER`, the most a reader takes in.
 pub const MAX_SEGMENT: u64 = 64 << 30;
 /// The largest footer (with trailer) a reader reads: a bound on what a
 /// hostile trailer can make it allocate.
