@@ -220,9 +220,18 @@ impl Committer {
         if active.next_index() == active.base {
             return;
         }
-        if let Err(f) = self.roll() {
-            // The records are durable already; the next open seals instead.
-            tracing::warn!(dir = %inner.dir.display(), error = ?f, "sealing on close failed");
+        // The records are durable already either way; the next open seals
+        // the segment instead.
+        match self.roll() {
+            Ok(()) => {}
+            // Still an fsync failure: the log is poisoned, so that close
+            // reports it and keeps no spare.
+            Err(f @ IoFail::Sync(_)) => {
+                self.failed(f);
+            }
+            Err(f) => {
+                tracing::warn!(dir = %inner.dir.display(), error = ?f, "sealing on close failed");
+            }
         }
     }
 

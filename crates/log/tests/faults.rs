@@ -140,6 +140,31 @@ fn fsync_error_at_seal_poisons_and_a_power_cut_keeps_acknowledged_records() {
     });
 }
 
+#[test]
+fn fsync_error_while_sealing_on_close_is_reported_by_close() {
+    // Regression: a failed fsync while close sealed the active segment was
+    // only logged: close returned Ok, and the log kept its spare, as if
+    // the log were sound.
+    within(60, "close seal fsync test", || {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = FaultyFs::new();
+        let salt = 9;
+        let log = Log::open(dir.path(), opts(&fs).sync_interval(None)).unwrap();
+        for i in 1..=10 {
+            append_durable(&log, salt, i);
+        }
+        fs.fail_syncs(EIO, 0, None);
+        let closed = log.close();
+        assert!(matches!(closed, Err(Error::Poisoned)), "{closed:?}");
+        fs.heal();
+        // The records were durable before the seal; the next open seals.
+        let log = Log::open(dir.path(), opts(&fs)).unwrap();
+        assert_eq!(log.recovery().next_index, 11, "{:?}", log.recovery());
+        drop(log);
+        assert_eq!(check_log(dir.path(), salt, 10), 10);
+    });
+}
+
 /// ENOSPC (or another write error) on writes: durable waiters get the error,
 /// the log stays readable, and after `heal` the same log catches up.
 fn write_error_then_heal(errno: i32, salt: u64) {
