@@ -50,7 +50,8 @@ impl ActiveSegment {
     /// Creates, preallocates and syncs a new segment whose first index is
     /// `base`: from `spare` (a zero-filled file at [`spare_path`], renamed
     /// into place) when there is one, else a new file reserved with
-    /// `fallocate`.
+    /// `fallocate`. A failed fsync is an [`IoFail::Sync`], which poisons
+    /// the log like any other.
     pub(crate) fn create(
         fs: &dyn FileSystem,
         dir: &Path,
@@ -59,29 +60,29 @@ impl ActiveSegment {
         max_data_end: u64,
         now_ns: u64,
         spare: Option<Box<dyn File>>,
-    ) -> io::Result<ActiveSegment> {
+    ) -> Result<ActiveSegment, IoFail> {
         let path = segment_path(dir, base);
         let from_spare = spare.is_some();
         let file = match spare {
             Some(file) => {
-                fs.rename(&spare_path(dir), &path)?;
+                fs.rename(&spare_path(dir), &path).map_err(IoFail::Write)?;
                 file
             }
-            None => fs.create(&path)?,
+            None => fs.create(&path).map_err(IoFail::Write)?,
         };
         let init = (|| {
             if !from_spare {
-                file.allocate(capacity)?;
+                file.allocate(capacity).map_err(IoFail::Write)?;
             }
-            write_header(&*file, base, capacity, now_ns)?;
+            write_header(&*file, base, capacity, now_ns).map_err(IoFail::Write)?;
             if from_spare {
                 // Its size and blocks are synced already; the header
                 // overwrites zeros, and the rename is the directory's.
-                file.sync_data()?;
+                file.sync_data().map_err(IoFail::Sync)?;
             } else {
-                file.sync_all()?;
+                file.sync_all().map_err(IoFail::Sync)?;
             }
-            fs.sync_dir(dir)
+            fs.sync_dir(dir).map_err(IoFail::Sync)
         })();
         if let Err(e) = init {
             drop(file);

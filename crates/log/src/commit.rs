@@ -589,8 +589,7 @@ impl Committer {
             opts.max_data_end(),
             now_ns(),
             spare,
-        )
-        .map_err(IoFail::Write)?;
+        )?;
         let mut segs = inner.segments.write().unwrap_or_else(|p| p.into_inner());
         segs.push(SegEntry {
             base,

@@ -141,6 +141,33 @@ fn fsync_error_at_seal_poisons_and_a_power_cut_keeps_acknowledged_records() {
 }
 
 #[test]
+fn fsync_error_creating_a_segment_poisons_the_log() {
+    // Regression: an fsync failure while creating a segment (its header's,
+    // or the directory's) was retried as a write error, though any fsync
+    // failure poisons the log.
+    within(60, "segment create fsync test", || {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = FaultyFs::new();
+        let salt = 10;
+        let log = Log::open(dir.path(), opts(&fs).sync_interval(None)).unwrap();
+        // The first record makes the first segment, whose header's fsync
+        // fails.
+        fs.fail_syncs(EIO, 0, Some(1));
+        let a = append(&log, salt, 1);
+        let waited = log.wait_durable(a);
+        assert!(matches!(waited, Err(Error::Poisoned)), "{waited:?}");
+        assert!(log.is_poisoned());
+        drop(log);
+        // Reopened, the log works; record 1 was never acknowledged durable.
+        let log = Log::open(dir.path(), opts(&fs)).unwrap();
+        let next = log.recovery().next_index;
+        append_durable(&log, salt, next);
+        drop(log);
+        assert_eq!(check_log(dir.path(), salt, next), next);
+    });
+}
+
+#[test]
 fn fsync_error_while_sealing_on_close_is_reported_by_close() {
     // Regression: a failed fsync while close sealed the active segment was
     // only logged: close returned Ok, and the log kept its spare, as if
