@@ -53,16 +53,16 @@ pub(crate) fn run(inner: &Inner, marks: &mut PendingMarks, opening: u64, reserve
     let mut changed = false;
 
     // Idle consumers.
+    let idle_limit = ret.max_idle_time.map(nanos);
     let idle: Vec<(String, &'static str)> = consumers
         .list_mut()
         .iter_mut()
         .filter(|c| c.cleared < last)
         .filter_map(|c| {
             let lag = last - c.cleared;
-            let limit = ret.max_idle_time.map(nanos);
             if ret.max_idle_records.is_some_and(|m| lag > m) {
                 Some((c.name.clone(), "idle-records"))
-            } else if limit.is_some_and(|t| {
+            } else if idle_limit.is_some_and(|t| {
                 now.saturating_sub(c.last_active_ns) > t
                     && now.saturating_sub(waiting_since(inner, c)) > t
             }) {

@@ -50,6 +50,15 @@ fn crashed_segment(dir: &Path, base: u64, head: &[u8], first: &[u8]) {
     std::fs::write(segment_path(dir, base), b).unwrap();
 }
 
+/// Records 1-5 in a closed (sealed) segment, then a header-only segment
+/// `tail` as a crash at its creation leaves it.
+fn sealed_records_then_empty_tail(dir: &Path, salt: u64, tail: u64) {
+    let log = Log::open(dir, opts()).unwrap();
+    append_durable(&log, salt, 1, 5);
+    log.close().unwrap();
+    crashed_segment(dir, tail, &header_block(tail), &[]);
+}
+
 /// Records 1-10 durable and cleared by consumer `c`, the log closed (so
 /// its one segment is sealed); then `crash` leaves segment 11 as a crash
 /// at its creation would. The next open must resume at 11, and so must
@@ -177,10 +186,7 @@ fn a_directory_reader_follows_an_empty_tail_across_reopens() {
     // clean close removed that file and the next open made a new one of
     // the same name, so the reader waited on the removed file for ever.
     let dir = tempfile::tempdir().unwrap();
-    let log = Log::open(dir.path(), opts()).unwrap();
-    append_durable(&log, 4, 1, 5);
-    log.close().unwrap();
-    crashed_segment(dir.path(), 6, &header_block(6), &[]);
+    sealed_records_then_empty_tail(dir.path(), 4, 6);
     let mut reader = Reader::open_dir(dir.path(), 1);
     for k in 1..=5 {
         assert_eq!(reader.next_record().unwrap().unwrap().index, k);
@@ -232,10 +238,7 @@ fn a_gap_between_the_tail_and_the_segment_before_is_reported() {
     // the end of records 1-5 with segment 20 next waited for index 6 for
     // ever, spinning in `next_record`/`wait`.
     let dir = tempfile::tempdir().unwrap();
-    let log = Log::open(dir.path(), opts()).unwrap();
-    append_durable(&log, 6, 1, 5);
-    log.close().unwrap();
-    crashed_segment(dir.path(), 20, &header_block(20), &[]);
+    sealed_records_then_empty_tail(dir.path(), 6, 20);
     let log = Log::open(dir.path(), opts()).unwrap();
     assert_eq!(log.recovery().gap_before_tail, Some((6, 20)));
     assert_eq!(log.recovery().next_index, 20);
