@@ -368,6 +368,11 @@ impl Committer {
 
     fn cycle(&mut self, closing: bool) -> Outcome {
         let inner = self.inner.clone();
+        // Poisoned elsewhere: by an fsync of the consumer state or of the
+        // directory after retention.
+        if inner.poisoned.load(Ordering::Acquire) {
+            return Outcome::Poisoned;
+        }
         self.gather_waiters();
         // The waits begun by now are (nearly all) for records this batch
         // takes: a writer announces what it wants right after.
@@ -662,23 +667,16 @@ impl Committer {
             IoFail::Write(e) => (e, false),
             IoFail::Sync(e) => (e, true),
         };
-        let kind = if err.raw_os_error() == Some(rustix::io::Errno::NOSPC.raw_os_error()) {
-            FailKind::NoSpace
-        } else {
-            FailKind::Io(err.kind(), err.raw_os_error())
-        };
+        if poison {
+            inner.poison(err, "segment");
+            return Outcome::Poisoned;
+        }
         {
             let mut s = inner.fail.lock().unwrap_or_else(|p| p.into_inner());
-            s.last = Some(kind);
+            s.last = Some(FailKind::of(err));
             // Under the lock: a waiter that sees the new epoch and then
             // locks finds this failure.
             inner.fail_epoch.fetch_add(1, Ordering::AcqRel);
-        }
-        if poison {
-            tracing::error!(dir = %inner.dir.display(), error = %err, "fsync failed; the log is poisoned until reopened");
-            inner.poisoned.store(true, Ordering::Release);
-            self.wake_all();
-            return Outcome::Poisoned;
         }
         inner.counters.write_errors.fetch_add(1, Ordering::Relaxed);
         inner.failing.store(true, Ordering::Release);

@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::fs::{FileSystem, read_file, replace_file};
+use crate::fs::{FileSystem, ReplaceError, read_file, replace_file};
 use crate::kind::TypeMask;
 
 /// The consumer state file name.
@@ -67,12 +67,22 @@ pub(crate) struct Consumer {
     pub(crate) waiting_since: Option<(u64, u64)>,
 }
 
+/// A save of the consumer set that failed.
+#[derive(Debug)]
+pub(crate) struct SaveFailed {
+    pub(crate) path: PathBuf,
+    pub(crate) cause: ReplaceError,
+}
+
 /// The consumer set of one log.
 #[derive(Debug)]
 pub(crate) struct Consumers {
     path: PathBuf,
     next_id: u32,
     list: Vec<Consumer>,
+    /// Changed since the last save that reached the file: what another
+    /// process reads, and a reopen finds, may be behind.
+    dirty: bool,
 }
 
 pub(crate) fn check_name(name: &str) -> Result<()> {
@@ -97,6 +107,7 @@ impl Consumers {
                 path,
                 next_id: 1,
                 list: Vec::new(),
+                dirty: false,
             });
         };
         let f: SavedFile =
@@ -131,10 +142,14 @@ impl Consumers {
             path,
             next_id,
             list,
+            dirty: false,
         })
     }
 
-    pub(crate) fn save(&self, fs: &dyn FileSystem) -> Result<()> {
+    /// Writes the set to its file. Once the file is replaced the set is no
+    /// longer dirty, even if the directory's fsync then failed: readers see
+    /// it already.
+    pub(crate) fn save(&mut self, fs: &dyn FileSystem) -> std::result::Result<(), SaveFailed> {
         let f = SavedFile {
             version: STATE_VERSION,
             next_id: self.next_id,
@@ -152,7 +167,19 @@ impl Consumers {
                 .collect(),
         };
         let bytes = serde_json::to_vec_pretty(&f).expect("consumer state serializes");
-        replace_file(fs, &self.path, &bytes).map_err(|e| Error::io("write", &self.path, e))
+        let r = replace_file(fs, &self.path, &bytes);
+        if !matches!(r, Err(ReplaceError::NotReplaced { .. })) {
+            self.dirty = false;
+        }
+        r.map_err(|cause| SaveFailed {
+            path: self.path.clone(),
+            cause,
+        })
+    }
+
+    /// Whether the set changed since it last reached its file.
+    pub(crate) fn dirty(&self) -> bool {
+        self.dirty
     }
 
     pub(crate) fn get(&self, name: &str) -> Result<&Consumer> {
@@ -186,6 +213,7 @@ impl Consumers {
         }
         let id = self.next_id;
         self.next_id += 1;
+        self.dirty = true;
         self.list.push(Consumer {
             id,
             name: name.to_owned(),
@@ -217,6 +245,7 @@ impl Consumers {
         if upto > c.cleared {
             c.cleared = upto;
         }
+        self.dirty = true;
         Ok(true)
     }
 
@@ -226,6 +255,7 @@ impl Consumers {
             .iter()
             .position(|c| c.name == name)
             .ok_or_else(|| Error::UnknownConsumer(name.to_owned()))?;
+        self.dirty = true;
         Ok(self.list.remove(at))
     }
 
@@ -249,6 +279,7 @@ impl Consumers {
         for c in self.list.iter_mut().filter(|c| c.cleared > last) {
             c.cleared = last;
             moved.push(c.name.clone());
+            self.dirty = true;
         }
         moved
     }

@@ -56,6 +56,7 @@ impl Arm {
 struct State {
     writes: Option<Arm>,
     syncs: Option<Arm>,
+    dir_syncs: Option<Arm>,
     allocs: Option<Arm>,
     short: Option<usize>,
     /// How much longer every fsync takes: a slow disk.
@@ -129,6 +130,16 @@ impl FaultyFs {
         });
     }
 
+    /// After `after` more fsyncs of a directory succeed, fail `count`
+    /// with `errno`. Files' fsyncs are armed apart ([`FaultyFs::fail_syncs`]).
+    pub fn fail_dir_syncs(&self, errno: i32, after: u64, count: Option<u64>) {
+        self.st().dir_syncs = Some(Arm {
+            after,
+            count,
+            errno,
+        });
+    }
+
     /// After `after` more allocations succeed, fail `count` with `errno`.
     pub fn fail_allocs(&self, errno: i32, after: u64, count: Option<u64>) {
         self.st().allocs = Some(Arm {
@@ -175,6 +186,7 @@ impl FaultyFs {
         let mut s = self.st();
         s.writes = None;
         s.syncs = None;
+        s.dir_syncs = None;
         s.allocs = None;
         s.short = None;
     }
@@ -356,7 +368,13 @@ impl FileSystem for FaultyFs {
         Ok(())
     }
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        self.st().op()?;
+        {
+            let mut s = self.st();
+            s.op()?;
+            if let Some(e) = s.dir_syncs.as_mut().and_then(Arm::hit) {
+                return Err(e);
+            }
+        }
         StdFs.sync_dir(dir)?;
         self.st().new_files.retain(|p| p.parent() != Some(dir));
         Ok(())

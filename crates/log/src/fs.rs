@@ -186,18 +186,52 @@ pub(crate) fn remove_if_present(fs: &dyn FileSystem, path: &Path) -> io::Result<
     }
 }
 
+/// Where [`replace_file`] failed, which decides what the caller may
+/// believe is on disk.
+#[derive(Debug)]
+pub(crate) enum ReplaceError {
+    /// The old file (if any) is still in place: writing or fsyncing the
+    /// new one, or the rename, failed. `fsync` says whether it was an
+    /// fsync, which poisons a log however harmless its file.
+    NotReplaced { source: io::Error, fsync: bool },
+    /// The new file took the old one's name, but the directory's fsync
+    /// failed: readers see the new contents now, and which of the two a
+    /// power cut leaves is unknown.
+    Unsynced(io::Error),
+}
+
+impl ReplaceError {
+    /// The underlying error.
+    pub(crate) fn into_source(self) -> io::Error {
+        match self {
+            ReplaceError::NotReplaced { source, .. } | ReplaceError::Unsynced(source) => source,
+        }
+    }
+}
+
 /// Replaces `path` with `bytes` atomically: write a temporary file, fsync it,
 /// rename it over `path`, fsync the directory.
-pub(crate) fn replace_file(fs: &dyn FileSystem, path: &Path, bytes: &[u8]) -> io::Result<()> {
+pub(crate) fn replace_file(
+    fs: &dyn FileSystem,
+    path: &Path,
+    bytes: &[u8],
+) -> Result<(), ReplaceError> {
+    let not_replaced = |source| ReplaceError::NotReplaced {
+        source,
+        fsync: false,
+    };
     let dir = path.parent().unwrap_or(Path::new("."));
     let tmp = path.with_extension("tmp");
-    remove_if_present(fs, &tmp)?;
-    let f = fs.create(&tmp)?;
-    write_all_at(&*f, bytes, 0)?;
-    f.sync_all()?;
+    remove_if_present(fs, &tmp).map_err(not_replaced)?;
+    let f = fs.create(&tmp).map_err(not_replaced)?;
+    write_all_at(&*f, bytes, 0).map_err(not_replaced)?;
+    f.sync_all().map_err(|source| ReplaceError::NotReplaced {
+        source,
+        fsync: true,
+    })?;
     drop(f);
-    fs.rename(&tmp, path)?;
-    fs.sync_dir(dir)
+    fs.rename(&tmp, path).map_err(not_replaced)?;
+    fs.sync_dir(dir).map_err(ReplaceError::Unsynced)
 }
 
 /// Reads a whole small file, or `None` if it does not exist.

@@ -15,8 +15,9 @@ use std::time::{Duration, Instant};
 
 pub(crate) use crate::clock::now_ns;
 use crate::clock::record_time_ns;
-use crate::consumers::{ConsumerInfo, Consumers};
+use crate::consumers::{ConsumerInfo, Consumers, SaveFailed};
 use crate::error::{Error, Result, StallCause};
+use crate::fs::ReplaceError;
 use crate::kind::TypeMask;
 use crate::latency::{Histogram, SharedHistogram};
 use crate::options::Options;
@@ -65,6 +66,16 @@ pub(crate) struct SegEntry {
 pub(crate) enum FailKind {
     NoSpace,
     Io(std::io::ErrorKind, Option<i32>),
+}
+
+impl FailKind {
+    pub(crate) fn of(err: &std::io::Error) -> FailKind {
+        if err.raw_os_error() == Some(rustix::io::Errno::NOSPC.raw_os_error()) {
+            FailKind::NoSpace
+        } else {
+            FailKind::Io(err.kind(), err.raw_os_error())
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -179,6 +190,48 @@ impl Inner {
     pub(crate) fn kick(&self) {
         if let Some(t) = self.committer.get() {
             t.unpark();
+        }
+    }
+
+    /// Records a failure of kind `kind` for waiters, then poisons the
+    /// log: after an fsync failure the kernel may have dropped dirty pages
+    /// it could not write, so nothing written since can be trusted to be
+    /// on disk. Writers, durable waiters and consumer changes then fail
+    /// until the log is reopened, and the committer stops.
+    pub(crate) fn poison(&self, err: &std::io::Error, what: &'static str) {
+        {
+            let mut s = self.fail.lock().unwrap_or_else(|p| p.into_inner());
+            s.last = Some(FailKind::of(err));
+            // Under the lock: a waiter that sees the new epoch and then
+            // locks finds this failure.
+            self.fail_epoch.fetch_add(1, Ordering::AcqRel);
+        }
+        if !self.poisoned.swap(true, Ordering::AcqRel) {
+            tracing::error!(dir = %self.dir.display(), error = %err, what, "fsync failed; the log is poisoned until reopened");
+        }
+        self.wake_all();
+    }
+
+    /// The error for a failed save of the consumer set, and whether the
+    /// change reached the file (so memory keeps it, as readers in other
+    /// processes see it). An fsync failure poisons the log.
+    pub(crate) fn consumers_not_saved(&self, f: SaveFailed) -> (Error, bool) {
+        match f.cause {
+            ReplaceError::NotReplaced {
+                source,
+                fsync: false,
+            } => (Error::io("write", f.path, source), false),
+            ReplaceError::NotReplaced {
+                source,
+                fsync: true,
+            } => {
+                self.poison(&source, "consumer state");
+                (Error::io("fsync", f.path, source), false)
+            }
+            ReplaceError::Unsynced(source) => {
+                self.poison(&source, "consumer state");
+                (Error::io("fsync", &self.dir, source), true)
+            }
         }
     }
 
@@ -460,7 +513,11 @@ impl Log {
         let moved = consumers.clamp_to(next - 1);
         if !moved.is_empty() {
             tracing::warn!(consumers = ?moved, last = next - 1, "consumer cursors were past the recovered end; moved back");
-            consumers.save(&*fs)?;
+            consumers.save(&*fs).map_err(|f| {
+                let path = f.path;
+                let e = f.cause.into_source();
+                Error::io("write", path, e)
+            })?;
         }
         let inner = Arc::new(Inner {
             max_record: opts.max_record(),
@@ -561,24 +618,40 @@ impl Log {
     /// Registers a consumer that reads the types in `mask`, starting after the
     /// last committed record. Returns its id.
     pub fn register(&self, name: &str, mask: TypeMask) -> Result<u32> {
+        self.check_consumers_writable()?;
         let mut c = self.consumers();
         let id = c.register(name, mask, self.inner.last_committed(), now_ns())?;
-        if let Err(e) = c.save(&*self.inner.opts.fs) {
-            c.remove(name)?;
+        if let Err(f) = c.save(&*self.inner.opts.fs) {
+            let (e, kept) = self.inner.consumers_not_saved(f);
+            if !kept {
+                c.remove(name)?;
+            }
             return Err(e);
         }
         Ok(id)
+    }
+
+    /// Consumer changes are writes: a poisoned log refuses them too.
+    fn check_consumers_writable(&self) -> Result<()> {
+        if self.inner.poisoned.load(Ordering::Acquire) {
+            return Err(Error::Poisoned);
+        }
+        Ok(())
     }
 
     /// Clears a consumer's records up to `upto` (0: everything committed).
     pub fn clear(&self, name: &str, upto: u64) -> Result<()> {
         // Before the consumer lock, which retention takes on the committer.
         self.wait_committed(upto);
+        self.check_consumers_writable()?;
         let mut c = self.consumers();
         let before = c.get(name)?.clone();
         c.clear(name, upto, self.inner.last_committed(), now_ns())?;
-        if let Err(e) = c.save(&*self.inner.opts.fs) {
-            c.restore(before);
+        if let Err(f) = c.save(&*self.inner.opts.fs) {
+            let (e, kept) = self.inner.consumers_not_saved(f);
+            if !kept {
+                c.restore(before);
+            }
             return Err(e);
         }
         drop(c);
@@ -612,10 +685,14 @@ impl Log {
 
     /// Removes a consumer.
     pub fn deregister(&self, name: &str) -> Result<()> {
+        self.check_consumers_writable()?;
         let mut c = self.consumers();
         let gone = c.remove(name)?;
-        if let Err(e) = c.save(&*self.inner.opts.fs) {
-            c.restore(gone);
+        if let Err(f) = c.save(&*self.inner.opts.fs) {
+            let (e, kept) = self.inner.consumers_not_saved(f);
+            if !kept {
+                c.restore(gone);
+            }
             return Err(e);
         }
         drop(c);

@@ -131,13 +131,23 @@ pub(crate) fn run(inner: &Inner, marks: &mut PendingMarks, opening: u64, reserve
         total -= s.bytes;
         doomed.push(s.clone());
     }
-    if changed && let Err(e) = consumers.save(&*inner.opts.fs) {
-        tracing::error!(error = %e, "saving consumer state after eviction failed");
+    // Saved before any segment goes: a consumer whose eviction a crash
+    // lost would come back reading from a removed segment.
+    let closing = inner.closing.load(Ordering::Acquire);
+    if consumers.dirty()
+        && (changed || closing || !doomed.is_empty())
+        && let Err(f) = consumers.save(&*inner.opts.fs)
+    {
+        let (e, _) = inner.consumers_not_saved(f);
+        tracing::error!(error = %e, "saving consumer state failed; no segment is removed until it is saved");
     }
+    let removable = !consumers.dirty() && !inner.poisoned.load(Ordering::Acquire);
     drop(consumers);
-    remove_segments(inner, &doomed);
+    if removable {
+        remove_segments(inner, &doomed);
+    }
     flush_marks(inner, marks);
-    total <= ret.max_bytes
+    (removable || doomed.is_empty()) && total <= ret.max_bytes
 }
 
 fn evicted(c: &crate::consumers::Consumer, reason: &'static str, last: u64) -> Mark {
@@ -221,8 +231,10 @@ fn remove_segments(inner: &Inner, doomed: &[SegEntry]) {
             tracing::warn!(segment = %s.path.display(), error = %e, "removing segment failed");
         }
     }
+    // Any fsync failure poisons the log, this one too: the directory's
+    // other changes since (a new segment's entry) could be lost with it.
     if let Err(e) = fs.sync_dir(&inner.dir) {
-        tracing::warn!(error = %e, "syncing the log directory failed");
+        inner.poison(&e, "log directory after removing segments");
     }
 }
 

@@ -1,0 +1,186 @@
+//! Faults while saving consumer state or removing segments.
+//!
+//! The consumer set is saved by writing a temporary file, fsyncing it,
+//! renaming it over `consumers.json` and fsyncing the directory. These
+//! tests fail each step and check what the log believes afterwards:
+//! - a write that fails leaves the old state, in memory and on disk, and
+//!   the log goes on;
+//! - any fsync that fails poisons the log, as a segment's does;
+//! - once the rename is done, memory keeps the new state, as the file does;
+//! - a failed fsync of the directory after removing segments poisons.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use support::{EIO, ENOSPC, within};
+use weir_log::fault::FaultyFs;
+use weir_log::fs::StdFs;
+use weir_log::{Error, Log, Options, Record, RecordType, TypeMask, read_consumers};
+
+const SEG: u64 = 64 * 1024;
+
+fn opts(fs: &FaultyFs) -> Options {
+    Options::default()
+        .segment_size(SEG)
+        .sync_interval(None)
+        .fs(Arc::new(fs.clone()))
+}
+
+/// Appends `n` records of about 500 bytes and syncs; returns the last index.
+fn fill(log: &Log, n: usize) -> u64 {
+    let name = [b'r'; 500];
+    for _ in 0..n {
+        let _ = log
+            .append(&Record::new(RecordType::CREAT).name(&name))
+            .unwrap();
+    }
+    log.sync().unwrap().unwrap().index()
+}
+
+/// `name`'s cleared index as this log holds it, and as the file says.
+fn cleared(log: &Log, dir: &std::path::Path, name: &str) -> (Option<u64>, Option<u64>) {
+    let mem = log
+        .consumer_list()
+        .into_iter()
+        .find(|c| c.name == name)
+        .map(|c| c.cleared);
+    let disk = read_consumers(&StdFs, dir, 0, 0)
+        .unwrap()
+        .into_iter()
+        .find(|c| c.name == name)
+        .map(|c| c.cleared);
+    (mem, disk)
+}
+
+fn segments(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter(|e| {
+            let n = e.as_ref().unwrap().file_name();
+            let n = n.to_string_lossy();
+            n.ends_with(".wlog") && !n.starts_with("spare")
+        })
+        .count()
+}
+
+fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "timed out waiting for: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_failed_write_of_the_state_keeps_the_old_state_and_the_log_goes_on() {
+    within(60, "consumer state write failure", || {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = FaultyFs::new();
+        let log = Log::open(dir.path(), opts(&fs)).unwrap();
+        log.register("a", TypeMask::all()).unwrap();
+        fill(&log, 10);
+        // Nothing else writes now: the next write is the state file's.
+        fs.fail_writes(ENOSPC, 0, Some(1));
+        let e = log.clear("a", 5).unwrap_err();
+        assert!(matches!(e, Error::NoSpace | Error::Io { .. }), "{e:?}");
+        assert!(!log.is_poisoned(), "a failed write is not an fsync failure");
+        assert_eq!(cleared(&log, dir.path(), "a"), (Some(0), Some(0)));
+        log.clear("a", 5).unwrap();
+        assert_eq!(cleared(&log, dir.path(), "a"), (Some(5), Some(5)));
+        fill(&log, 1);
+        log.close().unwrap();
+    });
+}
+
+#[test]
+fn a_failed_fsync_of_the_new_state_file_poisons_and_keeps_the_old_state() {
+    // Regression: an fsync failure while saving consumer state was returned
+    // as a plain I/O error, and the log went on, though any fsync failure
+    // poisons it.
+    within(60, "consumer state fsync failure", || {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = FaultyFs::new();
+        let log = Log::open(dir.path(), opts(&fs)).unwrap();
+        log.register("a", TypeMask::all()).unwrap();
+        fill(&log, 10);
+        // Every record is durable: the next file fsync is the state file's.
+        fs.fail_syncs(EIO, 0, Some(1));
+        assert!(matches!(log.clear("a", 5), Err(Error::Io { .. })));
+        assert!(log.is_poisoned());
+        // The rename never happened: the old state, in memory and on disk.
+        assert_eq!(cleared(&log, dir.path(), "a"), (Some(0), Some(0)));
+        assert!(matches!(log.clear("a", 5), Err(Error::Poisoned)));
+        assert!(matches!(
+            log.register("b", TypeMask::all()),
+            Err(Error::Poisoned)
+        ));
+        assert!(matches!(
+            log.append(&Record::new(RecordType::CREAT)),
+            Err(Error::Poisoned)
+        ));
+        assert!(matches!(log.close(), Err(Error::Poisoned)));
+        // Reopened, the log works.
+        let log = Log::open(dir.path(), opts(&fs)).unwrap();
+        log.clear("a", 5).unwrap();
+        assert_eq!(cleared(&log, dir.path(), "a"), (Some(5), Some(5)));
+        log.close().unwrap();
+    });
+}
+
+#[test]
+fn a_failed_directory_fsync_after_the_rename_poisons_and_memory_keeps_the_new_state() {
+    // Regression: when the directory's fsync failed after the new state
+    // file had replaced the old, memory rolled back while the file (and any
+    // reader in another process) had the new state.
+    within(60, "consumer state directory fsync failure", || {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = FaultyFs::new();
+        let log = Log::open(dir.path(), opts(&fs)).unwrap();
+        log.register("a", TypeMask::all()).unwrap();
+        fill(&log, 10);
+        fs.fail_dir_syncs(EIO, 0, Some(1));
+        assert!(matches!(log.clear("a", 5), Err(Error::Io { .. })));
+        assert!(log.is_poisoned());
+        assert_eq!(cleared(&log, dir.path(), "a"), (Some(5), Some(5)));
+        drop(log);
+        let log = Log::open(dir.path(), opts(&fs)).unwrap();
+        assert_eq!(cleared(&log, dir.path(), "a"), (Some(5), Some(5)));
+        log.close().unwrap();
+    });
+}
+
+#[test]
+fn a_failed_directory_fsync_after_removing_segments_poisons_the_log() {
+    // Regression: retention only logged a failed fsync of the directory
+    // after it removed segments, and the log went on.
+    within(60, "directory fsync failure after removal", || {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = FaultyFs::new();
+        let log = Log::open(dir.path(), opts(&fs)).unwrap();
+        log.register("a", TypeMask::all()).unwrap();
+        let last = fill(&log, 400);
+        assert!(segments(dir.path()) >= 3);
+        // The clear's save fsyncs the directory once; the removal of the
+        // segments it frees is the next.
+        fs.fail_dir_syncs(EIO, 1, Some(1));
+        log.clear("a", last).unwrap();
+        eventually("retention removes the cleared segments", || {
+            segments(dir.path()) == 1
+        });
+        eventually("the log is poisoned", || log.is_poisoned());
+        assert!(matches!(
+            log.append(&Record::new(RecordType::CREAT)),
+            Err(Error::Poisoned)
+        ));
+        drop(log);
+        let log = Log::open(dir.path(), opts(&fs)).unwrap();
+        assert!(log.first_index() > 1);
+        fill(&log, 1);
+        log.close().unwrap();
+    });
+}
