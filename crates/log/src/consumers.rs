@@ -199,6 +199,17 @@ impl Consumers {
         &mut self.list
     }
 
+    /// Moves `name`'s cleared index forward to `to`, past records its mask
+    /// excludes (see `retention`). Saved with the next save.
+    pub(crate) fn move_past(&mut self, name: &str, to: u64) {
+        if let Some(c) = self.list.iter_mut().find(|c| c.name == name)
+            && to > c.cleared
+        {
+            c.cleared = to;
+            self.dirty = true;
+        }
+    }
+
     /// Adds a consumer that starts after `last` (it sees records from `last + 1`).
     pub(crate) fn register(
         &mut self,

@@ -53,6 +53,10 @@ pub struct Reader {
     /// The iterator returned an error and is done (`next_record` still
     /// reports the error again).
     failed: bool,
+    /// Bytes of frames looked at, kept or not, and where a scan stops
+    /// (see [`Reader::scan_limit`]).
+    scanned: u64,
+    scan_limit: u64,
 }
 
 /// One scan decodes at most this many records (or bytes) ahead. Scanning
@@ -77,6 +81,8 @@ impl Reader {
             seg: None,
             queue: VecDeque::new(),
             failed: false,
+            scanned: 0,
+            scan_limit: u64::MAX,
         }
     }
 
@@ -97,6 +103,8 @@ impl Reader {
             seg: None,
             queue: VecDeque::new(),
             failed: false,
+            scanned: 0,
+            scan_limit: u64::MAX,
         }
     }
 
@@ -104,6 +112,20 @@ impl Reader {
     pub fn with_mask(mut self, mask: TypeMask) -> Reader {
         self.mask = Some(mask);
         self
+    }
+
+    /// Stops looking once frames of `bytes` in all have been looked at,
+    /// kept or not: a mask that takes nothing would otherwise scan to the
+    /// end of the log in one call. `next_record` then returns `Ok(None)`
+    /// before the end; [`Reader::position`] says how far it got.
+    pub(crate) fn scan_limit(mut self, bytes: u64) -> Reader {
+        self.scan_limit = bytes;
+        self
+    }
+
+    /// Bytes of frames looked at so far, kept or not.
+    pub(crate) fn scanned_bytes(&self) -> u64 {
+        self.scanned
     }
 
     /// The index the reader will return next (before the mask).
@@ -286,6 +308,7 @@ impl Reader {
                         let keep = self.mask.as_ref().is_none_or(|m| m.contains(f.kind));
                         let rec = keep.then(|| f.to_record());
                         self.next = idx + 1;
+                        self.scanned += len as u64;
                         if let Some(r) = rec {
                             self.queue.push_back(r);
                             batch_bytes += len;
@@ -293,7 +316,7 @@ impl Reader {
                                 return Ok(());
                             }
                         }
-                        if self.next > committed {
+                        if self.next > committed || self.scanned >= self.scan_limit {
                             return Ok(());
                         }
                     }

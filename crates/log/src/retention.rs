@@ -9,7 +9,7 @@
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 
-use crate::consumers::Consumer;
+use crate::consumers::{Consumer, Consumers};
 use crate::kind::RecordType;
 use crate::log::{Inner, SegEntry, now_ns};
 use crate::options::FullPolicy;
@@ -52,12 +52,16 @@ pub(crate) fn run(inner: &Inner, marks: &mut PendingMarks, opening: u64, reserve
     let mut consumers = inner.consumers.lock().unwrap_or_else(|p| p.into_inner());
     let mut changed = false;
 
+    // First past what masks exclude: such records neither hold a segment
+    // for a consumer nor count as waiting for it.
+    let unresolved = pass_unwanted(inner, &mut consumers, last);
+
     // Idle consumers.
     let idle_limit = ret.max_idle_time.map(nanos);
     let idle: Vec<(String, &'static str)> = consumers
         .list_mut()
         .iter_mut()
-        .filter(|c| c.cleared < last)
+        .filter(|c| c.cleared < last && !unresolved.contains(&c.name))
         .filter_map(|c| {
             let lag = last - c.cleared;
             if ret.max_idle_records.is_some_and(|m| lag > m) {
@@ -131,8 +135,9 @@ pub(crate) fn run(inner: &Inner, marks: &mut PendingMarks, opening: u64, reserve
         total -= s.bytes;
         doomed.push(s.clone());
     }
-    // Saved before any segment goes: a consumer whose eviction a crash
-    // lost would come back reading from a removed segment.
+    // Saved before any segment goes: a consumer whose eviction, or whose
+    // pass over unwanted records, a crash lost would come back reading
+    // from a removed segment. Passes alone wait for a save that matters.
     let closing = inner.closing.load(Ordering::Acquire);
     if consumers.dirty()
         && (changed || closing || !doomed.is_empty())
@@ -148,6 +153,66 @@ pub(crate) fn run(inner: &Inner, marks: &mut PendingMarks, opening: u64, reserve
     }
     flush_marks(inner, marks);
     (removable || doomed.is_empty()) && total <= ret.max_bytes
+}
+
+/// How many bytes of records one retention pass reads, over all consumers,
+/// to pass them over what their masks exclude: about a millisecond of the
+/// committer's time. A pass goes on from where the last one stopped.
+const UNWANTED_SCAN_BYTES: u64 = 1 << 20;
+
+/// Moves each consumer with a mask past the records after its cleared
+/// index that the mask excludes, up to the first it reads or the end. It
+/// would never read them, but they would hold segments for it, count in
+/// its lag, and make it look idle; and it cannot clear past them itself
+/// without reading a record past them. The moves are saved with the next
+/// save (see `run`); one lost to a crash is made again.
+///
+/// Returns the consumers whose scan stopped at the budget: whether a
+/// record waits for them is not known yet.
+fn pass_unwanted(inner: &Inner, consumers: &mut Consumers, last: u64) -> Vec<String> {
+    let mut budget = UNWANTED_SCAN_BYTES;
+    let mut unresolved = Vec::new();
+    let mut moves = Vec::new();
+    for c in consumers.list_mut().iter_mut() {
+        // A record it reads is known to wait at `cleared + 1`.
+        let known = c.waiting_since.is_some_and(|(at, _)| at == c.cleared);
+        if c.mask.is_all() || c.cleared >= last || known {
+            continue;
+        }
+        if budget == 0 {
+            unresolved.push(c.name.clone());
+            continue;
+        }
+        let mut reader = Reader::open_dir_with(inner.opts.fs.clone(), &inner.dir, c.cleared + 1)
+            .with_mask(c.mask.clone())
+            .scan_limit(budget);
+        let found = match reader.next_record() {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::debug!(consumer = %c.name, error = %e, "looking past unwanted records failed");
+                unresolved.push(c.name.clone());
+                continue;
+            }
+        };
+        budget = budget.saturating_sub(reader.scanned_bytes());
+        let to = found
+            .as_ref()
+            .map_or(reader.position() - 1, |r| r.index - 1)
+            .min(last);
+        if to > c.cleared {
+            tracing::debug!(consumer = %c.name, from = c.cleared, to, "passing records the consumer's mask excludes");
+            moves.push((c.name.clone(), to));
+        }
+        match found {
+            Some(r) if r.index == to + 1 => c.waiting_since = Some((to, r.time_ns)),
+            _ if to < last => unresolved.push(c.name.clone()),
+            _ => {}
+        }
+    }
+    for (name, to) in moves {
+        consumers.move_past(&name, to);
+    }
+    unresolved
 }
 
 fn evicted(c: &crate::consumers::Consumer, reason: &'static str, last: u64) -> Mark {

@@ -7,6 +7,7 @@
 //!   the log goes on;
 //! - any fsync that fails poisons the log, as a segment's does;
 //! - once the rename is done, memory keeps the new state, as the file does;
+//! - a segment is removed only after the state that lets it go is saved;
 //! - a failed fsync of the directory after removing segments poisons.
 
 mod support;
@@ -17,7 +18,7 @@ use std::time::{Duration, Instant};
 use support::{EIO, ENOSPC, within};
 use weir_log::fault::FaultyFs;
 use weir_log::fs::StdFs;
-use weir_log::{Error, Log, Options, Record, RecordType, TypeMask, read_consumers};
+use weir_log::{Error, Log, Options, Record, RecordType, Retention, TypeMask, read_consumers};
 
 const SEG: u64 = 64 * 1024;
 
@@ -181,6 +182,48 @@ fn a_failed_directory_fsync_after_removing_segments_poisons_the_log() {
         let log = Log::open(dir.path(), opts(&fs)).unwrap();
         assert!(log.first_index() > 1);
         fill(&log, 1);
+        log.close().unwrap();
+    });
+}
+
+#[test]
+fn no_segment_is_removed_before_an_eviction_is_saved() {
+    // Regression: when saving the state after an eviction failed, the
+    // segments the evicted consumer held were removed anyway. A reopen then
+    // brought the consumer back, reading from a segment that was gone.
+    within(60, "eviction save failure", || {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = FaultyFs::new();
+        let r = Retention {
+            max_idle_time: Some(Duration::from_millis(300)),
+            ..Retention::default()
+        };
+        let log = Log::open(dir.path(), opts(&fs).retention(r)).unwrap();
+        log.register("sleepy", TypeMask::all()).unwrap();
+        // Without MARK in its mask, the eviction's MARK record never waits
+        // for "busy", which stays.
+        log.register("busy", TypeMask::parse("CREAT").unwrap())
+            .unwrap();
+        let last = fill(&log, 400);
+        log.clear("busy", last).unwrap();
+        let before = segments(dir.path());
+        assert!(before >= 3);
+        // Every write fails from here: the eviction's save, and the MARK
+        // record that announces it.
+        fs.fail_writes(ENOSPC, 0, None);
+        eventually("the idle consumer is evicted", || {
+            log.consumer_list().iter().all(|c| c.name != "sleepy")
+        });
+        // In memory nobody needs the old segments now, but the state on
+        // disk still lists "sleepy" reading from the first.
+        std::thread::sleep(Duration::from_millis(1500));
+        assert_eq!(cleared(&log, dir.path(), "sleepy"), (None, Some(0)));
+        assert_eq!(segments(dir.path()), before, "removed before saved");
+        fs.heal();
+        eventually("the segments go once the state is saved", || {
+            segments(dir.path()) == 1
+        });
+        assert_eq!(cleared(&log, dir.path(), "sleepy"), (None, None));
         log.close().unwrap();
     });
 }

@@ -1,0 +1,138 @@
+//! Consumers with a type mask, and the records their mask excludes.
+//!
+//! A consumer never reads a record its mask excludes, and it cannot clear
+//! past such records without reading a record past them. Retention passes
+//! it over them: otherwise they would hold segments for it for ever, count
+//! in its lag, and make it look idle while it had read everything it
+//! wants. These tests poll (up to 10 s) for the state a retention pass
+//! leaves, since passes run every ~500 ms and after each roll.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use weir_log::fs::StdFs;
+use weir_log::{Log, Options, Record, RecordType, Retention, TypeMask, read_consumers};
+
+const SEG: u64 = 64 * 1024;
+
+fn open(dir: &Path, r: Retention) -> Log {
+    Log::open(dir, Options::default().segment_size(SEG).retention(r)).unwrap()
+}
+
+/// Appends `n` CREAT records of about 500 bytes and syncs; returns the
+/// last index.
+fn fill(log: &Log, n: usize) -> u64 {
+    let name = [b'r'; 500];
+    for _ in 0..n {
+        let _ = log
+            .append(&Record::new(RecordType::CREAT).name(&name))
+            .unwrap();
+    }
+    log.sync().unwrap().unwrap().index()
+}
+
+fn mount(log: &Log) -> u64 {
+    let i = log
+        .append(&Record::new(RecordType::MOUNT_ATTACH).name(b"/mnt"))
+        .unwrap()
+        .index();
+    log.sync().unwrap();
+    i
+}
+
+fn segments(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter(|e| {
+            let n = e.as_ref().unwrap().file_name();
+            let n = n.to_string_lossy();
+            n.ends_with(".wlog") && !n.starts_with("spare")
+        })
+        .count()
+}
+
+fn cleared(log: &Log, name: &str) -> Option<u64> {
+    log.consumer_list()
+        .into_iter()
+        .find(|c| c.name == name)
+        .map(|c| c.cleared)
+}
+
+fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "timed out waiting for: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn records_a_mask_excludes_do_not_hold_segments_or_count_as_lag() {
+    // Regression: a consumer with a mask was held at its cleared index by
+    // records it never reads. Its segments were never collected, and its
+    // lag grew with every record of other types.
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(dir.path(), Retention::default());
+    log.register("mounts", TypeMask::parse("MOUNT_ATTACH").unwrap())
+        .unwrap();
+    // About 3 MiB: more than one pass looks at (1 MiB).
+    let last = fill(&log, 6000);
+    assert!(log.stats().bytes_written > 2 << 20);
+    eventually("the consumer is passed over every record", || {
+        cleared(&log, "mounts") == Some(last)
+    });
+    eventually("the segments it held are collected", || {
+        segments(dir.path()) == 1
+    });
+    let c = &log.consumer_list()[0];
+    assert_eq!(c.lag, 0);
+    // Passed over only up to the first record it reads.
+    let w = mount(&log);
+    fill(&log, 10);
+    eventually("the consumer waits at its record", || {
+        cleared(&log, "mounts") == Some(w - 1)
+    });
+    std::thread::sleep(Duration::from_millis(1200));
+    assert_eq!(cleared(&log, "mounts"), Some(w - 1), "passed its record");
+    let seen: Vec<u64> = log
+        .consumer_reader("mounts")
+        .unwrap()
+        .map(|r| r.unwrap().index)
+        .collect();
+    assert_eq!(seen, [w]);
+    log.clear("mounts", w).unwrap();
+    log.close().unwrap();
+    // The moves that let segments go were saved before they went.
+    let saved = read_consumers(&StdFs, dir.path(), 0, 0).unwrap();
+    assert!(saved[0].cleared >= w, "{saved:?}");
+}
+
+#[test]
+fn a_masked_consumer_is_idle_only_while_a_record_it_reads_waits() {
+    // Regression: records its mask excludes counted as waiting for the
+    // consumer, so one that had read everything it wants was evicted as
+    // idle while other types streamed past.
+    let dir = tempfile::tempdir().unwrap();
+    let r = Retention {
+        max_idle_time: Some(Duration::from_millis(300)),
+        ..Retention::default()
+    };
+    let log = open(dir.path(), r);
+    log.register("mounts", TypeMask::parse("MOUNT_ATTACH").unwrap())
+        .unwrap();
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_millis(1500) {
+        fill(&log, 1);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(cleared(&log, "mounts").is_some(), "evicted while caught up");
+    // A record it reads, left unread, makes it idle in its turn.
+    mount(&log);
+    eventually("the consumer is evicted once its record waits", || {
+        cleared(&log, "mounts").is_none()
+    });
+    log.close().unwrap();
+}
