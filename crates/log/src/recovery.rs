@@ -396,17 +396,12 @@ pub(crate) fn garbage_after(file: &dyn File, from: u64, len: u64) -> io::Result<
     let Some(first) = first_nz else {
         return Ok((0, 0));
     };
-    // Count chains of valid frames that start on block boundaries.
+    // Count chains of valid frames that start on block boundaries. Only
+    // blocks up to the last non-zero byte can start one.
+    let mut window = ProbeWindow::new(file, len);
     let mut b = align_up(from);
-    while b < len {
-        let mut head = [0u8; codec::HEADER_LEN];
-        let n = read_full_at(file, &mut head, b)?;
-        let probe = codec::frame_len(&head[..n]).ok().and_then(|flen| {
-            let mut fb = vec![0u8; flen];
-            let got = read_full_at(file, &mut fb, b).ok()?;
-            codec::check_frame(&fb[..got]).ok().map(|f| f.index)
-        });
-        if let Some(index) = probe {
+    while b <= last_nz {
+        if let Some(index) = window.frame_index_at(b)? {
             let mut sc = Scanner::new(file, b, index, len);
             while let Step::Frame { .. } = sc.step()? {
                 frames += 1;
@@ -417,4 +412,59 @@ pub(crate) fn garbage_after(file: &dyn File, from: u64, len: u64) -> io::Result<
         }
     }
     Ok((last_nz + 1 - first, frames))
+}
+
+/// Reads the garbage after a tail through a window of [`PROBE_WINDOW`]
+/// bytes when probing its blocks for frames. A hostile length word can
+/// claim a frame of up to [`codec::MAX_FRAME`] bytes at every block;
+/// reading each claim anew read the tail up to 256 times over, and the
+/// window reads it about twice.
+struct ProbeWindow<'f> {
+    file: &'f dyn File,
+    len: u64,
+    start: u64,
+    buf: Vec<u8>,
+}
+
+/// Twice the largest frame, so that a window moves on by at least one
+/// largest frame.
+const PROBE_WINDOW: usize = 2 * codec::MAX_FRAME;
+
+impl<'f> ProbeWindow<'f> {
+    fn new(file: &'f dyn File, len: u64) -> Self {
+        ProbeWindow {
+            file,
+            len,
+            start: 0,
+            buf: Vec::new(),
+        }
+    }
+
+    /// The bytes from `at` on, at least `want` of them where the file has
+    /// them.
+    fn bytes(&mut self, at: u64, want: usize) -> io::Result<&[u8]> {
+        let end = self.start + self.buf.len() as u64;
+        let covered = at >= self.start && (at + want as u64 <= end || end == self.len);
+        if !covered || self.buf.is_empty() {
+            let n = (self.len.saturating_sub(at)).min(PROBE_WINDOW as u64) as usize;
+            self.buf.resize(n, 0);
+            let got = read_full_at(self.file, &mut self.buf, at)?;
+            self.buf.truncate(got);
+            self.start = at;
+        }
+        let from = (at - self.start) as usize;
+        Ok(&self.buf[from.min(self.buf.len())..])
+    }
+
+    /// The index of a valid frame that starts at `at`, if one does.
+    fn frame_index_at(&mut self, at: u64) -> io::Result<Option<u64>> {
+        let head = self.bytes(at, codec::HEADER_LEN)?;
+        let Ok(flen) = codec::frame_len(head) else {
+            return Ok(None);
+        };
+        let frame = self.bytes(at, flen)?;
+        Ok(codec::check_frame(&frame[..flen.min(frame.len())])
+            .ok()
+            .map(|f| f.index))
+    }
 }

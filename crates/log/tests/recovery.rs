@@ -357,3 +357,40 @@ fn a_resumed_tail_is_synced_before_its_records_count_as_durable() {
     }
     assert_eq!(got, claimed, "records confirmed durable were lost");
 }
+
+#[test]
+fn hostile_length_words_after_a_tail_do_not_multiply_the_reads_of_an_open() {
+    // Regression: recovery probed every block after a tail's last record
+    // for a frame, reading as many bytes as the block's length word
+    // claimed. A word claiming the largest frame (1 MiB) at every block
+    // made an open read a 4 MiB tail about 256 times over.
+    const BIG: u64 = 4 << 20;
+    let dir = tempfile::tempdir().unwrap();
+    let fs = weir_log::mem::MemFs::new();
+    let mut b = SegmentHeader {
+        version: FORMAT_VERSION,
+        base_index: 1,
+        capacity: BIG,
+        created_ns: 1,
+    }
+    .encode();
+    b.resize(BIG as usize, 0xab);
+    for block in (4096..BIG as usize).step_by(4096) {
+        let claim = weir_log::codec::MAX_FRAME as u32;
+        b[block..block + 4].copy_from_slice(&claim.to_le_bytes());
+    }
+    fs.write_file(segment_path(dir.path(), 1), &b);
+    let opts = Options::default()
+        .segment_size(BIG)
+        .fs(std::sync::Arc::new(fs.clone()));
+    let log = Log::open(dir.path(), opts).unwrap();
+    let read = fs.bytes_read();
+    assert!(
+        read < 8 * BIG,
+        "an open read {read} bytes of a {BIG}-byte tail"
+    );
+    let torn = log.recovery().torn.clone().expect("the tail is torn");
+    assert_eq!(torn.valid_end, 4096);
+    assert_eq!(log.recovery().next_index, 1);
+    log.close().unwrap();
+}
