@@ -17,6 +17,16 @@ use crate::kind::TypeMask;
 pub const CONSUMERS_FILE: &str = "consumers.json";
 const STATE_VERSION: u32 = 1;
 
+/// The most consumers a log holds. Each costs a type mask (8 KiB) in the
+/// writer and every reader of the state, and retention looks at each on
+/// every pass.
+pub const MAX_CONSUMERS: usize = 1024;
+
+/// The largest state file read: far above what [`MAX_CONSUMERS`] with
+/// masks of many ranges need, and a bound on what a damaged or hostile
+/// file costs to read.
+const MAX_STATE_BYTES: u64 = 16 << 20;
+
 /// A consumer as listed by [`crate::Log::consumers`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConsumerInfo {
@@ -102,13 +112,19 @@ impl Consumers {
     /// Loads the set from `dir`, or an empty set if there is no file.
     pub(crate) fn load(fs: &dyn FileSystem, dir: &Path) -> Result<Consumers> {
         let path = dir.join(CONSUMERS_FILE);
-        let Some(bytes) = read_file(fs, &path).map_err(|e| Error::io("read", &path, e))? else {
+        let too_large = |len| len > MAX_STATE_BYTES;
+        let Some(bytes) =
+            read_file(fs, &path, too_large).map_err(|e| Error::io("read", &path, e))?
+        else {
             return Ok(Consumers {
                 path,
                 next_id: 1,
                 list: Vec::new(),
                 dirty: false,
             });
+        };
+        let Ok(bytes) = bytes else {
+            return Err(invalid(path, "larger than 16 MiB"));
         };
         let f: SavedFile =
             serde_json::from_slice(&bytes).map_err(|source| Error::BadConsumerState {
@@ -122,6 +138,7 @@ impl Consumers {
                 supported: STATE_VERSION,
             });
         }
+        check_saved(&f).map_err(|reason| invalid(path.clone(), reason))?;
         let mut list = Vec::with_capacity(f.consumers.len());
         for s in f.consumers {
             check_name(&s.name)?;
@@ -135,6 +152,7 @@ impl Consumers {
                 waiting_since: None,
             });
         }
+        // `check_saved` keeps every id below `u32::MAX`.
         let next_id = f
             .next_id
             .max(list.iter().map(|c| c.id + 1).max().unwrap_or(1));
@@ -221,6 +239,11 @@ impl Consumers {
         check_name(name)?;
         if self.list.iter().any(|c| c.name == name) {
             return Err(Error::ConsumerExists(name.to_owned()));
+        }
+        if self.list.len() >= MAX_CONSUMERS || self.next_id == u32::MAX {
+            return Err(Error::TooManyConsumers {
+                limit: MAX_CONSUMERS,
+            });
         }
         let id = self.next_id;
         self.next_id += 1;
@@ -322,6 +345,39 @@ impl Consumers {
     }
 }
 
+fn invalid(path: PathBuf, reason: &'static str) -> Error {
+    Error::ConsumerStateInvalid { path, reason }
+}
+
+/// The rules a state file must keep beyond its syntax: what `save` writes
+/// always keeps them.
+fn check_saved(f: &SavedFile) -> std::result::Result<(), &'static str> {
+    if f.consumers.len() > MAX_CONSUMERS {
+        return Err("more consumers than a log holds");
+    }
+    let mut ids = std::collections::HashSet::new();
+    let mut names = std::collections::HashSet::new();
+    for c in &f.consumers {
+        if c.id == 0 || c.id == u32::MAX {
+            return Err("a consumer id out of range");
+        }
+        if !ids.insert(c.id) {
+            return Err("two consumers with one id");
+        }
+        if !names.insert(c.name.as_str()) {
+            return Err("two consumers with one name");
+        }
+        let sorted = c.mask.iter().all(|(a, b)| a <= b)
+            && c.mask
+                .windows(2)
+                .all(|w| u32::from(w[0].1) + 1 < u32::from(w[1].0));
+        if !sorted {
+            return Err("a mask whose ranges are not sorted and disjoint");
+        }
+    }
+    Ok(())
+}
+
 /// Reads the consumer list of a log directory without opening the log
 /// (for readers in other processes).
 pub fn read_consumers(
@@ -332,4 +388,179 @@ pub fn read_consumers(
 ) -> Result<Vec<ConsumerInfo>> {
     let c = Consumers::load(fs, dir)?;
     Ok(c.list.iter().map(|x| c.info(x, last, now)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::mem::MemFs;
+
+    const DIR: &str = "/log";
+
+    fn load(bytes: &[u8]) -> Result<Consumers> {
+        let fs = MemFs::new();
+        fs.write_file(Path::new(DIR).join(CONSUMERS_FILE), bytes);
+        Consumers::load(&fs, Path::new(DIR))
+    }
+
+    fn reason(r: Result<Consumers>) -> &'static str {
+        match r {
+            Err(Error::ConsumerStateInvalid { reason, .. }) => reason,
+            other => panic!("expected ConsumerStateInvalid, got {other:?}"),
+        }
+    }
+
+    fn file(consumers: &str) -> String {
+        format!(r#"{{"version":1,"next_id":9,"consumers":[{consumers}]}}"#)
+    }
+
+    fn entry(id: u32, name: &str, mask: &str) -> String {
+        format!(
+            r#"{{"id":{id},"name":"{name}","mask":{mask},"cleared":0,"registered_ns":0,"last_active_ns":0}}"#
+        )
+    }
+
+    #[test]
+    fn a_state_file_that_breaks_the_rules_is_refused() {
+        // Regression: a file with an id of u32::MAX overflowed the next id
+        // (a panic in debug builds); one with two consumers of one name or
+        // id loaded, and ids were handed out twice; masks with overlapping
+        // ranges cost a pass over every range's codes each.
+        let ok = entry(1, "a", "[[0,5],[7,9]]");
+        assert!(load(file(&ok).as_bytes()).is_ok());
+        let max = entry(u32::MAX, "a", "[]");
+        assert_eq!(
+            reason(load(file(&max).as_bytes())),
+            "a consumer id out of range"
+        );
+        let zero = entry(0, "a", "[]");
+        assert_eq!(
+            reason(load(file(&zero).as_bytes())),
+            "a consumer id out of range"
+        );
+        let ids = format!("{},{}", entry(2, "a", "[]"), entry(2, "b", "[]"));
+        assert_eq!(
+            reason(load(file(&ids).as_bytes())),
+            "two consumers with one id"
+        );
+        let names = format!("{},{}", entry(2, "a", "[]"), entry(3, "a", "[]"));
+        assert_eq!(
+            reason(load(file(&names).as_bytes())),
+            "two consumers with one name"
+        );
+        for mask in ["[[5,1]]", "[[0,5],[5,9]]", "[[0,5],[6,9]]", "[[7,9],[0,5]]"] {
+            let m = entry(1, "a", mask);
+            assert_eq!(
+                reason(load(file(&m).as_bytes())),
+                "a mask whose ranges are not sorted and disjoint",
+                "{mask}"
+            );
+        }
+        let many: Vec<String> = (1..=MAX_CONSUMERS as u32 + 1)
+            .map(|i| entry(i, &format!("c{i}"), "[]"))
+            .collect();
+        assert_eq!(
+            reason(load(file(&many.join(",")).as_bytes())),
+            "more consumers than a log holds"
+        );
+        let mut huge = file(&ok).into_bytes();
+        huge.resize(MAX_STATE_BYTES as usize + 1, b' ');
+        assert_eq!(reason(load(&huge)), "larger than 16 MiB");
+    }
+
+    #[test]
+    fn registering_stops_at_the_limit_and_at_the_last_id() {
+        let mut c = load(file("").as_bytes()).unwrap();
+        for i in 0..MAX_CONSUMERS {
+            c.register(&format!("c{i}"), TypeMask::all(), 0, 0).unwrap();
+        }
+        assert!(matches!(
+            c.register("one-more", TypeMask::all(), 0, 0),
+            Err(Error::TooManyConsumers { .. })
+        ));
+        let last = format!(r#"{{"version":1,"next_id":{},"consumers":[]}}"#, u32::MAX);
+        let mut c = load(last.as_bytes()).unwrap();
+        assert!(matches!(
+            c.register("a", TypeMask::all(), 0, 0),
+            Err(Error::TooManyConsumers { .. })
+        ));
+    }
+
+    fn arb_mask() -> impl Strategy<Value = TypeMask> {
+        prop::collection::vec((any::<u16>(), 0u16..300), 0..6).prop_map(|v| {
+            let mut m = TypeMask::none();
+            for (a, n) in v {
+                for code in a..=a.saturating_add(n) {
+                    m.insert(crate::kind::RecordType(code));
+                }
+            }
+            m
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// What `save` writes loads back the same, and passes the rules.
+        #[test]
+        fn a_saved_set_loads_back_the_same(
+            consumers in prop::collection::vec(("[a-z0-9._-]{1,8}", arb_mask(), any::<u64>()), 0..8),
+            removed in prop::collection::vec(any::<prop::sample::Index>(), 0..3),
+        ) {
+            let fs = MemFs::new();
+            fs.create_dir_all(Path::new(DIR)).unwrap();
+            let mut c = Consumers::load(&fs, Path::new(DIR)).unwrap();
+            for (name, mask, cleared) in &consumers {
+                if c.register(name, mask.clone(), *cleared, 7).is_err() {
+                    prop_assert!(c.get(name).is_ok(), "only a duplicate name fails");
+                }
+            }
+            for ix in removed {
+                if !c.list.is_empty() {
+                    let name = c.list[ix.index(c.list.len())].name.clone();
+                    c.remove(&name).unwrap();
+                }
+            }
+            c.save(&fs).unwrap();
+            let back = Consumers::load(&fs, Path::new(DIR)).unwrap();
+            prop_assert_eq!(back.next_id, c.next_id);
+            let key = |x: &Consumer| (x.id, x.name.clone(), x.mask.clone(), x.cleared, x.registered_ns);
+            prop_assert_eq!(
+                back.list.iter().map(key).collect::<Vec<_>>(),
+                c.list.iter().map(key).collect::<Vec<_>>()
+            );
+        }
+
+        /// Any file of the right shape: a typed error, or a set that keeps
+        /// the rules and can register another consumer without a panic.
+        #[test]
+        fn any_state_file_loads_as_a_valid_set_or_an_error(
+            next_id in prop_oneof![Just(0u32), 1u32..10, Just(u32::MAX)],
+            consumers in prop::collection::vec((
+                prop_oneof![Just(0u32), 1u32..5, Just(u32::MAX - 1), Just(u32::MAX)],
+                "[ab]",
+                prop::collection::vec((any::<u16>(), any::<u16>()), 0..4),
+            ), 0..5),
+        ) {
+            let body: Vec<String> = consumers
+                .iter()
+                .map(|(id, name, mask)| entry(*id, name, &format!("{mask:?}").replace('(', "[").replace(')', "]")))
+                .collect();
+            let f = format!(r#"{{"version":1,"next_id":{next_id},"consumers":[{}]}}"#, body.join(","));
+            if let Ok(mut c) = load(f.as_bytes()) {
+                let ids: std::collections::HashSet<u32> = c.list.iter().map(|x| x.id).collect();
+                let names: std::collections::HashSet<&str> = c.list.iter().map(|x| x.name.as_str()).collect();
+                prop_assert_eq!(ids.len(), c.list.len());
+                prop_assert_eq!(names.len(), c.list.len());
+                prop_assert!(c.list.iter().all(|x| x.id < c.next_id));
+                if let Ok(id) = c.register("new", TypeMask::all(), 0, 0) {
+                    prop_assert!(!ids.contains(&id));
+                }
+            }
+        }
+    }
 }

@@ -121,6 +121,23 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
+    /// The consumer state file parses but breaks a rule the log keeps:
+    /// too large, two consumers with one name or id, an id out of range,
+    /// or a mask whose ranges are not sorted and disjoint.
+    #[error("consumer state file {path} is invalid: {reason}")]
+    ConsumerStateInvalid {
+        /// The state file.
+        path: PathBuf,
+        /// The rule it breaks.
+        reason: &'static str,
+    },
+    /// A log holds at most this many consumers, or has handed out every
+    /// consumer id.
+    #[error("no room for another consumer (at most {limit}, and ids are never reused)")]
+    TooManyConsumers {
+        /// The most consumers a log holds.
+        limit: usize,
+    },
     /// A type mask could not be parsed.
     #[error(
         "invalid record type {0:?}: expected a type name, a number 0-65535, a range A-B or \"all\""

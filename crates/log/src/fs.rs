@@ -234,16 +234,24 @@ pub(crate) fn replace_file(
     fs.sync_dir(dir).map_err(ReplaceError::Unsynced)
 }
 
-/// Reads a whole small file, or `None` if it does not exist.
-pub(crate) fn read_file(fs: &dyn FileSystem, path: &Path) -> io::Result<Option<Vec<u8>>> {
+/// Reads a whole small file, or `None` if it does not exist. A file whose
+/// length `too_large` refuses is not read: `Some(Err(len))`.
+pub(crate) fn read_file(
+    fs: &dyn FileSystem,
+    path: &Path,
+    too_large: impl Fn(u64) -> bool,
+) -> io::Result<Option<Result<Vec<u8>, u64>>> {
     let f = match fs.open_read(path) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
     };
     let len = f.len()?;
+    if too_large(len) {
+        return Ok(Some(Err(len)));
+    }
     let mut buf = vec![0; usize::try_from(len).map_err(|_| io::ErrorKind::InvalidData)?];
     let n = read_full_at(&*f, &mut buf, 0)?;
     buf.truncate(n);
-    Ok(Some(buf))
+    Ok(Some(Ok(buf)))
 }

@@ -59,7 +59,7 @@ mod spare;
 mod thread_cpu;
 mod verify;
 
-pub use crate::consumers::{CONSUMERS_FILE, ConsumerInfo, read_consumers};
+pub use crate::consumers::{CONSUMERS_FILE, ConsumerInfo, MAX_CONSUMERS, read_consumers};
 pub use crate::error::{Error, Result, StallCause};
 pub use crate::inspect::{Summary, inspect};
 pub use crate::kind::{RecordType, TypeMask};

@@ -133,6 +133,8 @@ impl From<weir_log::Error> for ApiError {
             E::ClearBeyondEnd { .. } | E::Truncated { .. } | E::NotAppended { .. } => {
                 (Code::BadRange, None)
             }
+            // As with too many follow streams.
+            E::TooManyConsumers { .. } => (Code::Unavailable, None),
             // The log cannot take writes now; it may later.
             E::NoSpace | E::Stalled { .. } | E::Closed => {
                 (Code::LogError, Some(StatusCode::SERVICE_UNAVAILABLE))
