@@ -193,7 +193,7 @@ impl Inner {
         }
     }
 
-    /// Records a failure of kind `kind` for waiters, then poisons the
+    /// Records `err` as the last failure for waiters, then poisons the
     /// log: after an fsync failure the kernel may have dropped dirty pages
     /// it could not write, so nothing written since can be trusted to be
     /// on disk. Writers, durable waiters and consumer changes then fail

@@ -167,13 +167,19 @@ const UNWANTED_SCAN_BYTES: u64 = 1 << 20;
 /// without reading a record past them. The moves are saved with the next
 /// save (see `run`); one lost to a crash is made again.
 ///
+/// The furthest behind go first: they hold the most segments, and one the
+/// budget leaves out this pass is first in a later one, once the others
+/// have caught up.
+///
 /// Returns the consumers whose scan stopped at the budget: whether a
 /// record waits for them is not known yet.
 fn pass_unwanted(inner: &Inner, consumers: &mut Consumers, last: u64) -> Vec<String> {
     let mut budget = UNWANTED_SCAN_BYTES;
     let mut unresolved = Vec::new();
     let mut moves = Vec::new();
-    for c in consumers.list_mut().iter_mut() {
+    let mut order: Vec<&mut Consumer> = consumers.list_mut().iter_mut().collect();
+    order.sort_by_key(|c| c.cleared);
+    for c in order {
         // A record it reads is known to wait at `cleared + 1`.
         let known = c.waiting_since.is_some_and(|(at, _)| at == c.cleared);
         if c.mask.is_all() || c.cleared >= last || known {
