@@ -13,9 +13,9 @@
 mod support;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use support::{EIO, ENOSPC, within};
+use support::{EIO, ENOSPC, eventually, fill, segment_files, within};
 use weir_log::fault::FaultyFs;
 use weir_log::fs::StdFs;
 use weir_log::{Error, Log, Options, Record, RecordType, Retention, TypeMask, read_consumers};
@@ -27,17 +27,6 @@ fn opts(fs: &FaultyFs) -> Options {
         .segment_size(SEG)
         .sync_interval(None)
         .fs(Arc::new(fs.clone()))
-}
-
-/// Appends `n` records of about 500 bytes and syncs; returns the last index.
-fn fill(log: &Log, n: usize) -> u64 {
-    let name = [b'r'; 500];
-    for _ in 0..n {
-        let _ = log
-            .append(&Record::new(RecordType::CREAT).name(&name))
-            .unwrap();
-    }
-    log.sync().unwrap().unwrap().index()
 }
 
 /// `name`'s cleared index as this log holds it, and as the file says.
@@ -53,28 +42,6 @@ fn cleared(log: &Log, dir: &std::path::Path, name: &str) -> (Option<u64>, Option
         .find(|c| c.name == name)
         .map(|c| c.cleared);
     (mem, disk)
-}
-
-fn segments(dir: &std::path::Path) -> usize {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .filter(|e| {
-            let n = e.as_ref().unwrap().file_name();
-            let n = n.to_string_lossy();
-            n.ends_with(".wlog") && !n.starts_with("spare")
-        })
-        .count()
-}
-
-fn eventually(what: &str, mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !f() {
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "timed out waiting for: {what}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[test]
@@ -165,13 +132,13 @@ fn a_failed_directory_fsync_after_removing_segments_poisons_the_log() {
         let log = Log::open(dir.path(), opts(&fs)).unwrap();
         log.register("a", TypeMask::all()).unwrap();
         let last = fill(&log, 400);
-        assert!(segments(dir.path()) >= 3);
+        assert!(segment_files(dir.path()).len() >= 3);
         // The clear's save fsyncs the directory once; the removal of the
         // segments it frees is the next.
         fs.fail_dir_syncs(EIO, 1, Some(1));
         log.clear("a", last).unwrap();
         eventually("retention removes the cleared segments", || {
-            segments(dir.path()) == 1
+            segment_files(dir.path()).len() == 1
         });
         eventually("the log is poisoned", || log.is_poisoned());
         assert!(matches!(
@@ -206,7 +173,7 @@ fn no_segment_is_removed_before_an_eviction_is_saved() {
             .unwrap();
         let last = fill(&log, 400);
         log.clear("busy", last).unwrap();
-        let before = segments(dir.path());
+        let before = segment_files(dir.path()).len();
         assert!(before >= 3);
         // Every write fails from here: the eviction's save, and the MARK
         // record that announces it.
@@ -218,10 +185,14 @@ fn no_segment_is_removed_before_an_eviction_is_saved() {
         // disk still lists "sleepy" reading from the first.
         std::thread::sleep(Duration::from_millis(1500));
         assert_eq!(cleared(&log, dir.path(), "sleepy"), (None, Some(0)));
-        assert_eq!(segments(dir.path()), before, "removed before saved");
+        assert_eq!(
+            segment_files(dir.path()).len(),
+            before,
+            "removed before saved"
+        );
         fs.heal();
         eventually("the segments go once the state is saved", || {
-            segments(dir.path()) == 1
+            segment_files(dir.path()).len() == 1
         });
         assert_eq!(cleared(&log, dir.path(), "sleepy"), (None, None));
         log.close().unwrap();

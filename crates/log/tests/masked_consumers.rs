@@ -7,9 +7,12 @@
 //! wants. These tests poll (up to 10 s) for the state a retention pass
 //! leaves, since passes run every ~500 ms and after each roll.
 
+mod support;
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use support::{eventually, fill, segment_files};
 use weir_log::fs::StdFs;
 use weir_log::{Log, Options, Record, RecordType, Retention, TypeMask, read_consumers};
 
@@ -17,18 +20,6 @@ const SEG: u64 = 64 * 1024;
 
 fn open(dir: &Path, r: Retention) -> Log {
     Log::open(dir, Options::default().segment_size(SEG).retention(r)).unwrap()
-}
-
-/// Appends `n` CREAT records of about 500 bytes and syncs; returns the
-/// last index.
-fn fill(log: &Log, n: usize) -> u64 {
-    let name = [b'r'; 500];
-    for _ in 0..n {
-        let _ = log
-            .append(&Record::new(RecordType::CREAT).name(&name))
-            .unwrap();
-    }
-    log.sync().unwrap().unwrap().index()
 }
 
 fn mount(log: &Log) -> u64 {
@@ -40,33 +31,11 @@ fn mount(log: &Log) -> u64 {
     i
 }
 
-fn segments(dir: &Path) -> usize {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .filter(|e| {
-            let n = e.as_ref().unwrap().file_name();
-            let n = n.to_string_lossy();
-            n.ends_with(".wlog") && !n.starts_with("spare")
-        })
-        .count()
-}
-
 fn cleared(log: &Log, name: &str) -> Option<u64> {
     log.consumer_list()
         .into_iter()
         .find(|c| c.name == name)
         .map(|c| c.cleared)
-}
-
-fn eventually(what: &str, mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !f() {
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "timed out waiting for: {what}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[test]
@@ -85,7 +54,7 @@ fn records_a_mask_excludes_do_not_hold_segments_or_count_as_lag() {
         cleared(&log, "mounts") == Some(last)
     });
     eventually("the segments it held are collected", || {
-        segments(dir.path()) == 1
+        segment_files(dir.path()).len() == 1
     });
     let c = &log.consumer_list()[0];
     assert_eq!(c.lag, 0);

@@ -6,12 +6,15 @@
 //! instead of sleeping a fixed time. Where a test checks that something is
 //! *not* deleted, it first waits for a state that proves retention has run.
 
+mod support;
+
 use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use support::{eventually, fill};
 use weir_log::fs::{FileSystem, StdFs};
 use weir_log::segment::parse_segment_name;
 use weir_log::{
@@ -80,29 +83,6 @@ fn bases(dir: &Path) -> Vec<u64> {
 
 fn disk_bytes(dir: &Path) -> u64 {
     on_disk(dir).iter().map(|s| s.1).sum()
-}
-
-/// Polls `f` until it returns true; fails after 10 s.
-fn eventually(what: &str, mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !f() {
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "timed out waiting for: {what}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Appends `n` records of about 500 bytes and syncs; returns the last index.
-fn fill(log: &Log, n: usize) -> u64 {
-    let name = [b'r'; 500];
-    for _ in 0..n {
-        let _ = log
-            .append(&Record::new(RecordType::CREAT).name(&name))
-            .unwrap();
-    }
-    log.sync().unwrap().unwrap().index()
 }
 
 /// The MARK records still in the log.

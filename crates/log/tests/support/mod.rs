@@ -9,7 +9,9 @@
 //!   `docs/format.md`, separate from the crate's own, and the recovery it
 //!   implies for the bytes left on disk.
 //! - [`within`]: a hang guard, so "never block without bound" fails a test
-//!   instead of hanging it.
+//!   instead of hanging it; [`eventually`], a poll for what the committer
+//!   does on its own time.
+//! - [`fill`]: appends a run of 500-byte records.
 #![allow(dead_code, unreachable_pub)] // each test binary uses a subset
 
 use std::path::{Path, PathBuf};
@@ -180,6 +182,31 @@ pub fn within<T: Send + 'static>(
         },
         Err(mpsc::RecvTimeoutError::Timeout) => panic!("{what} did not finish within {secs} s"),
     }
+}
+
+/// Polls `f` every 20 ms until it returns true; fails after 10 s. For
+/// what the committer does on its own time (retention every ~500 ms).
+pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !f() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "timed out waiting for: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Appends `n` CREAT records of about 500 bytes and syncs; returns the
+/// last index.
+pub fn fill(log: &weir_log::Log, n: usize) -> u64 {
+    let name = [b'r'; 500];
+    for _ in 0..n {
+        let _ = log
+            .append(&Record::new(RecordType::CREAT).name(&name))
+            .unwrap();
+    }
+    log.sync().unwrap().unwrap().index()
 }
 
 /// Segment files of `dir`, sorted by name (= first index).
