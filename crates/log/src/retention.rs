@@ -7,6 +7,7 @@
 //! that retention can never block on the ring it drains.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use crate::consumers::{Consumer, Consumers};
@@ -45,7 +46,12 @@ impl PendingMarks {
 /// segment, so segments nobody needs are deleted to make it, but a
 /// consumer is never evicted (nor its data dropped) for it. Returns whether
 /// the spare fits under the limit.
-pub(crate) fn run(inner: &Inner, marks: &mut PendingMarks, opening: u64, reserve: u64) -> bool {
+pub(crate) fn run(
+    inner: &Arc<Inner>,
+    marks: &mut PendingMarks,
+    opening: u64,
+    reserve: u64,
+) -> bool {
     let now = now_ns();
     let last = inner.committed.load(Ordering::Acquire);
     let ret = &inner.opts.retention;
@@ -160,6 +166,10 @@ pub(crate) fn run(inner: &Inner, marks: &mut PendingMarks, opening: u64, reserve
 /// committer's time. A pass goes on from where the last one stopped.
 const UNWANTED_SCAN_BYTES: u64 = 1 << 20;
 
+/// How many consumers one pass looks past unwanted records for: each look
+/// opens a segment, however few bytes it reads.
+const UNWANTED_SCANS: usize = 64;
+
 /// Moves each consumer with a mask past the records after its cleared
 /// index that the mask excludes, up to the first it reads or the end. It
 /// would never read them, but they would hold segments for it, count in
@@ -173,8 +183,9 @@ const UNWANTED_SCAN_BYTES: u64 = 1 << 20;
 ///
 /// Returns the consumers whose scan stopped at the budget: whether a
 /// record waits for them is not known yet.
-fn pass_unwanted(inner: &Inner, consumers: &mut Consumers, last: u64) -> Vec<String> {
+fn pass_unwanted(inner: &Arc<Inner>, consumers: &mut Consumers, last: u64) -> Vec<String> {
     let mut budget = UNWANTED_SCAN_BYTES;
+    let mut scans = UNWANTED_SCANS;
     let mut unresolved = Vec::new();
     let mut moves = Vec::new();
     let mut order: Vec<&mut Consumer> = consumers.list_mut().iter_mut().collect();
@@ -185,13 +196,16 @@ fn pass_unwanted(inner: &Inner, consumers: &mut Consumers, last: u64) -> Vec<Str
         if c.mask.is_all() || c.cleared >= last || known {
             continue;
         }
-        if budget == 0 {
+        if budget == 0 || scans == 0 {
             unresolved.push(c.name.clone());
             continue;
         }
-        let mut reader = Reader::open_dir_with(inner.opts.fs.clone(), &inner.dir, c.cleared + 1)
-            .with_mask(c.mask.clone())
-            .scan_limit(budget);
+        scans -= 1;
+        // Through the segment list in memory, not a listing of the
+        // directory per consumer. The consumer lock is held, which comes
+        // before the list's (see `Inner::segments`).
+        let mut reader =
+            Reader::live(inner.clone(), c.cleared + 1, Some(c.mask.clone())).scan_limit(budget);
         let found = match reader.next_record() {
             Ok(found) => found,
             Err(e) => {

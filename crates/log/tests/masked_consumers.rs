@@ -105,3 +105,20 @@ fn a_masked_consumer_is_idle_only_while_a_record_it_reads_waits() {
     });
     log.close().unwrap();
 }
+
+#[test]
+fn every_masked_consumer_is_passed_over_though_a_pass_looks_at_64() {
+    // A pass looks past unwanted records for at most 64 consumers; the
+    // others must still be reached in the passes after.
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(dir.path(), Retention::default());
+    let mask = TypeMask::parse("MOUNT_ATTACH").unwrap();
+    for i in 0..100 {
+        log.register(&format!("c{i}"), mask.clone()).unwrap();
+    }
+    let last = fill(&log, 50);
+    eventually("every consumer is passed over every record", || {
+        log.consumer_list().iter().all(|c| c.cleared == last)
+    });
+    log.close().unwrap();
+}
