@@ -68,6 +68,9 @@ pub(crate) struct Consumer {
     pub(crate) id: u32,
     pub(crate) name: String,
     pub(crate) mask: TypeMask,
+    /// The mask as `consumers.json` keeps it, worked out once: a mask does
+    /// not change, and every save writes every consumer's.
+    mask_ranges: Vec<(u16, u16)>,
     pub(crate) cleared: u64,
     pub(crate) registered_ns: u64,
     pub(crate) last_active_ns: u64,
@@ -145,6 +148,7 @@ impl Consumers {
             list.push(Consumer {
                 id: s.id,
                 mask: TypeMask::from_ranges(&s.mask),
+                mask_ranges: s.mask,
                 name: s.name,
                 cleared: s.cleared,
                 registered_ns: s.registered_ns,
@@ -177,7 +181,7 @@ impl Consumers {
                 .map(|c| Saved {
                     id: c.id,
                     name: c.name.clone(),
-                    mask: c.mask.ranges(),
+                    mask: c.mask_ranges.clone(),
                     cleared: c.cleared,
                     registered_ns: c.registered_ns,
                     last_active_ns: c.last_active_ns,
@@ -251,6 +255,7 @@ impl Consumers {
         self.list.push(Consumer {
             id,
             name: name.to_owned(),
+            mask_ranges: mask.ranges(),
             mask,
             cleared: last,
             registered_ns: now,
