@@ -208,6 +208,32 @@ async fn run(trackers: Trackers, limits: Limits) -> BTreeSet<(String, String, u1
     reached
 }
 
+/// A register on a log that holds as many consumers as it can: 503.
+async fn register_on_a_full_consumer_set() -> (String, String, u16) {
+    let doc = Doc::load();
+    let fx = fixture(Access::default(), Limits::default(), Trackers::None);
+    for i in 0..weir_log::MAX_CONSUMERS {
+        fx.state
+            .log
+            .register(&format!("f{i}"), weir_log::TypeMask::all())
+            .unwrap();
+    }
+    let router = weir_daemon::api::router(fx.state.clone());
+    let c = "/v1/log/consumers";
+    let one_more = case("POST", c, c, r#"{"name":"one-more"}"#);
+    let a = call(
+        &router,
+        one_more.method,
+        &one_more.uri,
+        one_more.body.clone(),
+        Some(one_more.peer.clone()),
+    )
+    .await;
+    let status = check(&doc, &one_more, &a);
+    assert_eq!(status, 503, "{}", a.text());
+    ("POST".to_owned(), c.to_owned(), status)
+}
+
 #[tokio::test]
 async fn every_operation_answers_as_documented() {
     let small = Limits {
@@ -215,6 +241,7 @@ async fn every_operation_answers_as_documented() {
         max_followers: 0,
     };
     let mut reached = run(Trackers::None, small).await;
+    reached.insert(register_on_a_full_consumer_set().await);
     if is_root() {
         let limits = Limits {
             max_body_bytes: 4096,
