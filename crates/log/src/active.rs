@@ -193,6 +193,17 @@ impl ActiveSegment {
         self.next_index = index + 1;
     }
 
+    /// Where a reader looking for `index` starts: the offset and index of
+    /// the last sparse-index entry at or before it (the segment's start
+    /// if none), as a sealed segment's footer says.
+    pub(crate) fn seek(&self, index: u64) -> (u64, u64) {
+        let k = self.entries.partition_point(|&(i, _)| i <= index);
+        match k.checked_sub(1) {
+            Some(k) => (self.entries[k].1, self.entries[k].0),
+            None => (HEADER_LEN, self.base),
+        }
+    }
+
     /// Bytes handed to the OS so far (the file offset written up to).
     pub(crate) fn written(&self) -> u64 {
         self.written

@@ -105,6 +105,8 @@ struct Committer {
     last_maintenance: Instant,
     retry: Option<(Instant, Duration)>,
     marks: retention::PendingMarks,
+    /// Retention's looks past records masks exclude, between passes.
+    unwanted_scans: retention::UnwantedScans,
     /// Frames lifted out of the ring past a hole, by index, until the
     /// hole is filled and they can be placed in order.
     reorder: BTreeMap<u64, Vec<u8>>,
@@ -152,6 +154,7 @@ impl Committer {
             last_maintenance: Instant::now(),
             retry: None,
             marks: retention::PendingMarks::default(),
+            unwanted_scans: retention::UnwantedScans::default(),
             reorder: BTreeMap::new(),
             reorder_bytes: 0,
             stuck_at: None,
@@ -712,7 +715,21 @@ impl Committer {
             0
         };
         let reserve = self.spares.reserve(size);
-        let fits = retention::run(inner, &mut self.marks, opening, reserve);
+        let active = self.active.as_ref();
+        let seek = |index: u64| {
+            active
+                .filter(|a| index >= a.base)
+                .map(|a| (a.base, a.seek(index)))
+                .map(|(base, (offset, at))| (base, offset, at))
+        };
+        let fits = retention::run(
+            inner,
+            &mut self.marks,
+            &mut self.unwanted_scans,
+            &seek,
+            opening,
+            reserve,
+        );
         self.spares.set_room(&*inner.opts.fs, &inner.dir, fits);
     }
 }

@@ -57,6 +57,10 @@ pub struct Reader {
     /// (see [`Reader::scan_limit`]).
     scanned: u64,
     scan_limit: u64,
+    /// Where to start in the unsealed segment of this base, which has no
+    /// footer to seek with: `(base, offset, index)` (see
+    /// [`Reader::start_unsealed_at`]).
+    unsealed_start: Option<(u64, u64, u64)>,
 }
 
 /// One scan decodes at most this many records (or bytes) ahead. Scanning
@@ -83,6 +87,7 @@ impl Reader {
             failed: false,
             scanned: 0,
             scan_limit: u64::MAX,
+            unsealed_start: None,
         }
     }
 
@@ -105,6 +110,7 @@ impl Reader {
             failed: false,
             scanned: 0,
             scan_limit: u64::MAX,
+            unsealed_start: None,
         }
     }
 
@@ -114,12 +120,25 @@ impl Reader {
         self
     }
 
-    /// Stops looking once frames of `bytes` in all have been looked at,
-    /// kept or not: a mask that takes nothing would otherwise scan to the
-    /// end of the log in one call. `next_record` then returns `Ok(None)`
-    /// before the end; [`Reader::position`] says how far it got.
-    pub(crate) fn scan_limit(mut self, bytes: u64) -> Reader {
+    /// From now on, stops looking once frames of `bytes` in all have been
+    /// stepped over, kept, skipped by the mask or before the start: a mask
+    /// that takes nothing would otherwise scan to the end of the log in
+    /// one call. `next_record` then returns `Ok(None)` before the end;
+    /// [`Reader::position`] says how far it got, and the next call goes on
+    /// from there.
+    pub(crate) fn limit_scan(&mut self, bytes: u64) {
+        self.scanned = 0;
         self.scan_limit = bytes;
+    }
+
+    /// Starts in the unsealed segment `base` at `offset`, where the frame
+    /// of `index` begins, rather than at its first frame: the writer's
+    /// sparse index for that segment, which has no footer yet. Ignored
+    /// unless `index` is at or before the start.
+    pub(crate) fn start_unsealed_at(mut self, base: u64, offset: u64, index: u64) -> Reader {
+        if index <= self.next && index >= base {
+            self.unsealed_start = Some((base, offset, index));
+        }
         self
     }
 
@@ -245,7 +264,10 @@ impl Reader {
                     .map_or(base, |&(i, _)| i);
                 (at, idx)
             }
-            None => (HEADER_LEN, base),
+            None => match self.unsealed_start.take() {
+                Some((b, offset, index)) if b == base => (offset, index),
+                _ => (HEADER_LEN, base),
+            },
         };
         self.seg = Some(OpenSegment {
             path,
@@ -302,13 +324,16 @@ impl Reader {
                             .frame(offset, len)
                             .map_err(|e| Error::io("read", &seg.path, e))?;
                         let idx = f.index;
+                        self.scanned += len as u64;
                         if idx < self.next {
+                            if self.scanned >= self.scan_limit {
+                                return Ok(());
+                            }
                             continue;
                         }
                         let keep = self.mask.as_ref().is_none_or(|m| m.contains(f.kind));
                         let rec = keep.then(|| f.to_record());
                         self.next = idx + 1;
-                        self.scanned += len as u64;
                         if let Some(r) = rec {
                             self.queue.push_back(r);
                             batch_bytes += len;

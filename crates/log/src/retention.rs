@@ -6,7 +6,7 @@
 //! forced drops are announced with MARK records, appended without waiting so
 //! that retention can never block on the ring it drains.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -49,6 +49,8 @@ impl PendingMarks {
 pub(crate) fn run(
     inner: &Arc<Inner>,
     marks: &mut PendingMarks,
+    scans: &mut UnwantedScans,
+    seek: UnsealedSeek<'_>,
     opening: u64,
     reserve: u64,
 ) -> bool {
@@ -60,7 +62,7 @@ pub(crate) fn run(
 
     // First past what masks exclude: such records neither hold a segment
     // for a consumer nor count as waiting for it.
-    let unresolved = pass_unwanted(inner, &mut consumers, last);
+    let unresolved = pass_unwanted(inner, &mut consumers, scans, seek, last);
 
     // Idle consumers.
     let idle_limit = ret.max_idle_time.map(nanos);
@@ -166,9 +168,25 @@ pub(crate) fn run(
 /// committer's time. A pass goes on from where the last one stopped.
 const UNWANTED_SCAN_BYTES: u64 = 1 << 20;
 
-/// How many consumers one pass looks past unwanted records for: each look
-/// opens a segment, however few bytes it reads.
+/// How many consumers one pass looks past unwanted records for.
 const UNWANTED_SCANS: usize = 64;
+
+/// The looks past unwanted records in progress, by consumer id: each a
+/// reader left where the last pass stopped, so that a look spread over
+/// passes reads each record once. Kept by the committer between passes.
+#[derive(Default)]
+pub(crate) struct UnwantedScans(HashMap<u32, UnwantedScan>);
+
+struct UnwantedScan {
+    /// The cleared index the look started after (moved with the consumer
+    /// as the look passes records).
+    after: u64,
+    reader: Reader,
+}
+
+/// Where a reader finds an index in the unsealed segment, which has no
+/// footer yet: `(base, offset, index)` from the writer's sparse index.
+pub(crate) type UnsealedSeek<'a> = &'a dyn Fn(u64) -> Option<(u64, u64, u64)>;
 
 /// Moves each consumer with a mask past the records after its cleared
 /// index that the mask excludes, up to the first it reads or the end. It
@@ -181,50 +199,81 @@ const UNWANTED_SCANS: usize = 64;
 /// budget leaves out this pass is first in a later one, once the others
 /// have caught up.
 ///
-/// Returns the consumers whose scan stopped at the budget: whether a
+/// Returns the consumers whose look stopped at the budget: whether a
 /// record waits for them is not known yet.
-fn pass_unwanted(inner: &Arc<Inner>, consumers: &mut Consumers, last: u64) -> Vec<String> {
+fn pass_unwanted(
+    inner: &Arc<Inner>,
+    consumers: &mut Consumers,
+    scans: &mut UnwantedScans,
+    seek: UnsealedSeek<'_>,
+    last: u64,
+) -> Vec<String> {
     let mut budget = UNWANTED_SCAN_BYTES;
-    let mut scans = UNWANTED_SCANS;
+    let mut slots = UNWANTED_SCANS;
     let mut unresolved = Vec::new();
     let mut moves = Vec::new();
+    scans
+        .0
+        .retain(|id, _| consumers.list().iter().any(|c| c.id == *id));
     let mut order: Vec<&mut Consumer> = consumers.list_mut().iter_mut().collect();
     order.sort_by_key(|c| c.cleared);
     for c in order {
         // A record it reads is known to wait at `cleared + 1`.
         let known = c.waiting_since.is_some_and(|(at, _)| at == c.cleared);
-        if c.mask.is_all() || c.cleared >= last || known {
+        // Records a size limit dropped under it cannot be read: such a
+        // consumer is judged by their age, as any other, and takes no look.
+        let dropped = c.cleared + 1 < inner.first_index.load(Ordering::Acquire);
+        if c.mask.is_all() || c.cleared >= last || known || dropped {
+            scans.0.remove(&c.id);
             continue;
         }
-        if budget == 0 || scans == 0 {
+        if budget == 0 || slots == 0 {
             unresolved.push(c.name.clone());
             continue;
         }
-        scans -= 1;
-        // Through the segment list in memory, not a listing of the
-        // directory per consumer. The consumer lock is held, which comes
-        // before the list's (see `Inner::segments`).
-        let mut reader =
-            Reader::live(inner.clone(), c.cleared + 1, Some(c.mask.clone())).scan_limit(budget);
-        let found = match reader.next_record() {
+        slots -= 1;
+        if scans.0.get(&c.id).is_none_or(|s| s.after != c.cleared) {
+            // Through the segment list in memory, not a listing of the
+            // directory. The consumer lock is held, which comes before the
+            // list's (see `Inner::segments`).
+            let from = c.cleared + 1;
+            let mut reader = Reader::live(inner.clone(), from, Some(c.mask.clone()));
+            if let Some((base, offset, index)) = seek(from) {
+                reader = reader.start_unsealed_at(base, offset, index);
+            }
+            let after = c.cleared;
+            scans.0.insert(c.id, UnwantedScan { after, reader });
+        }
+        let Some(scan) = scans.0.get_mut(&c.id) else {
+            continue;
+        };
+        scan.reader.limit_scan(budget);
+        let found = scan.reader.next_record();
+        budget = budget.saturating_sub(scan.reader.scanned_bytes());
+        let found = match found {
             Ok(found) => found,
+            // Judged as any consumer whose next record cannot be read (a
+            // size limit may have dropped it): not moved, idle by its age.
             Err(e) => {
                 tracing::debug!(consumer = %c.name, error = %e, "looking past unwanted records failed");
-                unresolved.push(c.name.clone());
+                scans.0.remove(&c.id);
                 continue;
             }
         };
-        budget = budget.saturating_sub(reader.scanned_bytes());
         let to = found
             .as_ref()
-            .map_or(reader.position() - 1, |r| r.index - 1)
+            .map_or(scan.reader.position() - 1, |r| r.index - 1)
             .min(last);
         if to > c.cleared {
             tracing::debug!(consumer = %c.name, from = c.cleared, to, "passing records the consumer's mask excludes");
             moves.push((c.name.clone(), to));
+            scan.after = to;
         }
         match found {
-            Some(r) if r.index == to + 1 => c.waiting_since = Some((to, r.time_ns)),
+            Some(r) if r.index == to + 1 => {
+                c.waiting_since = Some((to, r.time_ns));
+                scans.0.remove(&c.id);
+            }
             _ if to < last => unresolved.push(c.name.clone()),
             _ => {}
         }

@@ -122,3 +122,34 @@ fn every_masked_consumer_is_passed_over_though_a_pass_looks_at_64() {
     });
     log.close().unwrap();
 }
+
+#[test]
+fn a_pass_over_unwanted_records_seeks_in_the_unsealed_segment() {
+    // Regression: the look past unwanted records started at the first
+    // frame of the unsealed segment, which has no footer to seek with,
+    // and counted only the frames after the consumer's cleared index
+    // against its 1 MiB budget. Every pass read the whole segment up to
+    // the consumer: 20 MiB here, twice a second.
+    let dir = tempfile::tempdir().unwrap();
+    let fs = weir_log::mem::MemFs::new();
+    let opts = Options::default()
+        .segment_size(64 << 20)
+        .fs(std::sync::Arc::new(fs.clone()));
+    let log = Log::open(dir.path(), opts).unwrap();
+    let before = fill(&log, 40_000);
+    assert!(log.stats().segments == 1);
+    log.register("mounts", TypeMask::parse("MOUNT_ATTACH").unwrap())
+        .unwrap();
+    let read = fs.bytes_read();
+    let last = fill(&log, 100);
+    eventually("the consumer is passed over the new records", || {
+        cleared(&log, "mounts") == Some(last)
+    });
+    let read = fs.bytes_read() - read;
+    assert!(
+        read < 4 << 20,
+        "passing {} records read {read} bytes",
+        last - before
+    );
+    log.close().unwrap();
+}
