@@ -96,6 +96,10 @@ pub(crate) struct Consumers {
     /// Changed since the last save that reached the file: what another
     /// process reads, and a reopen finds, may be behind.
     dirty: bool,
+    /// The lowest cleared index the file names (`None`: it names no
+    /// consumer): what a segment must be cleared by before it can go
+    /// without a save.
+    saved_min: Option<u64>,
 }
 
 pub(crate) fn check_name(name: &str) -> Result<()> {
@@ -124,6 +128,7 @@ impl Consumers {
                 next_id: 1,
                 list: Vec::new(),
                 dirty: false,
+                saved_min: None,
             });
         };
         let Ok(bytes) = bytes else {
@@ -160,11 +165,13 @@ impl Consumers {
         let next_id = f
             .next_id
             .max(list.iter().map(|c| c.id + 1).max().unwrap_or(1));
+        let saved_min = list.iter().map(|c| c.cleared).min();
         Ok(Consumers {
             path,
             next_id,
             list,
             dirty: false,
+            saved_min,
         })
     }
 
@@ -192,6 +199,7 @@ impl Consumers {
         let r = replace_file(fs, &self.path, &bytes);
         if !matches!(r, Err(ReplaceError::NotReplaced { .. })) {
             self.dirty = false;
+            self.saved_min = self.min_cleared();
         }
         r.map_err(|cause| SaveFailed {
             path: self.path.clone(),
@@ -202,6 +210,12 @@ impl Consumers {
     /// Whether the set changed since it last reached its file.
     pub(crate) fn dirty(&self) -> bool {
         self.dirty
+    }
+
+    /// The lowest cleared index the file names, `None` if it names no
+    /// consumer.
+    pub(crate) fn saved_min_cleared(&self) -> Option<u64> {
+        self.saved_min
     }
 
     pub(crate) fn get(&self, name: &str) -> Result<&Consumer> {

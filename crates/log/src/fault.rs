@@ -55,6 +55,8 @@ impl Arm {
 #[derive(Debug, Default)]
 struct State {
     writes: Option<Arm>,
+    /// Writes to files of one name only: `(name, arm)`.
+    named_writes: Option<(std::ffi::OsString, Arm)>,
     syncs: Option<Arm>,
     dir_syncs: Option<Arm>,
     allocs: Option<Arm>,
@@ -121,6 +123,20 @@ impl FaultyFs {
         });
     }
 
+    /// Like [`FaultyFs::fail_writes`], for writes to files named `name`
+    /// only (in any directory, under the name they have when written): a
+    /// fault in one kind of file while the others go on.
+    pub fn fail_writes_named(&self, name: &str, errno: i32, after: u64, count: Option<u64>) {
+        self.st().named_writes = Some((
+            name.into(),
+            Arm {
+                after,
+                count,
+                errno,
+            },
+        ));
+    }
+
     /// After `after` more fsyncs succeed, fail `count` fsyncs with `errno`.
     pub fn fail_syncs(&self, errno: i32, after: u64, count: Option<u64>) {
         self.st().syncs = Some(Arm {
@@ -185,6 +201,7 @@ impl FaultyFs {
     pub fn heal(&self) {
         let mut s = self.st();
         s.writes = None;
+        s.named_writes = None;
         s.syncs = None;
         s.dir_syncs = None;
         s.allocs = None;
@@ -251,6 +268,15 @@ impl File for FaultyFile {
             let mut s = self.st();
             s.op()?;
             if let Some(e) = s.writes.as_mut().and_then(Arm::hit) {
+                return Err(e);
+            }
+            let path = self.path();
+            if let Some((_, arm)) = s
+                .named_writes
+                .as_mut()
+                .filter(|(name, _)| path.file_name() == Some(name.as_os_str()))
+                && let Some(e) = arm.hit()
+            {
                 return Err(e);
             }
             s.short.map_or(buf.len(), |m| m.min(buf.len()).max(1))

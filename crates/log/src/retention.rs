@@ -112,7 +112,7 @@ pub(crate) fn run(
         let over = total > ret.max_bytes;
         if cleared || aged || (over && !needed) {
             total -= s.bytes;
-            doomed.push(s.clone());
+            doomed.push((s.clone(), false));
             continue;
         }
         // Under the limit, or over it only by the spare's room.
@@ -120,6 +120,7 @@ pub(crate) fn run(
             break;
         }
         // Over the limit and a consumer needs this segment.
+        let dropped = matches!(ret.on_full, FullPolicy::DropOldest);
         match ret.on_full {
             FullPolicy::EvictMostIdle => {
                 while let Some(c) = consumers.most_idle_needing(seg_last).cloned() {
@@ -141,7 +142,7 @@ pub(crate) fn run(
             }
         }
         total -= s.bytes;
-        doomed.push(s.clone());
+        doomed.push((s.clone(), dropped));
     }
     // Saved before any segment goes: a consumer whose eviction, or whose
     // pass over unwanted records, a crash lost would come back reading
@@ -152,15 +153,28 @@ pub(crate) fn run(
         && let Err(f) = consumers.save(&*inner.opts.fs)
     {
         let (e, _) = inner.consumers_not_saved(f);
-        tracing::error!(error = %e, "saving consumer state failed; no segment is removed until it is saved");
+        tracing::error!(error = %e, "saving consumer state failed; segments it would free stay until it is saved");
     }
-    let removable = !consumers.dirty() && !inner.poisoned.load(Ordering::Acquire);
+    // Once saved, all of them; else only what the file on disk allows
+    // (on a full disk the save may need the room a removal frees), and
+    // what the drop policy takes whatever consumers need.
+    let on_disk = consumers.saved_min_cleared();
+    let saved = !consumers.dirty();
+    let poisoned = inner.poisoned.load(Ordering::Acquire);
     drop(consumers);
-    if removable {
-        remove_segments(inner, &doomed);
-    }
+    let wanted = doomed.len();
+    let doomed: Vec<SegEntry> = doomed
+        .into_iter()
+        .filter(|(s, dropped)| {
+            let allowed =
+                saved || *dropped || on_disk.is_none_or(|m| s.last.is_some_and(|l| m >= l));
+            !poisoned && allowed
+        })
+        .map(|(s, _)| s)
+        .collect();
+    remove_segments(inner, &doomed);
     flush_marks(inner, marks);
-    (removable || doomed.is_empty()) && total <= ret.max_bytes
+    doomed.len() == wanted && total <= ret.max_bytes
 }
 
 /// How many bytes of records one retention pass reads, over all consumers,

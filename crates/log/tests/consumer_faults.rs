@@ -198,3 +198,45 @@ fn no_segment_is_removed_before_an_eviction_is_saved() {
         log.close().unwrap();
     });
 }
+
+#[test]
+fn a_save_that_fails_for_room_still_lets_go_what_the_file_on_disk_lets_go() {
+    // Regression: while the consumer set was unsaved, retention removed no
+    // segment at all, not even those the state on disk let go. On a full
+    // disk the save needs the room a removal frees, so nothing was removed
+    // again.
+    within(60, "state save failure on a full disk", || {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = FaultyFs::new();
+        let log = Log::open(dir.path(), opts(&fs)).unwrap();
+        log.register("a", TypeMask::all()).unwrap();
+        log.register("m", TypeMask::parse("MOUNT_ATTACH").unwrap())
+            .unwrap();
+        let last = fill(&log, 400);
+        eventually("m is passed over every record", || {
+            log.consumer_list()
+                .iter()
+                .all(|c| c.name != "m" || c.cleared == last)
+        });
+        // Saved: "a" and "m" have cleared every segment but the newest.
+        log.clear("a", last).unwrap();
+        // The pass at close moves "m" past the records below, and its save
+        // of that move fails for room.
+        fs.fail_writes_named("consumers.tmp", ENOSPC, 0, None);
+        fill(&log, 10);
+        log.close().unwrap();
+        assert!(
+            segment_files(dir.path()).len() <= 2,
+            "kept {:?}",
+            segment_files(dir.path())
+        );
+        // What the file says still holds: "m" reads on from there.
+        fs.heal();
+        let log = Log::open(dir.path(), opts(&fs)).unwrap();
+        let m = log.consumer_list().into_iter().find(|c| c.name == "m");
+        assert_eq!(m.map(|c| c.cleared), Some(last));
+        let n = log.consumer_reader("m").unwrap().count();
+        assert_eq!(n, 0, "m's mask takes none of the records");
+        log.close().unwrap();
+    });
+}
