@@ -15,10 +15,8 @@ use std::time::{Duration, Instant};
 
 pub(crate) use crate::clock::now_ns;
 use crate::clock::record_time_ns;
-use crate::consumers::{ConsumerInfo, Consumers, SaveFailed};
+use crate::consumers::Consumers;
 use crate::error::{Error, Result, StallCause};
-use crate::fs::ReplaceError;
-use crate::kind::TypeMask;
 use crate::latency::{Histogram, SharedHistogram};
 use crate::options::Options;
 use crate::reader::Reader;
@@ -26,11 +24,6 @@ use crate::record::Record;
 use crate::recovery::{self, RecoveryReport};
 use crate::ring::{INLINE, Reservation, Ring};
 use crate::{codec, commit};
-
-/// How long `Log::clear` waits for an index already handed out to be
-/// committed: far above the flush interval, which bounds that wait, and
-/// short enough that a log whose writes fail answers with an error.
-const CLEAR_COMMIT_WAIT: Duration = Duration::from_secs(1);
 
 /// Calls `done` until it holds or `until` passes, yielding the CPU between
 /// calls rather than spinning, so that on a busy CPU the thread being
@@ -210,29 +203,6 @@ impl Inner {
             tracing::error!(dir = %self.dir.display(), error = %err, what, "fsync failed; the log is poisoned until reopened");
         }
         self.wake_all();
-    }
-
-    /// The error for a failed save of the consumer set, and whether the
-    /// change reached the file (so memory keeps it, as readers in other
-    /// processes see it). An fsync failure poisons the log.
-    pub(crate) fn consumers_not_saved(&self, f: SaveFailed) -> (Error, bool) {
-        match f.cause {
-            ReplaceError::NotReplaced {
-                source,
-                fsync: false,
-            } => (Error::io("write", f.path, source), false),
-            ReplaceError::NotReplaced {
-                source,
-                fsync: true,
-            } => {
-                self.poison(&source, "consumer state");
-                (Error::io("fsync", f.path, source), false)
-            }
-            ReplaceError::Unsynced(source) => {
-                self.poison(&source, "consumer state");
-                (Error::io("fsync", &self.dir, source), true)
-            }
-        }
     }
 
     pub(crate) fn fail_error(&self, kind: FailKind) -> Error {
@@ -615,117 +585,6 @@ impl Log {
         Reader::live(self.inner.clone(), from, None)
     }
 
-    /// Registers a consumer that reads the types in `mask`, starting after the
-    /// last committed record. Returns its id.
-    pub fn register(&self, name: &str, mask: TypeMask) -> Result<u32> {
-        self.check_consumers_writable()?;
-        let mut c = self.consumers();
-        let id = c.register(name, mask, self.inner.last_committed(), now_ns())?;
-        if let Err(f) = c.save(&*self.inner.opts.fs) {
-            let (e, kept) = self.inner.consumers_not_saved(f);
-            if !kept {
-                c.remove(name)?;
-            }
-            return Err(e);
-        }
-        Ok(id)
-    }
-
-    /// Consumer changes are writes: a poisoned log refuses them too.
-    fn check_consumers_writable(&self) -> Result<()> {
-        if self.inner.poisoned.load(Ordering::Acquire) {
-            return Err(Error::Poisoned);
-        }
-        Ok(())
-    }
-
-    /// Clears a consumer's records up to `upto` (0: everything committed).
-    pub fn clear(&self, name: &str, upto: u64) -> Result<()> {
-        // Before the consumer lock, which retention takes on the committer.
-        self.wait_committed(upto);
-        self.check_consumers_writable()?;
-        let mut c = self.consumers();
-        let before = c.get(name)?.clone();
-        c.clear(name, upto, self.inner.last_committed(), now_ns())?;
-        if let Err(f) = c.save(&*self.inner.opts.fs) {
-            let (e, kept) = self.inner.consumers_not_saved(f);
-            if !kept {
-                c.restore(before);
-            }
-            return Err(e);
-        }
-        drop(c);
-        self.inner.kick();
-        Ok(())
-    }
-
-    /// Waits, for at most [`CLEAR_COMMIT_WAIT`], until `upto` is
-    /// committed if it has been handed out: a consumer may clear the index
-    /// `append` just returned, which readers see within the flush interval.
-    fn wait_committed(&self, upto: u64) {
-        let inner = &self.inner;
-        if upto <= inner.last_committed() || upto >= inner.ring.next() {
-            return;
-        }
-        inner.kick();
-        let deadline = Instant::now() + CLEAR_COMMIT_WAIT;
-        let mut g = inner.lock_wait();
-        while inner.last_committed() < upto && !inner.closing.load(Ordering::Acquire) {
-            let now = Instant::now();
-            if now >= deadline {
-                break;
-            }
-            g = inner
-                .commit_cv
-                .wait_timeout(g, deadline - now)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
-        }
-    }
-
-    /// Removes a consumer.
-    pub fn deregister(&self, name: &str) -> Result<()> {
-        self.check_consumers_writable()?;
-        let mut c = self.consumers();
-        let gone = c.remove(name)?;
-        if let Err(f) = c.save(&*self.inner.opts.fs) {
-            let (e, kept) = self.inner.consumers_not_saved(f);
-            if !kept {
-                c.restore(gone);
-            }
-            return Err(e);
-        }
-        drop(c);
-        self.inner.kick();
-        Ok(())
-    }
-
-    /// Lists the consumers with their lag.
-    pub fn consumer_list(&self) -> Vec<ConsumerInfo> {
-        let c = self.consumers();
-        let (last, now) = (self.inner.last_committed(), now_ns());
-        c.list().iter().map(|x| c.info(x, last, now)).collect()
-    }
-
-    /// Reads a consumer's records: from just after its cleared index, with
-    /// its mask applied.
-    pub fn consumer_reader(&self, name: &str) -> Result<Reader> {
-        let c = self.consumers();
-        let x = c.get(name)?;
-        Ok(Reader::live(
-            self.inner.clone(),
-            x.cleared + 1,
-            Some(x.mask.clone()),
-        ))
-    }
-
-    fn consumers(&self) -> MutexGuard<'_, Consumers> {
-        self.inner
-            .consumers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-    }
-
     /// Counters and sizes.
     pub fn stats(&self) -> Stats {
         // Read before the segment list's lock, which a roll waits for.
@@ -853,6 +712,7 @@ fn take_lock(dir: &Path) -> Result<std::fs::File> {
     Ok(f)
 }
 
+mod consumers;
 mod durable;
 #[cfg(test)]
 mod tests;
