@@ -717,10 +717,9 @@ impl Committer {
         let reserve = self.spares.reserve(size);
         let active = self.active.as_ref();
         let seek = |index: u64| {
-            active
-                .filter(|a| index >= a.base)
-                .map(|a| (a.base, a.seek(index)))
-                .map(|(base, (offset, at))| (base, offset, at))
+            let a = active.filter(|a| index >= a.base)?;
+            let (offset, at) = a.seek(index);
+            Some((a.base, offset, at))
         };
         let fits = retention::run(
             inner,

@@ -119,9 +119,8 @@ impl Consumers {
     /// Loads the set from `dir`, or an empty set if there is no file.
     pub(crate) fn load(fs: &dyn FileSystem, dir: &Path) -> Result<Consumers> {
         let path = dir.join(CONSUMERS_FILE);
-        let too_large = |len| len > MAX_STATE_BYTES;
         let Some(bytes) =
-            read_file(fs, &path, too_large).map_err(|e| Error::io("read", &path, e))?
+            read_file(fs, &path, MAX_STATE_BYTES).map_err(|e| Error::io("read", &path, e))?
         else {
             return Ok(Consumers {
                 path,

@@ -234,12 +234,12 @@ pub(crate) fn replace_file(
     fs.sync_dir(dir).map_err(ReplaceError::Unsynced)
 }
 
-/// Reads a whole small file, or `None` if it does not exist. A file whose
-/// length `too_large` refuses is not read: `Some(Err(len))`.
+/// Reads a whole small file, or `None` if it does not exist. A file longer
+/// than `max_len` is not read: `Some(Err(len))`.
 pub(crate) fn read_file(
     fs: &dyn FileSystem,
     path: &Path,
-    too_large: impl Fn(u64) -> bool,
+    max_len: u64,
 ) -> io::Result<Option<Result<Vec<u8>, u64>>> {
     let f = match fs.open_read(path) {
         Ok(f) => f,
@@ -247,7 +247,7 @@ pub(crate) fn read_file(
         Err(e) => return Err(e),
     };
     let len = f.len()?;
-    if too_large(len) {
+    if len > max_len {
         return Ok(Some(Err(len)));
     }
     let mut buf = vec![0; usize::try_from(len).map_err(|_| io::ErrorKind::InvalidData)?];

@@ -54,7 +54,7 @@ pub struct Reader {
     /// reports the error again).
     failed: bool,
     /// Bytes of frames looked at, kept or not, and where a scan stops
-    /// (see [`Reader::scan_limit`]).
+    /// (see [`Reader::limit_scan`]).
     scanned: u64,
     scan_limit: u64,
     /// Where to start in the unsealed segment of this base, which has no

@@ -6,7 +6,7 @@
 //! forced drops are announced with MARK records, appended without waiting so
 //! that retention can never block on the ring it drains.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -198,6 +198,23 @@ struct UnwantedScan {
     reader: Reader,
 }
 
+impl UnwantedScan {
+    /// A look from just after `c`'s cleared index, through the segment
+    /// list in memory rather than a listing of the directory. The consumer
+    /// lock is held, which comes before the list's (see `Inner::segments`).
+    fn new(inner: &Arc<Inner>, c: &Consumer, seek: UnsealedSeek<'_>) -> UnwantedScan {
+        let from = c.cleared + 1;
+        let mut reader = Reader::live(inner.clone(), from, Some(c.mask.clone()));
+        if let Some((base, offset, index)) = seek(from) {
+            reader = reader.start_unsealed_at(base, offset, index);
+        }
+        UnwantedScan {
+            after: c.cleared,
+            reader,
+        }
+    }
+}
+
 /// Where a reader finds an index in the unsealed segment, which has no
 /// footer yet: `(base, offset, index)` from the writer's sparse index.
 pub(crate) type UnsealedSeek<'a> = &'a dyn Fn(u64) -> Option<(u64, u64, u64)>;
@@ -226,9 +243,8 @@ fn pass_unwanted(
     let mut slots = UNWANTED_SCANS;
     let mut unresolved = Vec::new();
     let mut moves = Vec::new();
-    scans
-        .0
-        .retain(|id, _| consumers.list().iter().any(|c| c.id == *id));
+    let ids: HashSet<u32> = consumers.list().iter().map(|c| c.id).collect();
+    scans.0.retain(|id, _| ids.contains(id));
     let mut order: Vec<&mut Consumer> = consumers.list_mut().iter_mut().collect();
     order.sort_by_key(|c| c.cleared);
     for c in order {
@@ -246,21 +262,13 @@ fn pass_unwanted(
             continue;
         }
         slots -= 1;
-        if scans.0.get(&c.id).is_none_or(|s| s.after != c.cleared) {
-            // Through the segment list in memory, not a listing of the
-            // directory. The consumer lock is held, which comes before the
-            // list's (see `Inner::segments`).
-            let from = c.cleared + 1;
-            let mut reader = Reader::live(inner.clone(), from, Some(c.mask.clone()));
-            if let Some((base, offset, index)) = seek(from) {
-                reader = reader.start_unsealed_at(base, offset, index);
-            }
-            let after = c.cleared;
-            scans.0.insert(c.id, UnwantedScan { after, reader });
+        let scan = scans
+            .0
+            .entry(c.id)
+            .or_insert_with(|| UnwantedScan::new(inner, c, seek));
+        if scan.after != c.cleared {
+            *scan = UnwantedScan::new(inner, c, seek);
         }
-        let Some(scan) = scans.0.get_mut(&c.id) else {
-            continue;
-        };
         scan.reader.limit_scan(budget);
         let found = scan.reader.next_record();
         budget = budget.saturating_sub(scan.reader.scanned_bytes());

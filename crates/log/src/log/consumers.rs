@@ -47,42 +47,38 @@ impl Log {
     /// Registers a consumer that reads the types in `mask`, starting after the
     /// last committed record. Returns its id.
     pub fn register(&self, name: &str, mask: TypeMask) -> Result<u32> {
-        self.check_consumers_writable()?;
+        // Consumer changes are writes: a poisoned log refuses them too.
+        self.inner.check_open()?;
         let mut c = self.consumers();
         let id = c.register(name, mask, self.inner.last_committed(), now_ns())?;
-        if let Err(f) = c.save(&*self.inner.opts.fs) {
-            let (e, kept) = self.inner.consumers_not_saved(f);
-            if !kept {
-                c.remove(name)?;
-            }
-            return Err(e);
-        }
+        self.save(&mut c, |c| {
+            let _ = c.remove(name);
+        })?;
         Ok(id)
     }
 
-    /// Consumer changes are writes: a poisoned log refuses them too.
-    fn check_consumers_writable(&self) -> Result<()> {
-        if self.inner.poisoned.load(Ordering::Acquire) {
-            return Err(Error::Poisoned);
+    /// Saves a change to the set; `undo` takes it back from memory when
+    /// the file was not replaced (see [`Inner::consumers_not_saved`]).
+    fn save(&self, c: &mut Consumers, undo: impl FnOnce(&mut Consumers)) -> Result<()> {
+        let Err(f) = c.save(&*self.inner.opts.fs) else {
+            return Ok(());
+        };
+        let (e, kept) = self.inner.consumers_not_saved(f);
+        if !kept {
+            undo(c);
         }
-        Ok(())
+        Err(e)
     }
 
     /// Clears a consumer's records up to `upto` (0: everything committed).
     pub fn clear(&self, name: &str, upto: u64) -> Result<()> {
         // Before the consumer lock, which retention takes on the committer.
         self.wait_committed(upto);
-        self.check_consumers_writable()?;
+        self.inner.check_open()?;
         let mut c = self.consumers();
         let before = c.get(name)?.clone();
         c.clear(name, upto, self.inner.last_committed(), now_ns())?;
-        if let Err(f) = c.save(&*self.inner.opts.fs) {
-            let (e, kept) = self.inner.consumers_not_saved(f);
-            if !kept {
-                c.restore(before);
-            }
-            return Err(e);
-        }
+        self.save(&mut c, |c| c.restore(before))?;
         drop(c);
         self.inner.kick();
         Ok(())
@@ -114,16 +110,10 @@ impl Log {
 
     /// Removes a consumer.
     pub fn deregister(&self, name: &str) -> Result<()> {
-        self.check_consumers_writable()?;
+        self.inner.check_open()?;
         let mut c = self.consumers();
         let gone = c.remove(name)?;
-        if let Err(f) = c.save(&*self.inner.opts.fs) {
-            let (e, kept) = self.inner.consumers_not_saved(f);
-            if !kept {
-                c.restore(gone);
-            }
-            return Err(e);
-        }
+        self.save(&mut c, |c| c.restore(gone))?;
         drop(c);
         self.inner.kick();
         Ok(())
