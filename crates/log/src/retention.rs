@@ -4,7 +4,8 @@
 //! Runs on the committer thread between commits. It never deletes the
 //! newest segment, whose name tells recovery the next index. Evictions and
 //! forced drops are announced with MARK records, appended without waiting so
-//! that retention can never block on the ring it drains.
+//! that retention can never block on the ring it drains; an eviction's only
+//! once the consumer state that lacks the consumer is saved.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -27,15 +28,38 @@ pub(crate) struct Mark {
     id: u32,
     cleared: u64,
     through: u64,
+    /// An eviction not yet in the saved consumer state. Its MARK waits for
+    /// the save: a crash before it brings the consumer back on reopen, and
+    /// the log must not have announced otherwise.
+    awaits_save: bool,
 }
 
-/// MARK records waiting for room in the ring.
+/// MARK records waiting for room in the ring, or for the save of the
+/// evictions they announce. They are written in the order they were made.
 #[derive(Debug, Default)]
 pub(crate) struct PendingMarks(VecDeque<Mark>);
 
 impl PendingMarks {
     pub(crate) fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+
+    /// Whether an eviction waits for the consumer state to be saved.
+    fn awaiting_save(&self) -> bool {
+        self.0.iter().any(|m| m.awaits_save)
+    }
+
+    /// The consumer state on disk now holds every eviction made so far.
+    fn saved(&mut self) {
+        for m in &mut self.0 {
+            m.awaits_save = false;
+        }
+    }
+
+    /// Forgets the evictions the log closes without saving: the reopened
+    /// log has those consumers again, so nothing announces them gone.
+    fn forget_unsaved(&mut self) {
+        self.0.retain(|m| !m.awaits_save);
     }
 }
 
@@ -138,6 +162,7 @@ pub(crate) fn run(
                     id: 0,
                     cleared: consumers.min_cleared().unwrap_or(0),
                     through: seg_last,
+                    awaits_save: false,
                 });
             }
         }
@@ -149,7 +174,7 @@ pub(crate) fn run(
     // from a removed segment. Passes alone wait for a save that matters.
     let closing = inner.closing.load(Ordering::Acquire);
     if consumers.dirty()
-        && (changed || closing || !doomed.is_empty())
+        && (changed || closing || !doomed.is_empty() || marks.awaiting_save())
         && let Err(f) = consumers.save(&*inner.opts.fs)
     {
         let (e, _) = inner.consumers_not_saved(f);
@@ -160,6 +185,11 @@ pub(crate) fn run(
     // what the drop policy takes whatever consumers need.
     let on_disk = consumers.saved_min_cleared();
     let saved = !consumers.dirty();
+    if saved {
+        marks.saved();
+    } else if closing {
+        marks.forget_unsaved();
+    }
     let poisoned = inner.poisoned.load(Ordering::Acquire);
     drop(consumers);
     let wanted = doomed.len();
@@ -315,6 +345,7 @@ fn evicted(c: &crate::consumers::Consumer, reason: &'static str, last: u64) -> M
         id: c.id,
         cleared: c.cleared,
         through: last,
+        awaits_save: true,
     }
 }
 
@@ -395,7 +426,7 @@ fn remove_segments(inner: &Inner, doomed: &[SegEntry]) {
 }
 
 fn flush_marks(inner: &Inner, marks: &mut PendingMarks) {
-    while let Some(m) = marks.0.front() {
+    while let Some(m) = marks.0.front().filter(|m| !m.awaits_save) {
         let id = m.id.to_string();
         let cleared = m.cleared.to_string();
         let through = m.through.to_string();

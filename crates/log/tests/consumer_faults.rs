@@ -8,14 +8,15 @@
 //! - any fsync that fails poisons the log, as a segment's does;
 //! - once the rename is done, memory keeps the new state, as the file does;
 //! - a segment is removed only after the state that lets it go is saved;
-//! - a failed fsync of the directory after removing segments poisons.
+//! - a failed fsync of the directory after removing segments poisons;
+//! - an eviction's MARK record is written only once the eviction is saved.
 
 mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use support::{EIO, ENOSPC, eventually, fill, segment_files, within};
+use support::{EIO, ENOSPC, eventually, fill, read_dir, segment_files, within};
 use weir_log::fault::FaultyFs;
 use weir_log::fs::StdFs;
 use weir_log::{Error, Log, Options, Record, RecordType, Retention, TypeMask, read_consumers};
@@ -237,6 +238,89 @@ fn a_save_that_fails_for_room_still_lets_go_what_the_file_on_disk_lets_go() {
         assert_eq!(m.map(|c| c.cleared), Some(last));
         let n = log.consumer_reader("m").unwrap().count();
         assert_eq!(n, 0, "m's mask takes none of the records");
+        log.close().unwrap();
+    });
+}
+
+/// The consumers named by the eviction MARK records of the log in `dir`.
+fn evictions(dir: &std::path::Path) -> Vec<Vec<u8>> {
+    read_dir(dir)
+        .into_iter()
+        .filter(|r| r.kind == RecordType::MARK)
+        .filter(|r| r.field("event") == Some(b"consumer-evicted".as_slice()))
+        .map(|r| r.target)
+        .collect()
+}
+
+#[test]
+fn an_eviction_is_announced_only_once_it_is_saved() {
+    // Regression: the MARK record that announces an eviction was written
+    // even when saving the eviction failed, so a crash before a later save
+    // brought back, on reopen, a consumer the log said was gone.
+    within(60, "eviction MARK before its save", || {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = FaultyFs::new();
+        let r = Retention {
+            max_idle_time: Some(Duration::from_millis(300)),
+            ..Retention::default()
+        };
+        let log = Log::open(dir.path(), opts(&fs).retention(r)).unwrap();
+        log.register("sleepy", TypeMask::all()).unwrap();
+        fill(&log, 3);
+        // Only the state file's writes fail: records still commit.
+        fs.fail_writes_named("consumers.tmp", ENOSPC, 0, None);
+        eventually("the idle consumer is evicted", || {
+            log.consumer_list().iter().all(|c| c.name != "sleepy")
+        });
+        std::thread::sleep(Duration::from_millis(1200));
+        let last = fill(&log, 2);
+        assert_eq!(
+            evictions(dir.path()),
+            Vec::<Vec<u8>>::new(),
+            "announced before saved"
+        );
+        assert_eq!(cleared(&log, dir.path(), "sleepy"), (None, Some(0)));
+        fs.heal();
+        eventually("the eviction is announced once saved", || {
+            log.sync().unwrap();
+            evictions(dir.path()) == [b"sleepy".to_vec()]
+        });
+        assert_eq!(cleared(&log, dir.path(), "sleepy"), (None, None));
+        let mark = read_dir(dir.path())
+            .into_iter()
+            .find(|r| r.kind == RecordType::MARK)
+            .unwrap();
+        assert!(mark.index > last, "written after the save, not before");
+        log.close().unwrap();
+    });
+}
+
+#[test]
+fn an_eviction_the_log_closes_without_saving_is_never_announced() {
+    // The other half of the regression above: a close whose save of an
+    // eviction fails must neither hang on the waiting MARK nor write it,
+    // for the reopened log has the consumer again.
+    within(60, "unsaved eviction at close", || {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = FaultyFs::new();
+        let r = Retention {
+            max_idle_time: Some(Duration::from_millis(300)),
+            ..Retention::default()
+        };
+        let log = Log::open(dir.path(), opts(&fs).retention(r)).unwrap();
+        log.register("sleepy", TypeMask::all()).unwrap();
+        fill(&log, 3);
+        fs.fail_writes_named("consumers.tmp", ENOSPC, 0, None);
+        eventually("the idle consumer is evicted", || {
+            log.consumer_list().iter().all(|c| c.name != "sleepy")
+        });
+        log.close().unwrap();
+        assert!(evictions(dir.path()).is_empty());
+        fs.heal();
+        let log = Log::open(dir.path(), opts(&fs)).unwrap();
+        let back = log.consumer_list().into_iter().find(|c| c.name == "sleepy");
+        assert_eq!(back.map(|c| c.cleared), Some(0));
+        assert_eq!(log.consumer_reader("sleepy").unwrap().count(), 3);
         log.close().unwrap();
     });
 }
