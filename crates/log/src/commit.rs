@@ -22,6 +22,8 @@ use std::time::{Duration, Instant};
 use crossbeam_utils::Backoff;
 
 use crate::active::{ActiveSegment, IoFail};
+use crate::kind::RecordType;
+use crate::last_of_type::LastOfType;
 use crate::latency::pending::Pending;
 use crate::log::{FailKind, Inner, SegEntry, now_ns, yield_until};
 use crate::options::Preallocation;
@@ -107,6 +109,9 @@ struct Committer {
     marks: retention::PendingMarks,
     /// Retention's looks past records masks exclude, between passes.
     unwanted_scans: retention::UnwantedScans,
+    /// The last index placed of each type, which spares most of those
+    /// looks.
+    last_of_type: LastOfType,
     /// Frames lifted out of the ring past a hole, by index, until the
     /// hole is filled and they can be placed in order.
     reorder: BTreeMap<u64, Vec<u8>>,
@@ -146,6 +151,7 @@ impl Committer {
             Preallocation::Auto => opts.fs.overwrites_in_place(&inner.dir).unwrap_or(false),
         };
         let spares = Spares::open(&*opts.fs, &inner.dir, zero_fill, opts.segment_size);
+        let last_of_type = LastOfType::new(inner.ring.taken());
         Committer {
             inner,
             active,
@@ -155,6 +161,7 @@ impl Committer {
             retry: None,
             marks: retention::PendingMarks::default(),
             unwanted_scans: retention::UnwantedScans::default(),
+            last_of_type,
             reorder: BTreeMap::new(),
             reorder_bytes: 0,
             stuck_at: None,
@@ -455,11 +462,14 @@ impl Committer {
             }
             let active = self.active.as_mut().expect("opened above");
             let pending = &mut self.pending;
+            let last_of_type = &mut self.last_of_type;
             let mut place = |frame: &[u8]| {
                 if active.fits(frame.len()) {
                     let time = u64::from_le_bytes(frame[16..24].try_into().expect("header"));
+                    let kind = u16::from_le_bytes(frame[24..26].try_into().expect("header"));
                     active.push(frame, idx, time);
                     pending.placed(time);
+                    last_of_type.note(RecordType(kind), idx);
                     Some(frame.len())
                 } else {
                     None
@@ -725,6 +735,7 @@ impl Committer {
             inner,
             &mut self.marks,
             &mut self.unwanted_scans,
+            &self.last_of_type,
             &seek,
             opening,
             reserve,

@@ -44,6 +44,7 @@ pub mod fault;
 pub mod fs;
 mod inspect;
 mod kind;
+mod last_of_type;
 mod latency;
 mod log;
 pub mod mem;

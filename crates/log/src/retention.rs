@@ -13,6 +13,7 @@ use std::sync::atomic::Ordering;
 
 use crate::consumers::{Consumer, Consumers};
 use crate::kind::RecordType;
+use crate::last_of_type::LastOfType;
 use crate::log::{Inner, SegEntry, now_ns};
 use crate::options::FullPolicy;
 use crate::reader::Reader;
@@ -74,6 +75,7 @@ pub(crate) fn run(
     inner: &Arc<Inner>,
     marks: &mut PendingMarks,
     scans: &mut UnwantedScans,
+    types: &LastOfType,
     seek: UnsealedSeek<'_>,
     opening: u64,
     reserve: u64,
@@ -86,7 +88,7 @@ pub(crate) fn run(
 
     // First past what masks exclude: such records neither hold a segment
     // for a consumer nor count as waiting for it.
-    let unresolved = pass_unwanted(inner, &mut consumers, scans, seek, last);
+    let unresolved = pass_unwanted(inner, &mut consumers, scans, types, seek, last);
 
     // Idle consumers.
     let idle_limit = ret.max_idle_time.map(nanos);
@@ -256,9 +258,13 @@ pub(crate) type UnsealedSeek<'a> = &'a dyn Fn(u64) -> Option<(u64, u64, u64)>;
 /// without reading a record past them. The moves are saved with the next
 /// save (see `run`); one lost to a crash is made again.
 ///
-/// The furthest behind go first: they hold the most segments, and one the
-/// budget leaves out this pass is first in a later one, once the others
-/// have caught up.
+/// A consumer that has read everything it wants goes straight to the end:
+/// the committer's table of each type's last index says so without a read
+/// (see `LastOfType`). The others are looked past by reading, within a
+/// budget per pass: the furthest behind first, as they hold the most
+/// segments, and one the budget leaves out this pass is first in a later
+/// one, once the others have caught up. Only those have a record they
+/// want ahead, or records from before the log was opened after them.
 ///
 /// Returns the consumers whose look stopped at the budget: whether a
 /// record waits for them is not known yet.
@@ -266,6 +272,7 @@ fn pass_unwanted(
     inner: &Arc<Inner>,
     consumers: &mut Consumers,
     scans: &mut UnwantedScans,
+    types: &LastOfType,
     seek: UnsealedSeek<'_>,
     last: u64,
 ) -> Vec<String> {
@@ -284,6 +291,12 @@ fn pass_unwanted(
         // consumer is judged by their age, as any other, and takes no look.
         let dropped = c.cleared + 1 < inner.first_index.load(Ordering::Acquire);
         if c.mask.is_all() || c.cleared >= last || known || dropped {
+            scans.0.remove(&c.id);
+            continue;
+        }
+        // Read everything it wants: straight to the end, whatever the rate.
+        if types.none_wanted_after(c.cleared, &c.mask) {
+            moves.push((c.name.clone(), last));
             scans.0.remove(&c.id);
             continue;
         }

@@ -47,9 +47,15 @@ fn records_a_mask_excludes_do_not_hold_segments_or_count_as_lag() {
     let log = open(dir.path(), Retention::default());
     log.register("mounts", TypeMask::parse("MOUNT_ATTACH").unwrap())
         .unwrap();
-    // About 3 MiB: more than one pass looks at (1 MiB).
+    // About 3 MiB: more than one pass looks at (1 MiB), after a record
+    // the consumer reads. Written before the open, so that retention must
+    // read them: of the records placed since, it knows the types.
+    let first = mount(&log);
     let last = fill(&log, 6000);
-    assert!(log.stats().bytes_written > 2 << 20);
+    log.close().unwrap();
+    let log = open(dir.path(), Retention::default());
+    assert!(segment_files(dir.path()).len() > 40);
+    log.clear("mounts", first).unwrap();
     eventually("the consumer is passed over every record", || {
         cleared(&log, "mounts") == Some(last)
     });
@@ -116,7 +122,10 @@ fn every_masked_consumer_is_passed_over_though_a_pass_looks_at_64() {
     for i in 0..100 {
         log.register(&format!("c{i}"), mask.clone()).unwrap();
     }
+    // A record they read after those: retention must read up to it for
+    // each consumer.
     let last = fill(&log, 50);
+    mount(&log);
     eventually("every consumer is passed over every record", || {
         log.consumer_list().iter().all(|c| c.cleared == last)
     });
@@ -141,7 +150,10 @@ fn a_pass_over_unwanted_records_seeks_in_the_unsealed_segment() {
     log.register("mounts", TypeMask::parse("MOUNT_ATTACH").unwrap())
         .unwrap();
     let read = fs.bytes_read();
+    // A record it reads after them: it has not read all it wants, so
+    // retention reads the records up to that one.
     let last = fill(&log, 100);
+    mount(&log);
     eventually("the consumer is passed over the new records", || {
         cleared(&log, "mounts") == Some(last)
     });
@@ -151,5 +163,38 @@ fn a_pass_over_unwanted_records_seeks_in_the_unsealed_segment() {
         "passing {} records read {read} bytes",
         last - before
     );
+    log.close().unwrap();
+}
+
+#[test]
+fn a_consumer_that_read_all_it_wants_keeps_up_without_reading_the_rest() {
+    // Regression: retention found that a masked consumer had nothing left
+    // to read only by reading the records after it, at most 1 MiB per pass
+    // (twice a second and after each roll). On a log taking more than
+    // about 2 MiB/s of records it does not want, its cleared index trailed
+    // the end further and further, holding segments and counting as lag.
+    let dir = tempfile::tempdir().unwrap();
+    let fs = weir_log::mem::MemFs::new();
+    let opts = Options::default()
+        .segment_size(64 << 20)
+        .fs(std::sync::Arc::new(fs.clone()));
+    let log = Log::open(dir.path(), opts).unwrap();
+    log.register("mounts", TypeMask::parse("MOUNT_ATTACH").unwrap())
+        .unwrap();
+    let m = mount(&log);
+    log.clear("mounts", m).unwrap();
+    let read = fs.bytes_read();
+    // About 20 MiB, none of it for "mounts".
+    let last = fill(&log, 40_000);
+    eventually("the consumer is moved to the end", || {
+        cleared(&log, "mounts") == Some(last)
+    });
+    let read = fs.bytes_read() - read;
+    assert!(read < 1 << 20, "moving past 20 MiB read {read} bytes");
+    // One record it wants stops it there again.
+    let m = mount(&log);
+    fill(&log, 10);
+    std::thread::sleep(Duration::from_millis(1200));
+    assert_eq!(cleared(&log, "mounts"), Some(m - 1));
     log.close().unwrap();
 }
