@@ -231,8 +231,10 @@ impl Committer {
             return;
         }
         // The records are durable already either way; the next open seals
-        // the segment instead.
-        match self.roll() {
+        // the segment instead. No retention pass after it, as a roll makes:
+        // the close loop has checked that nothing is left to write, and a
+        // MARK the pass appended would never be.
+        match self.seal_active() {
             Ok(()) => {}
             // Still an fsync failure: the log is poisoned, so that close
             // reports it and keeps no spare.
@@ -622,6 +624,15 @@ impl Committer {
     }
 
     fn roll(&mut self) -> Result<(), IoFail> {
+        self.seal_active()?;
+        // Retention after every roll, not only between batches, so that a
+        // burst never takes the log more than a segment past its limit.
+        self.maintain();
+        Ok(())
+    }
+
+    /// Seals the active segment and publishes its records as durable.
+    fn seal_active(&mut self) -> Result<(), IoFail> {
         let inner = self.inner.clone();
         let Some(active) = self.active.as_mut() else {
             return Ok(());
@@ -645,9 +656,6 @@ impl Committer {
         }
         self.publish_committed(last);
         self.publish_durable(last);
-        // Retention after every roll, not only between batches, so that a
-        // burst never takes the log more than a segment past its limit.
-        self.maintain();
         Ok(())
     }
 
