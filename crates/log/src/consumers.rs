@@ -100,6 +100,9 @@ pub(crate) struct Consumers {
     /// consumer): what a segment must be cleared by before it can go
     /// without a save.
     saved_min: Option<u64>,
+    /// Saves that replaced the file since load: a change made when this
+    /// was `n` is on disk once it passes `n`.
+    saves: u64,
 }
 
 pub(crate) fn check_name(name: &str) -> Result<()> {
@@ -128,6 +131,7 @@ impl Consumers {
                 list: Vec::new(),
                 dirty: false,
                 saved_min: None,
+                saves: 0,
             });
         };
         let Ok(bytes) = bytes else {
@@ -171,6 +175,7 @@ impl Consumers {
             list,
             dirty: false,
             saved_min,
+            saves: 0,
         })
     }
 
@@ -199,11 +204,17 @@ impl Consumers {
         if !matches!(r, Err(ReplaceError::NotReplaced { .. })) {
             self.dirty = false;
             self.saved_min = self.min_cleared();
+            self.saves += 1;
         }
         r.map_err(|cause| SaveFailed {
             path: self.path.clone(),
             cause,
         })
+    }
+
+    /// How many saves have replaced the file (see `Consumers::saves`).
+    pub(crate) fn saves(&self) -> u64 {
+        self.saves
     }
 
     /// Whether the set changed since it last reached its file.

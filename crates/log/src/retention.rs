@@ -29,14 +29,15 @@ pub(crate) struct Mark {
     id: u32,
     cleared: u64,
     through: u64,
-    /// An eviction not yet in the saved consumer state. Its MARK waits for
-    /// the save: a crash before it brings the consumer back on reopen, and
-    /// the log must not have announced otherwise.
-    awaits_save: bool,
+    /// An eviction, until the consumer state without the consumer is
+    /// saved: the count of saves when it was made, and the consumer. Its
+    /// MARK waits for the save, for a crash before it brings the consumer
+    /// back on reopen, and the log must not have announced otherwise.
+    unsaved: Option<(u64, Consumer)>,
 }
 
 /// MARK records waiting for room in the ring, or for the save of the
-/// evictions they announce. They are written in the order they were made.
+/// evictions they announce.
 #[derive(Debug, Default)]
 pub(crate) struct PendingMarks(VecDeque<Mark>);
 
@@ -47,20 +48,30 @@ impl PendingMarks {
 
     /// Whether an eviction waits for the consumer state to be saved.
     fn awaiting_save(&self) -> bool {
-        self.0.iter().any(|m| m.awaits_save)
+        self.0.iter().any(|m| m.unsaved.is_some())
     }
 
-    /// The consumer state on disk now holds every eviction made so far.
-    fn saved(&mut self) {
+    /// Lets go the MARKs of the evictions made before the last of `saves`
+    /// saves: the file on disk lacks those consumers.
+    fn saved(&mut self, saves: u64) {
         for m in &mut self.0 {
-            m.awaits_save = false;
+            if m.unsaved.as_ref().is_some_and(|(at, _)| *at < saves) {
+                m.unsaved = None;
+            }
         }
     }
 
-    /// Forgets the evictions the log closes without saving: the reopened
-    /// log has those consumers again, so nothing announces them gone.
-    fn forget_unsaved(&mut self) {
-        self.0.retain(|m| !m.awaits_save);
+    /// Takes back the evictions the log closes without saving: the file
+    /// still names those consumers, so they are put back in memory (a
+    /// later save of the closing log must not drop them unannounced), and
+    /// nothing announces them gone.
+    fn forget_unsaved(&mut self, consumers: &mut Consumers) {
+        for m in std::mem::take(&mut self.0) {
+            match m.unsaved {
+                Some((_, c)) => consumers.restore(c),
+                None => self.0.push_back(m),
+            }
+        }
     }
 }
 
@@ -112,7 +123,8 @@ pub(crate) fn run(
         .collect();
     for (name, reason) in idle {
         if let Ok(c) = consumers.remove(&name) {
-            marks.0.push_back(evicted(&c, reason, last));
+            let saves = consumers.saves();
+            marks.0.push_back(evicted(c, reason, last, saves));
             inner.counters.evictions.fetch_add(1, Ordering::Relaxed);
             changed = true;
         }
@@ -149,9 +161,13 @@ pub(crate) fn run(
         let dropped = matches!(ret.on_full, FullPolicy::DropOldest);
         match ret.on_full {
             FullPolicy::EvictMostIdle => {
-                while let Some(c) = consumers.most_idle_needing(seg_last).cloned() {
-                    let _ = consumers.remove(&c.name);
-                    marks.0.push_back(evicted(&c, "size-limit", last));
+                while let Some(name) = consumers
+                    .most_idle_needing(seg_last)
+                    .map(|c| c.name.clone())
+                    && let Ok(c) = consumers.remove(&name)
+                {
+                    let saves = consumers.saves();
+                    marks.0.push_back(evicted(c, "size-limit", last, saves));
                     inner.counters.evictions.fetch_add(1, Ordering::Relaxed);
                     changed = true;
                 }
@@ -164,7 +180,7 @@ pub(crate) fn run(
                     id: 0,
                     cleared: consumers.min_cleared().unwrap_or(0),
                     through: seg_last,
-                    awaits_save: false,
+                    unsaved: None,
                 });
             }
         }
@@ -187,10 +203,9 @@ pub(crate) fn run(
     // what the drop policy takes whatever consumers need.
     let on_disk = consumers.saved_min_cleared();
     let saved = !consumers.dirty();
-    if saved {
-        marks.saved();
-    } else if closing {
-        marks.forget_unsaved();
+    marks.saved(consumers.saves());
+    if closing && !saved {
+        marks.forget_unsaved(&mut consumers);
     }
     let poisoned = inner.poisoned.load(Ordering::Acquire);
     drop(consumers);
@@ -349,7 +364,7 @@ fn pass_unwanted(
     unresolved
 }
 
-fn evicted(c: &crate::consumers::Consumer, reason: &'static str, last: u64) -> Mark {
+fn evicted(c: Consumer, reason: &'static str, last: u64, saves: u64) -> Mark {
     tracing::warn!(consumer = %c.name, id = c.id, cleared = c.cleared, lag = last - c.cleared.min(last), reason, "evicting consumer");
     Mark {
         event: "consumer-evicted",
@@ -358,7 +373,7 @@ fn evicted(c: &crate::consumers::Consumer, reason: &'static str, last: u64) -> M
         id: c.id,
         cleared: c.cleared,
         through: last,
-        awaits_save: true,
+        unsaved: Some((saves, c)),
     }
 }
 
@@ -438,43 +453,56 @@ fn remove_segments(inner: &Inner, doomed: &[SegEntry]) {
     }
 }
 
+/// Writes the MARKs that wait only for room, in order. Those of unsaved
+/// evictions stay behind; a segment dropped meanwhile is announced at once,
+/// for its records are gone whatever happens to the eviction.
 fn flush_marks(inner: &Inner, marks: &mut PendingMarks) {
-    while let Some(m) = marks.0.front().filter(|m| !m.awaits_save) {
-        let id = m.id.to_string();
-        let cleared = m.cleared.to_string();
-        let through = m.through.to_string();
-        let fields = [
-            Field {
-                key: "event",
-                value: m.event.as_bytes(),
-            },
-            Field {
-                key: "reason",
-                value: m.reason.as_bytes(),
-            },
-            Field {
-                key: "consumer_id",
-                value: id.as_bytes(),
-            },
-            Field {
-                key: "cleared",
-                value: cleared.as_bytes(),
-            },
-            Field {
-                key: "through",
-                value: through.as_bytes(),
-            },
-        ];
-        let name = format!("{} {}", m.event, m.consumer);
-        let rec = Record::new(RecordType::MARK)
-            .target(m.consumer.as_bytes())
-            .name(name.trim_end().as_bytes())
-            .fields(&fields);
-        if inner.try_append(&rec).is_none() {
+    let mut k = 0;
+    while let Some(m) = marks.0.get(k) {
+        if m.unsaved.is_some() {
+            k += 1;
+            continue;
+        }
+        if !append_mark(inner, m) {
             break;
         }
-        marks.0.pop_front();
+        marks.0.remove(k);
     }
+}
+
+/// Appends `m` without waiting for room; whether it found room.
+fn append_mark(inner: &Inner, m: &Mark) -> bool {
+    let id = m.id.to_string();
+    let cleared = m.cleared.to_string();
+    let through = m.through.to_string();
+    let fields = [
+        Field {
+            key: "event",
+            value: m.event.as_bytes(),
+        },
+        Field {
+            key: "reason",
+            value: m.reason.as_bytes(),
+        },
+        Field {
+            key: "consumer_id",
+            value: id.as_bytes(),
+        },
+        Field {
+            key: "cleared",
+            value: cleared.as_bytes(),
+        },
+        Field {
+            key: "through",
+            value: through.as_bytes(),
+        },
+    ];
+    let name = format!("{} {}", m.event, m.consumer);
+    let rec = Record::new(RecordType::MARK)
+        .target(m.consumer.as_bytes())
+        .name(name.trim_end().as_bytes())
+        .fields(&fields);
+    inner.try_append(&rec).is_some()
 }
 
 #[cfg(test)]
