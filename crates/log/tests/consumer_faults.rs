@@ -242,6 +242,24 @@ fn a_save_that_fails_for_room_still_lets_go_what_the_file_on_disk_lets_go() {
     });
 }
 
+/// A log in `dir` whose consumer "sleepy" was evicted as idle (after
+/// 300 ms with three records waiting) while the writes of the consumer
+/// state fail, and still fail; records still commit.
+fn evicted_while_saves_fail(dir: &std::path::Path, fs: &FaultyFs) -> Log {
+    let r = Retention {
+        max_idle_time: Some(Duration::from_millis(300)),
+        ..Retention::default()
+    };
+    let log = Log::open(dir, opts(fs).retention(r)).unwrap();
+    log.register("sleepy", TypeMask::all()).unwrap();
+    fill(&log, 3);
+    fs.fail_writes_named("consumers.tmp", ENOSPC, 0, None);
+    eventually("the idle consumer is evicted", || {
+        log.consumer_list().iter().all(|c| c.name != "sleepy")
+    });
+    log
+}
+
 /// The consumers named by the eviction MARK records of the log in `dir`.
 fn evictions(dir: &std::path::Path) -> Vec<Vec<u8>> {
     read_dir(dir)
@@ -260,18 +278,7 @@ fn an_eviction_is_announced_only_once_it_is_saved() {
     within(60, "eviction MARK before its save", || {
         let dir = tempfile::tempdir().unwrap();
         let fs = FaultyFs::new();
-        let r = Retention {
-            max_idle_time: Some(Duration::from_millis(300)),
-            ..Retention::default()
-        };
-        let log = Log::open(dir.path(), opts(&fs).retention(r)).unwrap();
-        log.register("sleepy", TypeMask::all()).unwrap();
-        fill(&log, 3);
-        // Only the state file's writes fail: records still commit.
-        fs.fail_writes_named("consumers.tmp", ENOSPC, 0, None);
-        eventually("the idle consumer is evicted", || {
-            log.consumer_list().iter().all(|c| c.name != "sleepy")
-        });
+        let log = evicted_while_saves_fail(dir.path(), &fs);
         std::thread::sleep(Duration::from_millis(1200));
         let last = fill(&log, 2);
         assert_eq!(
@@ -303,17 +310,7 @@ fn an_eviction_the_log_closes_without_saving_is_never_announced() {
     within(60, "unsaved eviction at close", || {
         let dir = tempfile::tempdir().unwrap();
         let fs = FaultyFs::new();
-        let r = Retention {
-            max_idle_time: Some(Duration::from_millis(300)),
-            ..Retention::default()
-        };
-        let log = Log::open(dir.path(), opts(&fs).retention(r)).unwrap();
-        log.register("sleepy", TypeMask::all()).unwrap();
-        fill(&log, 3);
-        fs.fail_writes_named("consumers.tmp", ENOSPC, 0, None);
-        eventually("the idle consumer is evicted", || {
-            log.consumer_list().iter().all(|c| c.name != "sleepy")
-        });
+        let log = evicted_while_saves_fail(dir.path(), &fs);
         log.close().unwrap();
         assert!(evictions(dir.path()).is_empty());
         fs.heal();
@@ -334,17 +331,7 @@ fn an_eviction_taken_back_at_close_is_not_saved_later_unannounced() {
     within(60, "unsaved eviction at a close that recovers", || {
         let dir = tempfile::tempdir().unwrap();
         let fs = FaultyFs::new();
-        let r = Retention {
-            max_idle_time: Some(Duration::from_millis(300)),
-            ..Retention::default()
-        };
-        let log = Log::open(dir.path(), opts(&fs).retention(r)).unwrap();
-        log.register("sleepy", TypeMask::all()).unwrap();
-        fill(&log, 3);
-        fs.fail_writes_named("consumers.tmp", ENOSPC, 0, None);
-        eventually("the idle consumer is evicted", || {
-            log.consumer_list().iter().all(|c| c.name != "sleepy")
-        });
+        let log = evicted_while_saves_fail(dir.path(), &fs);
         // Every write fails now, the record's too, so close retries; room
         // comes back while it does.
         fs.fail_writes(ENOSPC, 0, None);

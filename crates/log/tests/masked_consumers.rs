@@ -48,6 +48,16 @@ fn unwanted_then_mount(log: &Log, n: usize) -> u64 {
     m - 1
 }
 
+/// A log in memory with segments of 64 MiB, and its filesystem, which
+/// counts the bytes read.
+fn open_counting_reads(dir: &Path) -> (Log, weir_log::mem::MemFs) {
+    let fs = weir_log::mem::MemFs::new();
+    let opts = Options::default()
+        .segment_size(64 << 20)
+        .fs(std::sync::Arc::new(fs.clone()));
+    (Log::open(dir, opts).unwrap(), fs)
+}
+
 fn cleared(log: &Log, name: &str) -> Option<u64> {
     log.consumer_list()
         .into_iter()
@@ -156,11 +166,7 @@ fn a_pass_over_unwanted_records_seeks_in_the_unsealed_segment() {
     // against its 1 MiB budget. Every pass read the whole segment up to
     // the consumer: 20 MiB here, twice a second.
     let dir = tempfile::tempdir().unwrap();
-    let fs = weir_log::mem::MemFs::new();
-    let opts = Options::default()
-        .segment_size(64 << 20)
-        .fs(std::sync::Arc::new(fs.clone()));
-    let log = Log::open(dir.path(), opts).unwrap();
+    let (log, fs) = open_counting_reads(dir.path());
     let before = fill(&log, 40_000);
     assert!(log.stats().segments == 1);
     log.register("mounts", TypeMask::parse("MOUNT_ATTACH").unwrap())
@@ -189,11 +195,7 @@ fn a_consumer_that_read_all_it_wants_keeps_up_without_reading_the_rest() {
     // about 2 MiB/s of records it does not want, its cleared index trailed
     // the end further and further, holding segments and counting as lag.
     let dir = tempfile::tempdir().unwrap();
-    let fs = weir_log::mem::MemFs::new();
-    let opts = Options::default()
-        .segment_size(64 << 20)
-        .fs(std::sync::Arc::new(fs.clone()));
-    let log = Log::open(dir.path(), opts).unwrap();
+    let (log, fs) = open_counting_reads(dir.path());
     log.register("mounts", TypeMask::parse("MOUNT_ATTACH").unwrap())
         .unwrap();
     let m = mount(&log);
