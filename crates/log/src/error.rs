@@ -143,6 +143,12 @@ pub enum Error {
         "invalid record type {0:?}: expected a type name, a number 0-65535, a range A-B or \"all\""
     )]
     BadType(String),
+    /// A type mask's text lists more items than a mask may.
+    #[error("a type mask may list at most {limit} items")]
+    MaskTooLong {
+        /// The most items a mask may list.
+        limit: usize,
+    },
     /// The options are inconsistent.
     #[error("invalid option {option}: {reason}")]
     BadOption {

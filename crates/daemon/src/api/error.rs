@@ -128,11 +128,10 @@ impl From<weir_log::Error> for ApiError {
             E::ConsumerExists(_) => (Code::ConsumerExists, None),
             E::BadConsumerName(_)
             | E::BadType(_)
+            | E::MaskTooLong { .. }
             | E::FieldTooLong { .. }
             | E::RecordTooLarge { .. } => (Code::BadRequest, None),
-            E::ClearBeyondEnd { .. } | E::Truncated { .. } | E::NotAppended { .. } => {
-                (Code::BadRange, None)
-            }
+            E::ClearBeyondEnd { .. } | E::Truncated { .. } => (Code::BadRange, None),
             // As with too many follow streams.
             E::TooManyConsumers { .. } => (Code::Unavailable, None),
             // The log cannot take writes now; it may later.
