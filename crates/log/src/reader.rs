@@ -125,8 +125,9 @@ impl Reader {
     /// that takes nothing would otherwise scan to the end of the log in
     /// one call. `next_record` then returns `Ok(None)` before the end;
     /// [`Reader::position`] says how far it got, and the next call goes on
-    /// from there.
-    pub(crate) fn limit_scan(&mut self, bytes: u64) {
+    /// from there. Each call starts a new budget; until then, once spent,
+    /// every `next_record` returns after the next frame it steps over.
+    pub fn limit_scan(&mut self, bytes: u64) {
         self.scanned = 0;
         self.scan_limit = bytes;
     }

@@ -19,6 +19,11 @@ use super::window::{Take, Window};
 /// caught up): large enough to amortize writes, small enough to stream.
 pub(crate) const CHUNK: usize = 64 * 1024;
 
+/// Bytes of records one fill may look at in the log, shown or not: a mask
+/// that takes few records would otherwise read the whole log in one fill,
+/// on a server thread.
+pub(crate) const SCAN_BUDGET: u64 = 1 << 20;
+
 /// Where a stream is and how it shows records.
 pub(crate) struct Cursor {
     /// The next index to look at.
@@ -35,6 +40,10 @@ pub(crate) struct Cursor {
     chase_oldest: bool,
     /// The chunk size ([`CHUNK`]; smaller in tests).
     chunk: usize,
+    /// Bytes of records a fill may look at ([`SCAN_BUDGET`]).
+    scan_budget: u64,
+    /// The last fill stopped at its scan budget, short of the end.
+    behind: bool,
 }
 
 impl Cursor {
@@ -55,7 +64,15 @@ impl Cursor {
             remaining: limit,
             chase_oldest,
             chunk: CHUNK,
+            scan_budget: SCAN_BUDGET,
+            behind: false,
         }
+    }
+
+    /// Whether the last fill stopped at its scan budget with committed
+    /// records still to look at: fill again at once rather than wait.
+    pub(crate) fn behind(&self) -> bool {
+        self.behind
     }
 
     /// The next index the stream looks at.
@@ -79,6 +96,10 @@ impl Cursor {
         follow: bool,
         buf: &mut Vec<u8>,
     ) -> Result<(), weir_log::Error> {
+        self.behind = false;
+        if let Some(r) = &mut self.reader {
+            r.limit_scan(self.scan_budget);
+        }
         while buf.len() < self.chunk && !self.done() {
             let Some(reader) = &mut self.reader else {
                 match window.take(
@@ -110,6 +131,7 @@ impl Cursor {
                 Ok(Some(r)) => r,
                 Ok(None) => {
                     self.pos = Reader::position(reader);
+                    self.behind = self.pos <= log.last_index();
                     return Ok(());
                 }
                 Err(weir_log::Error::Truncated { oldest, .. }) if self.chase_oldest => {
@@ -136,7 +158,8 @@ impl Cursor {
     }
 
     fn open(&self, log: &Log, from: u64) -> Reader {
-        let r = log.reader(from);
+        let mut r = log.reader(from);
+        r.limit_scan(self.scan_budget);
         match &self.mask {
             Some(m) => r.with_mask(m.clone()),
             None => r,
@@ -308,6 +331,39 @@ mod tests {
             .map(|l| format!("{l}\n"))
             .collect();
         assert_eq!(String::from_utf8(out).unwrap(), want);
+    }
+
+    #[test]
+    fn a_mask_that_takes_nothing_reads_a_budget_per_fill() {
+        // Regression: a fill with a mask that took no record read the log
+        // to its end in one call, on a server thread, whatever its size:
+        // two such reads of a large log stalled the whole API.
+        let (_d, log) = open();
+        grow(&log, 3000);
+        let w = Window::new(log.last_index() + 1);
+        let mask = TypeMask::parse("RMDIR").unwrap();
+        for follow in [false, true] {
+            let mut c = Cursor::new(1, Some(mask.clone()), Format::Json, None, false);
+            c.scan_budget = 4096;
+            let mut fills = 0;
+            loop {
+                let mut buf = Vec::new();
+                let at = c.position();
+                c.fill(&log, &w, follow, &mut buf).unwrap();
+                assert!(buf.is_empty());
+                fills += 1;
+                if !c.behind() {
+                    break;
+                }
+                assert!(
+                    c.position() - at <= 200,
+                    "one fill looked from {at} to {}",
+                    c.position()
+                );
+            }
+            assert_eq!(c.position(), 3001, "then it reached the end");
+            assert!(fills > 20, "{fills} fills");
+        }
     }
 
     /// One step of a random schedule.

@@ -77,6 +77,12 @@ impl Tail {
                     }
                     _ => {}
                 }
+                // Records its mask skips used up the fill's budget: let
+                // other tasks run, then look on.
+                if t.cursor.behind() {
+                    tokio::task::yield_now().await;
+                    continue;
+                }
                 if t.cursor.done() || !following {
                     return None;
                 }
