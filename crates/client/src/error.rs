@@ -58,6 +58,9 @@ pub enum Error {
         code: ErrorCode,
         /// The daemon's words, control characters escaped.
         message: String,
+        /// After a failed append, the indexes of the records of the
+        /// request appended before it (the error object's `appended`).
+        appended: Vec<u64>,
     },
     /// The daemon answered with a failure status but no API error object.
     #[error("the daemon answered HTTP {status}: {excerpt:?}")]
@@ -99,6 +102,15 @@ impl Error {
         match self {
             Error::Api { code, .. } => Some(code),
             _ => None,
+        }
+    }
+
+    /// The indexes a failed append request did append (see
+    /// [`Error::Api`]); empty for any other error.
+    pub fn appended(&self) -> &[u64] {
+        match self {
+            Error::Api { appended, .. } => appended,
+            _ => &[],
         }
     }
 
@@ -194,6 +206,8 @@ struct Envelope {
 struct ErrorObject {
     code: String,
     message: String,
+    #[serde(default)]
+    appended: Vec<u64>,
 }
 
 /// The error for a failed answer with status `status` and body `body`.
@@ -203,6 +217,7 @@ pub(crate) fn from_answer(status: u16, body: &[u8]) -> Error {
             status,
             code: ErrorCode::from_wire(&error.code),
             message: printable(&error.message),
+            appended: error.appended,
         },
         Err(_) => {
             let text = String::from_utf8_lossy(body);

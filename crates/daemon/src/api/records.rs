@@ -141,10 +141,13 @@ pub(crate) async fn append(
 }
 
 /// Appends the records in order (then waits for durability if asked).
-/// If one fails, the error says which indexes were appended before it.
+/// If one fails, the error says which indexes were appended before it;
+/// with `durable`, once those are durable, as `weir log write --sync`
+/// prints only durable indexes (and none if that wait fails too).
 fn append_all(log: &weir_log::Log, req: &AppendRequest) -> Result<Vec<u64>, ApiError> {
     let mut indexes = Vec::with_capacity(req.records.len());
     let mut last = None;
+    let mut failed = None;
     for r in &req.records {
         let fields = r.log_fields();
         match log.append(&r.record(&fields)) {
@@ -152,14 +155,19 @@ fn append_all(log: &weir_log::Log, req: &AppendRequest) -> Result<Vec<u64>, ApiE
                 indexes.push(a.index());
                 last = Some(a);
             }
-            Err(e) => return Err(ApiError::from(e).with("appended", serde_json::json!(indexes))),
+            Err(e) => {
+                failed = Some(e);
+                break;
+            }
         }
     }
     if let (true, Some(a)) = (req.durable, last) {
-        log.wait_durable(a)
-            .map_err(|e| ApiError::from(e).with("appended", serde_json::json!(indexes)))?;
+        log.wait_durable(a).map_err(ApiError::from)?;
     }
-    Ok(indexes)
+    match failed {
+        Some(e) => Err(ApiError::from(e).with("appended", serde_json::json!(indexes))),
+        None => Ok(indexes),
+    }
 }
 
 #[cfg(test)]

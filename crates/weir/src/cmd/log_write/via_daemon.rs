@@ -109,10 +109,16 @@ impl<'a> ViaDaemon<'a> {
             records,
             durable: self.durable,
         };
-        let answer: AppendAnswer = self
-            .client
-            .post_json("/v1/log/records", &body)
-            .context("appending records through the daemon")?;
+        let answer: AppendAnswer = match self.client.post_json("/v1/log/records", &body) {
+            Ok(answer) => answer,
+            Err(e) => {
+                // Those before the failed one are in the log (and durable,
+                // with `--sync`): printed, as the direct path prints them.
+                let appended = e.appended().to_vec();
+                self.print(&appended, out)?;
+                return Err(e).context("appending records through the daemon");
+            }
+        };
         if answer.indexes.len() != records.len() {
             bail!(
                 "the daemon appended {} records for {} lines",
@@ -120,9 +126,17 @@ impl<'a> ViaDaemon<'a> {
                 records.len()
             );
         }
-        self.appended += records.len() as u64;
+        self.print(&answer.indexes, out)
+    }
+
+    /// Prints the indexes of appended records, one per line.
+    fn print(&mut self, indexes: &[u64], out: &mut dyn Write) -> Result<()> {
+        self.appended += indexes.len() as u64;
+        if indexes.is_empty() {
+            return Ok(());
+        }
         let mut printed = String::new();
-        for i in answer.indexes {
+        for i in indexes {
             printed.push_str(&i.to_string());
             printed.push('\n');
         }
@@ -145,6 +159,13 @@ mod tests {
     /// A stand-in for the daemon's `POST /v1/log/records`: it numbers the
     /// records it is sent from 1 and hands each request body to the test.
     fn fake_daemon() -> (tempfile::TempDir, Client, mpsc::Receiver<Value>) {
+        fake_daemon_with_room(u64::MAX)
+    }
+
+    /// As [`fake_daemon`], but it takes only `room` records in all: the
+    /// request that goes past them is answered as the daemon answers a
+    /// full disk, with the indexes it appended before.
+    fn fake_daemon_with_room(room: u64) -> (tempfile::TempDir, Client, mpsc::Receiver<Value>) {
         let dir = tempfile::tempdir().unwrap();
         let sock = dir.path().join("d.sock");
         let listener = UnixListener::bind(&sock).unwrap();
@@ -171,11 +192,19 @@ mod tests {
                 r.read_exact(&mut body).unwrap();
                 let v: Value = serde_json::from_slice(&body).unwrap();
                 let n = v["records"].as_array().unwrap().len() as u64;
-                let answer = json!({"indexes": (next..next + n).collect::<Vec<_>>()}).to_string();
-                next += n;
+                let fit = n.min(room - (next - 1));
+                let indexes: Vec<u64> = (next..next + fit).collect();
+                next += fit;
+                let (status, answer) = if fit == n {
+                    ("200 OK", json!({ "indexes": indexes }))
+                } else {
+                    let error = json!({"code": "log_error", "message": "no space left", "appended": indexes});
+                    ("503 Service Unavailable", json!({ "error": error }))
+                };
+                let answer = answer.to_string();
                 let _ = tx.send(v);
                 let head = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                    "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
                     answer.len()
                 );
                 w.write_all(head.as_bytes()).unwrap();
@@ -240,5 +269,22 @@ mod tests {
         for body in [&first, &second] {
             assert!(body.to_string().len() <= MAX_REQUEST);
         }
+    }
+
+    #[test]
+    fn the_indexes_a_failed_request_did_append_are_printed() {
+        // Regression: when the daemon appended part of a request and then
+        // failed (a full disk), it said which indexes it had appended, but
+        // `weir log write` printed none of them and left them out of its
+        // count, though the direct path prints them.
+        let (_d, mut client, _sent) = fake_daemon_with_room(3);
+        let mut sink = ViaDaemon::new(&mut client, RecordType::CREAT, false);
+        let mut out = Vec::new();
+        sink.batch(&[b"a"], &mut out).unwrap();
+        let err = sink.batch(&[b"b", b"c", b"d", b"e"], &mut out).unwrap_err();
+        assert_eq!(out, b"1\n2\n3\n");
+        assert_eq!(sink.appended(), 3);
+        let api = err.downcast_ref::<weir_client::Error>().unwrap();
+        assert_eq!(api.status(), Some(503));
     }
 }
