@@ -575,6 +575,13 @@ impl Log {
         self.inner.last_committed()
     }
 
+    /// The last index handed out by `append`: at or past
+    /// [`Log::last_index`], as records between the two are on their way
+    /// to readers (within the flush interval).
+    pub fn last_appended(&self) -> u64 {
+        self.inner.ring.next() - 1
+    }
+
     /// The oldest index still in the log.
     pub fn first_index(&self) -> u64 {
         self.inner.first_index.load(Ordering::Acquire)

@@ -157,3 +157,31 @@ fn a_durable_wait_behind_a_held_reservation_returns_only_once_it_is_published() 
     assert_eq!(names, [b"held".to_vec(), b"after".to_vec()]);
     scenario.teardown();
 }
+
+#[test]
+fn last_appended_counts_an_index_before_its_record_commits() {
+    // The daemon checks a read's `from` against `last_appended`: checked
+    // against `last_index`, a client reading back the index `append` had
+    // just answered got "past the end" until the record committed.
+    let scenario = fail::FailScenario::setup();
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open(dir.path(), Options::default().segment_size(SEGMENT)).unwrap();
+    let (reached, release) = hold_first_reservation();
+    std::thread::scope(|s| {
+        let writer = s.spawn(|| {
+            log.append(&Record::new(RecordType::CREAT).name(b"held"))
+                .unwrap()
+                .index()
+        });
+        reached.recv().unwrap();
+        assert_eq!(log.last_appended(), 1, "index 1 is handed out");
+        assert_eq!(log.last_index(), 0, "and not committed");
+        drop(release);
+        assert_eq!(writer.join().unwrap(), 1);
+    });
+    fail::remove(RESERVED);
+    log.sync().unwrap();
+    assert_eq!((log.last_index(), log.last_appended()), (1, 1));
+    log.close().unwrap();
+    scenario.teardown();
+}

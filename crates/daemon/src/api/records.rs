@@ -46,7 +46,9 @@ pub(crate) async fn read(
         }
         None => (q.from, q.mask.clone()),
     };
-    let (first, last) = (log.first_index(), log.last_index());
+    // Up to what `append` has answered, committed or not: a client reads
+    // back what it just wrote without waiting for the commit.
+    let (first, last) = (log.first_index(), log.last_appended());
     if let Some(from) = from {
         check_range(from, first, last)?;
     }
@@ -82,8 +84,8 @@ pub(crate) async fn read(
         .into_response())
 }
 
-/// `from` must name a record still in the log, or the next one to come.
-/// 0 means the same as 1.
+/// `from` must name a record still in the log or appended, or the next
+/// one to come. 0 means the same as 1.
 fn check_range(from: u64, first: u64, last: u64) -> Result<(), ApiError> {
     let from = from.max(1);
     if from > last.saturating_add(1) {
