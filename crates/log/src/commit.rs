@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use crossbeam_utils::Backoff;
 
 use crate::active::{ActiveSegment, IoFail};
-use crate::kind::RecordType;
+use crate::codec;
 use crate::last_of_type::LastOfType;
 use crate::latency::pending::Pending;
 use crate::log::{FailKind, Inner, SegEntry, now_ns, yield_until};
@@ -467,11 +467,11 @@ impl Committer {
             let last_of_type = &mut self.last_of_type;
             let mut place = |frame: &[u8]| {
                 if active.fits(frame.len()) {
-                    let time = u64::from_le_bytes(frame[16..24].try_into().expect("header"));
-                    let kind = u16::from_le_bytes(frame[24..26].try_into().expect("header"));
-                    active.push(frame, idx, time);
-                    pending.placed(time);
-                    last_of_type.note(RecordType(kind), idx);
+                    // Writers built the frame, so its header is trusted.
+                    let head = codec::trusted_frame(frame);
+                    active.push(frame, idx, head.time_ns);
+                    pending.placed(head.time_ns);
+                    last_of_type.note(head.kind, idx);
                     Some(frame.len())
                 } else {
                     None
