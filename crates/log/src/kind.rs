@@ -179,6 +179,16 @@ impl TypeMask {
         self.bits[usize::from(t.0) / 64] & (1 << (t.0 % 64)) != 0
     }
 
+    /// The types both masks select (a consumer's mask narrowed by a
+    /// reader's), a word at a time.
+    pub fn intersection(&self, other: &TypeMask) -> TypeMask {
+        let mut m = self.clone();
+        for (w, o) in m.bits.iter_mut().zip(other.bits.iter()) {
+            *w &= o;
+        }
+        m
+    }
+
     /// Whether the mask selects every type.
     pub fn is_all(&self) -> bool {
         self.bits.iter().all(|w| *w == u64::MAX)
@@ -387,6 +397,28 @@ mod tests {
             let on = ranges.iter().map(|&(a, b)| usize::from(b - a) + 1).sum::<usize>();
             prop_assert_eq!(on, want.iter().filter(|w| **w).count());
             prop_assert_eq!(TypeMask::parse(&m.to_string()).unwrap(), m);
+        }
+
+        /// An intersection selects exactly the codes both masks select.
+        #[test]
+        fn intersections_select_what_both_select(
+            a in proptest::collection::vec((any::<u16>(), any::<u16>()), 0..6),
+            b in proptest::collection::vec((any::<u16>(), any::<u16>()), 0..6),
+            probes in proptest::collection::vec(any::<u16>(), 64),
+        ) {
+            let mask = |items: &[(u16, u16)]| {
+                let mut m = TypeMask::none();
+                for &(x, y) in items {
+                    m.set_range(x.min(y), x.max(y), true);
+                }
+                m
+            };
+            let (a, b) = (mask(&a), mask(&b));
+            let both = a.intersection(&b);
+            prop_assert_eq!(&both, &b.intersection(&a));
+            for c in probes.into_iter().chain([0, u16::MAX]).map(RecordType) {
+                prop_assert_eq!(both.contains(c), a.contains(c) && b.contains(c), "code {}", c.0);
+            }
         }
     }
 }

@@ -13,7 +13,6 @@ use axum::extract::{RawQuery, State};
 use axum::http::HeaderMap;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
-use weir_log::{RecordType, TypeMask};
 
 use super::body;
 use super::context::Ctx;
@@ -39,7 +38,7 @@ pub(crate) async fn read(
                 .find(|c| &c.name == name)
                 .ok_or_else(|| weir_log::Error::UnknownConsumer(name.clone()))?;
             let mask = match &q.mask {
-                Some(m) => intersect(&c.mask, m),
+                Some(m) => c.mask.intersection(m),
                 None => c.mask,
             };
             (Some(q.from.unwrap_or(c.cleared + 1)), Some(mask))
@@ -104,18 +103,6 @@ fn check_range(from: u64, first: u64, last: u64) -> Result<(), ApiError> {
         ));
     }
     Ok(())
-}
-
-/// The types in both masks.
-fn intersect(a: &TypeMask, b: &TypeMask) -> TypeMask {
-    let mut m = TypeMask::none();
-    for code in 0..=u16::MAX {
-        let t = RecordType(code);
-        if a.contains(t) && b.contains(t) {
-            m.insert(t);
-        }
-    }
-    m
 }
 
 /// `POST /v1/log/records`.
@@ -188,14 +175,5 @@ mod tests {
         assert!(check_range(10, 5, 9).is_ok());
         assert!(check_range(11, 5, 9).is_err());
         assert!(check_range(u64::MAX, 5, u64::MAX - 1).is_ok());
-    }
-
-    #[test]
-    fn intersects() {
-        let a = TypeMask::parse("all,-MARK").unwrap();
-        let b = TypeMask::parse("MARK,CREAT,MKDIR").unwrap();
-        let m = intersect(&a, &b);
-        assert!(m.contains(RecordType::CREAT) && m.contains(RecordType::MKDIR));
-        assert!(!m.contains(RecordType::MARK) && !m.contains(RecordType::UNLNK));
     }
 }

@@ -16,7 +16,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, anyhow, bail};
 use weir_client::{Client, Next, PathQuery};
 use weir_log::fs::StdFs;
-use weir_log::{Reader, RecordType, TypeMask};
+use weir_log::{Reader, TypeMask};
 
 use crate::cli::TailArgs;
 use crate::daemon::Route;
@@ -136,7 +136,7 @@ fn start(dir: &Path, args: &TailArgs) -> Result<(Option<u64>, Option<TypeMask>)>
         .find(|c| &c.name == name)
         .ok_or_else(|| anyhow!("no such consumer: {name}"))?;
     let mask = match &args.mask {
-        Some(m) => intersect(&c.mask, m),
+        Some(m) => c.mask.intersection(m),
         None => c.mask,
     };
     Ok((Some(args.from.unwrap_or(c.cleared + 1)), Some(mask)))
@@ -148,15 +148,4 @@ fn open(dir: &Path, from: Option<u64>, mask: Option<&TypeMask>) -> Reader {
         Some(m) if !m.is_all() => r.with_mask(m.clone()),
         _ => r,
     }
-}
-
-fn intersect(a: &TypeMask, b: &TypeMask) -> TypeMask {
-    let mut m = TypeMask::none();
-    for code in 0..=u16::MAX {
-        let t = RecordType(code);
-        if a.contains(t) && b.contains(t) {
-            m.insert(t);
-        }
-    }
-    m
 }
