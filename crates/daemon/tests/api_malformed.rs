@@ -5,7 +5,7 @@
 
 mod api_support;
 
-use api_support::{Answer, Trackers, as_root, call, fixture, root};
+use api_support::{Answer, Trackers, as_root, call, fixture, fixture_with_log, root};
 use axum::Router;
 use proptest::prelude::*;
 use weir_daemon::api::query::{FormatQuery, MountsQuery, RecordsQuery, parse_pairs};
@@ -327,6 +327,37 @@ async fn a_record_the_format_cannot_hold_appends_nothing() {
     a.assert_error(400, "bad_request");
     assert_eq!(a.json()["error"]["record"], 1);
     assert_eq!(fx.state.log.last_index(), 0);
+    still_serving(&r).await;
+}
+
+/// Guards the bug where records were checked against the format's limit
+/// only: one larger than this log's segments hold passed the check, failed
+/// its append, and left the records before it in the log.
+#[tokio::test]
+async fn a_record_larger_than_a_segment_appends_nothing() {
+    let options = weir_log::Options::default()
+        .segment_size(64 << 10)
+        .retention(weir_log::Retention {
+            max_bytes: 1 << 20,
+            ..weir_log::Retention::default()
+        });
+    let fx = fixture_with_log(
+        Access::default(),
+        Limits::default(),
+        Trackers::None,
+        options,
+    );
+    let r = weir_daemon::api::router(fx.state.clone());
+    // A 63 KiB name: within the format's limits, not within a 64 KiB
+    // segment's room.
+    let body = format!(
+        r#"{{"records":[{{"type":"MARK","name":"ok"}},{{"type":"MARK","name":"{}"}}]}}"#,
+        "n".repeat(63 << 10)
+    );
+    let a = as_root(&r, "POST", "/v1/log/records", body).await;
+    a.assert_error(400, "bad_request");
+    assert_eq!(a.json()["error"]["record"], 1);
+    assert_eq!(fx.state.log.last_appended(), 0, "nothing appended");
     still_serving(&r).await;
 }
 

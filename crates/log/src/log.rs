@@ -273,7 +273,7 @@ impl Inner {
 
     /// Appends without waiting for room: used by the committer for MARKs.
     pub(crate) fn try_append(&self, r: &Record<'_>) -> Option<u64> {
-        let len = codec::encoded_len(r).ok()?;
+        let len = self.encoded_len(r).ok()?;
         let time = record_time_ns();
         let res = self.ring.try_reserve(len)?;
         encode_and_publish(&self.ring, r, res, time, len);
@@ -285,13 +285,7 @@ impl Inner {
         // shared one: fetching it now overlaps the fetch with the checks
         // and the clock below.
         self.ring.prefetch_reserve();
-        let len = codec::encoded_len(r)?;
-        if len > self.max_record {
-            return Err(Error::RecordTooLarge {
-                size: len,
-                limit: self.max_record,
-            });
-        }
+        let len = self.encoded_len(r)?;
         self.check_open()?;
         // The time is read before the reservation, whose wait for the
         // counter's line it then overlaps; a writer that had to wait for
@@ -323,6 +317,20 @@ impl Inner {
             self.kick();
         }
         Ok(idx)
+    }
+
+    /// The record's encoded length, if this log takes it: the codec's
+    /// limits, and room in one segment.
+    #[inline]
+    fn encoded_len(&self, r: &Record<'_>) -> Result<usize> {
+        let len = codec::encoded_len(r)?;
+        if len > self.max_record {
+            return Err(Error::RecordTooLarge {
+                size: len,
+                limit: self.max_record,
+            });
+        }
+        Ok(len)
     }
 
     fn closed_and_drained(&self) -> bool {
@@ -545,6 +553,14 @@ impl Log {
     #[inline]
     pub fn append(&self, r: &Record<'_>) -> Result<Appended> {
         self.inner.append(r).map(Appended)
+    }
+
+    /// Checks a record as [`Log::append`] does before it takes an index
+    /// (the codec's limits, and room in one segment of this log), without
+    /// appending it: a caller with several records checks them all
+    /// before appending any.
+    pub fn check(&self, r: &Record<'_>) -> Result<()> {
+        self.inner.encoded_len(r).map(drop)
     }
 
     /// Appends a record and returns only after it is fsynced.

@@ -116,7 +116,9 @@ pub(crate) async fn append(
     // middle does not leave half a request in the log.
     for (i, r) in req.records.iter().enumerate() {
         let fields = r.log_fields();
-        weir_log::codec::encoded_len(&r.record(&fields))
+        ctx.state
+            .log
+            .check(&r.record(&fields))
             .map_err(|e| ApiError::from(e).with("record", serde_json::json!(i)))?;
     }
     let log = ctx.state.log.clone();

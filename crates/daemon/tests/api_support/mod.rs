@@ -31,8 +31,18 @@ pub enum Trackers {
 }
 
 pub fn fixture(access: Access, limits: Limits, trackers: Trackers) -> Fixture {
+    fixture_with_log(access, limits, trackers, Options::default())
+}
+
+/// [`fixture`] with a log opened with `options`.
+pub fn fixture_with_log(
+    access: Access,
+    limits: Limits,
+    trackers: Trackers,
+    options: Options,
+) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
-    let log = Arc::new(Log::open(dir.path().join("log"), Options::default()).unwrap());
+    let log = Arc::new(Log::open(dir.path().join("log"), options).unwrap());
     let (mounts, devices) = match trackers {
         Trackers::None => (None, None),
         Trackers::Real => (
