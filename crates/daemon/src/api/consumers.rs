@@ -110,9 +110,7 @@ pub(crate) async fn clear(
     let name = name(p)?;
     let req: ClearRequest =
         body::json_or_default(&headers, body, ctx.state.limits.max_body_bytes).await?;
-    let n = name.clone();
-    blocking(&ctx, move |log| log.clear(&n, req.index)).await?;
-    let c = one(&ctx.state.log, &name)?;
+    let c = blocking(&ctx, move |log| log.clear(&name, req.index)).await?;
     Ok(json_response(StatusCode::OK, consumer_json(&c).to_string()))
 }
 

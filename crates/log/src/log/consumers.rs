@@ -71,17 +71,22 @@ impl Log {
     }
 
     /// Clears a consumer's records up to `upto` (0: everything committed).
-    pub fn clear(&self, name: &str, upto: u64) -> Result<()> {
+    /// Returns the consumer as the clear left it, read under the same lock:
+    /// a deregistration racing the call cannot make a clear that succeeded
+    /// look like an unknown consumer.
+    pub fn clear(&self, name: &str, upto: u64) -> Result<ConsumerInfo> {
         // Before the consumer lock, which retention takes on the committer.
         self.wait_committed(upto);
         self.inner.check_open()?;
         let mut c = self.consumers();
         let before = c.get(name)?.clone();
-        c.clear(name, upto, self.inner.last_committed(), now_ns())?;
+        let (last, now) = (self.inner.last_committed(), now_ns());
+        c.clear(name, upto, last, now)?;
         self.save(&mut c, |c| c.restore(before))?;
+        let info = c.info(c.get(name)?, last, now);
         drop(c);
         self.inner.kick();
-        Ok(())
+        Ok(info)
     }
 
     /// Waits, for at most [`CLEAR_COMMIT_WAIT`], until `upto` is
