@@ -205,6 +205,9 @@ impl Committer {
                 self.maintain();
             }
             if closing && finished(&self.inner) && self.marks.is_empty() {
+                // After the last check that nothing is left to write: the
+                // seal must append nothing (tests hold the close here).
+                fail_point!("weir_log::close::sealing");
                 self.seal_on_close();
                 break;
             }

@@ -185,3 +185,60 @@ fn last_appended_counts_an_index_before_its_record_commits() {
     log.close().unwrap();
     scenario.teardown();
 }
+
+/// Where the close has checked that nothing is left to write and is about
+/// to seal the active segment.
+const SEALING: &str = "weir_log::close::sealing";
+
+#[test]
+fn a_consumer_turning_idle_while_the_close_seals_is_not_evicted_unannounced() {
+    // Guards ccab751: the seal at close ran a retention pass after the
+    // close's last check. An idle eviction it made was saved, but its MARK
+    // was appended after that check, never written, and close failed.
+    let scenario = fail::FailScenario::setup();
+    // Long enough that the committer's own passes (every 500 ms) do not
+    // find the consumer idle between its registration and its clear.
+    let idle = Duration::from_millis(400);
+    fail::cfg_callback(SEALING, move || std::thread::sleep(idle * 3)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options::default()
+        .segment_size(SEGMENT)
+        .retention(weir_log::Retention {
+            max_idle_time: Some(idle),
+            ..weir_log::Retention::default()
+        });
+    let log = Log::open(dir.path(), options).unwrap();
+    log.register("c", weir_log::TypeMask::all()).unwrap();
+    for _ in 0..10 {
+        let _ = log
+            .append(&Record::new(RecordType::CREAT).name(b"r"))
+            .unwrap();
+    }
+    log.sync().unwrap();
+    // Active just now, with records waiting: idle only once the close is
+    // held at the seal. (Evicted already, on a very slow machine: then the
+    // check below wants its MARK.)
+    match log.clear("c", 5) {
+        Ok(_) | Err(weir_log::Error::UnknownConsumer(_)) => {}
+        Err(e) => panic!("clear: {e}"),
+    }
+    log.close().expect("close succeeds");
+    fail::remove(SEALING);
+
+    let log = Log::open(dir.path(), Options::default().segment_size(SEGMENT)).unwrap();
+    let consumers = log.consumer_list();
+    let marks = log
+        .reader(1)
+        .filter(|r| r.as_ref().unwrap().kind == RecordType::MARK)
+        .count();
+    // Kept, as nothing may be evicted after the close's last check; or,
+    // on a machine so slow that the close's own pass before that check
+    // found it idle, evicted and announced.
+    let kept = consumers.iter().any(|c| c.name == "c" && c.cleared == 5);
+    assert!(
+        kept != (marks > 0),
+        "kept: {kept}, MARKs: {marks}, consumers: {consumers:?}"
+    );
+    log.close().unwrap();
+    scenario.teardown();
+}
