@@ -14,7 +14,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::client::conn::http1::{self, SendRequest};
-use hyper::header::{CONTENT_TYPE, HOST};
+use hyper::header::{CONNECTION, CONTENT_TYPE, HOST, TE};
 use hyper::{Method, Request, Response};
 use hyper_util::rt::TokioIo;
 use serde::Serialize;
@@ -119,9 +119,17 @@ impl Client {
             let mut copied = 0u64;
             while let Some(frame) = body.frame().await {
                 let frame = frame.map_err(Error::Http)?;
-                if let Ok(data) = frame.into_data() {
-                    out.write_all(&data).map_err(Error::Write)?;
-                    copied += data.len() as u64;
+                match frame.into_data() {
+                    Ok(data) => {
+                        out.write_all(&data).map_err(Error::Write)?;
+                        copied += data.len() as u64;
+                    }
+                    Err(frame) => {
+                        if let Some(e) = frame.trailers_ref().and_then(error::from_trailers) {
+                            out.flush().map_err(Error::Write)?;
+                            return Err(e.to_error());
+                        }
+                    }
                 }
             }
             out.flush().map_err(Error::Write)?;
@@ -212,7 +220,11 @@ fn request(
         .method(method)
         .uri(target)
         // HTTP/1.1 requires a Host; a Unix socket has no host name.
-        .header(HOST, "localhost");
+        .header(HOST, "localhost")
+        // A stream that fails after its 200 says why in a trailer. TE is
+        // hop-by-hop, so it is named in Connection too (RFC 9110, 10.1.4).
+        .header(TE, "trailers")
+        .header(CONNECTION, "TE");
     if json.is_some() {
         b = b.header(CONTENT_TYPE, "application/json");
     }
@@ -258,11 +270,18 @@ async fn collect(body: &mut Incoming, limit: usize) -> Result<Vec<u8>, Error> {
     let mut buf = Vec::new();
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(Error::Http)?;
-        if let Ok(data) = frame.into_data() {
-            if data.len() > limit - buf.len() {
-                return Err(Error::TooLarge { limit });
+        match frame.into_data() {
+            Ok(data) => {
+                if data.len() > limit - buf.len() {
+                    return Err(Error::TooLarge { limit });
+                }
+                buf.extend_from_slice(&data);
             }
-            buf.extend_from_slice(&data);
+            Err(frame) => {
+                if let Some(e) = frame.trailers_ref().and_then(error::from_trailers) {
+                    return Err(e.to_error());
+                }
+            }
         }
     }
     Ok(buf)

@@ -62,6 +62,18 @@ pub enum Error {
         /// request appended before it (the error object's `appended`).
         appended: Vec<u64>,
     },
+    /// A streamed answer, begun with a success status, failed: the daemon
+    /// ended it with an API error object in its `weir-error` trailer
+    /// (for example, a follow stream whose next record was
+    /// garbage-collected while the client read slowly). The lines before
+    /// it were whole.
+    #[error("{message} ({code}, after part of the answer)")]
+    Aborted {
+        /// The error's code.
+        code: ErrorCode,
+        /// The daemon's words, control characters escaped.
+        message: String,
+    },
     /// The daemon answered with a failure status but no API error object.
     #[error("the daemon answered HTTP {status}: {excerpt:?}")]
     Status {
@@ -100,7 +112,7 @@ impl Error {
     /// The API error code, when the daemon sent an error object.
     pub fn code(&self) -> Option<&ErrorCode> {
         match self {
-            Error::Api { code, .. } => Some(code),
+            Error::Api { code, .. } | Error::Aborted { code, .. } => Some(code),
             _ => None,
         }
     }
@@ -210,6 +222,48 @@ struct ErrorObject {
     appended: Vec<u64>,
 }
 
+/// The trailer that carries a streamed answer's error object.
+pub(crate) const ERROR_TRAILER: &str = "weir-error";
+
+/// What a streamed answer's error trailer said: [`Error::Aborted`]'s
+/// fields, kept to be returned again.
+#[derive(Debug)]
+pub(crate) struct Aborted {
+    code: ErrorCode,
+    message: String,
+}
+
+impl Aborted {
+    /// The error, as often as it is asked for.
+    pub(crate) fn to_error(&self) -> Error {
+        Error::Aborted {
+            code: self.code.clone(),
+            message: self.message.clone(),
+        }
+    }
+}
+
+/// The error a streamed answer's trailers report, if any. A trailer that
+/// is not an error object still says the stream failed.
+pub(crate) fn from_trailers(trailers: &hyper::HeaderMap) -> Option<Aborted> {
+    let value = trailers.get(ERROR_TRAILER)?;
+    Some(match serde_json::from_slice::<Envelope>(value.as_bytes()) {
+        Ok(Envelope { error }) => Aborted {
+            code: ErrorCode::from_wire(&error.code),
+            message: printable(&error.message),
+        },
+        Err(_) => Aborted {
+            code: ErrorCode::Unknown(String::new()),
+            message: printable(
+                &String::from_utf8_lossy(value.as_bytes())
+                    .chars()
+                    .take(EXCERPT_CHARS)
+                    .collect::<String>(),
+            ),
+        },
+    })
+}
+
 /// The error for a failed answer with status `status` and body `body`.
 pub(crate) fn from_answer(status: u16, body: &[u8]) -> Error {
     match serde_json::from_slice::<Envelope>(body) {
@@ -269,6 +323,31 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "consumer x\\u{a}exists (HTTP 409, consumer_exists)"
+        );
+    }
+
+    #[test]
+    fn error_trailers_are_decoded() {
+        let mut t = hyper::HeaderMap::new();
+        assert!(from_trailers(&t).is_none(), "no trailer, no error");
+        t.insert(
+            ERROR_TRAILER,
+            hyper::header::HeaderValue::from_static(
+                r#"{"error":{"code":"bad_range","message":"index 4 was garbage-collected"}}"#,
+            ),
+        );
+        let e = from_trailers(&t).unwrap().to_error();
+        assert_eq!(e.code(), Some(&ErrorCode::BadRange));
+        assert_eq!(e.status(), None);
+        assert!(e.to_string().starts_with("index 4 was"), "{e}");
+        t.insert(
+            ERROR_TRAILER,
+            hyper::header::HeaderValue::from_static("not json"),
+        );
+        let e = from_trailers(&t).unwrap().to_error();
+        assert!(
+            matches!(&e, Error::Aborted { message, .. } if message == "not json"),
+            "{e:?}"
         );
     }
 

@@ -12,7 +12,7 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use tokio::runtime::Runtime;
 
-use crate::error::Error;
+use crate::error::{self, Aborted, Error};
 
 /// The longest line accepted, without its newline. A record frame is at
 /// most 1 MiB, and its JSON form shows each byte in at most 4 characters.
@@ -25,7 +25,7 @@ pub enum Next<'a> {
     Line(&'a [u8]),
     /// No whole line arrived within the wait.
     Idle,
-    /// The answer ended (after a last `\n`).
+    /// The answer ended (after a last `\n`) without an error trailer.
     End,
 }
 
@@ -40,6 +40,10 @@ pub struct LineStream<'c> {
     /// How much of the unread part is known to hold no `\n`.
     scanned: usize,
     ended: bool,
+    /// The error the answer's trailer reported ([`Error::Aborted`]),
+    /// returned once every whole line before it has been, and by every
+    /// call after.
+    failed: Option<Aborted>,
 }
 
 impl std::fmt::Debug for LineStream<'_> {
@@ -60,6 +64,7 @@ impl<'c> LineStream<'c> {
             start: 0,
             scanned: 0,
             ended: false,
+            failed: None,
         }
     }
 
@@ -78,6 +83,14 @@ impl<'c> LineStream<'c> {
                 return Err(Error::LineTooLong { limit: MAX_LINE });
             }
             if self.ended {
+                if let Some(e) = &self.failed {
+                    // What is left is not a line. The stream is over, and
+                    // each later call says so again, rather than `End`.
+                    self.buf.clear();
+                    self.start = 0;
+                    self.scanned = 0;
+                    return Err(e.to_error());
+                }
                 return match self.scanned {
                     0 => Ok(Next::End),
                     _ => Err(Error::Truncated),
@@ -96,11 +109,14 @@ impl<'c> LineStream<'c> {
                 Err(_) => return Ok(Next::Idle),
                 Ok(None) => self.ended = true,
                 Ok(Some(Err(e))) => return Err(Error::Http(e)),
-                Ok(Some(Ok(frame))) => {
-                    if let Ok(data) = frame.into_data() {
-                        self.buf.extend_from_slice(&data);
+                Ok(Some(Ok(frame))) => match frame.into_data() {
+                    Ok(data) => self.buf.extend_from_slice(&data),
+                    Err(frame) => {
+                        if let Some(e) = frame.trailers_ref().and_then(error::from_trailers) {
+                            self.failed = Some(e);
+                        }
                     }
-                }
+                },
             }
         }
     }

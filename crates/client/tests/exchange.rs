@@ -7,7 +7,9 @@ mod server;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use server::{Server, Step, chunk, chunked_head, fixed, last_chunk};
+use server::{
+    Server, Step, chunk, chunked_head, chunked_head_with_trailer, error_trailer, fixed, last_chunk,
+};
 use weir_client::{Client, Error, ErrorCode, Next};
 
 fn connect(s: &Server) -> Client {
@@ -158,6 +160,72 @@ fn a_stream_cut_mid_line_is_an_error() {
     assert_eq!(lines.next(wait).unwrap(), Next::Line(b"one"));
     let err = lines.next(wait).unwrap_err();
     assert!(matches!(err, Error::Truncated), "{err:?}");
+}
+
+/// Guards the bug where a stream the daemon had to end early (its next
+/// record was collected while the client read slowly) looked like a
+/// broken connection, or like a normal end, with no reason given.
+#[test]
+fn an_error_trailer_ends_a_stream_with_the_daemons_error() {
+    let answer = || {
+        vec![
+            chunked_head_with_trailer("application/x-ndjson"),
+            chunk(b"{\"index\":1}\n{\"index\":2}\n"),
+            error_trailer("bad_range", "index 3 was garbage-collected"),
+        ]
+    };
+    let s = Server::start(vec![answer(), answer()]);
+    let mut c = connect(&s);
+    let mut lines = c.get_lines("/v1/log/records?follow=true").unwrap();
+    let wait = Duration::from_secs(5);
+    assert_eq!(lines.next(wait).unwrap(), Next::Line(b"{\"index\":1}"));
+    assert_eq!(lines.next(wait).unwrap(), Next::Line(b"{\"index\":2}"));
+    let err = lines.next(wait).unwrap_err();
+    assert!(
+        matches!(&err, Error::Aborted { code: ErrorCode::BadRange, message }
+            if message == "index 3 was garbage-collected"),
+        "{err:?}"
+    );
+    drop(lines);
+    let seen = s.seen();
+    assert_eq!(
+        seen.header("te"),
+        Some("trailers"),
+        "the client asks for trailers"
+    );
+    assert_eq!(seen.header("connection"), Some("TE"));
+
+    // A copied answer: the lines are out, then the error.
+    let mut out = Vec::new();
+    let err = c.get_text("/v1/log/records", &mut out).unwrap_err();
+    assert_eq!(err.code(), Some(&ErrorCode::BadRange), "{err:?}");
+    assert_eq!(out, b"{\"index\":1}\n{\"index\":2}\n");
+}
+
+#[test]
+fn an_error_trailer_after_half_a_line_fails_every_call_after_the_whole_ones() {
+    let s = Server::start(vec![vec![
+        chunked_head_with_trailer("application/x-ndjson"),
+        chunk(b"{\"index\":1}\n{\"ind"),
+        error_trailer("log_error", "read failed"),
+    ]]);
+    let mut c = connect(&s);
+    let mut lines = c.get_lines("/v1/log/records").unwrap();
+    let wait = Duration::from_secs(5);
+    assert_eq!(lines.next(wait).unwrap(), Next::Line(b"{\"index\":1}"));
+    for _ in 0..2 {
+        let err = lines.next(wait).unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                Error::Aborted {
+                    code: ErrorCode::LogError,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+    }
 }
 
 #[test]

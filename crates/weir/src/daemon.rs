@@ -103,7 +103,12 @@ pub(crate) fn copy_listing(client: &mut Client, target: &PathQuery, what: &str) 
     let mut out = crate::stdout::lock();
     match client.get_text(target.as_str(), &mut out) {
         Ok(_) => Ok(true),
-        Err(e) if e.code() == Some(&ErrorCode::Unavailable) => {
+        // A refusal, before any output: not a stream that failed midway
+        // (`Error::Aborted`), whose output is already out.
+        Err(weir_client::Error::Api {
+            code: ErrorCode::Unavailable,
+            ..
+        }) => {
             tracing::info!(what, "the daemon's source is unavailable; reading directly");
             Ok(false)
         }

@@ -156,6 +156,28 @@ pub(crate) fn chunked_head(status: &str, content_type: &str) -> Step {
     )
 }
 
+/// The head of a chunked answer that announces the `weir-error` trailer.
+pub(crate) fn chunked_head_with_trailer(content_type: &str) -> Step {
+    Step::Write(
+        format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\n\
+             transfer-encoding: chunked\r\ntrailer: weir-error\r\n\r\n"
+        )
+        .into_bytes(),
+    )
+}
+
+/// The end of a chunked body with a `weir-error` trailer holding the
+/// error object of `code` and `message` (JSON-safe text).
+pub(crate) fn error_trailer(code: &str, message: &str) -> Step {
+    Step::Write(
+        format!(
+            "0\r\nweir-error: {{\"error\":{{\"code\":\"{code}\",\"message\":\"{message}\"}}}}\r\n\r\n"
+        )
+        .into_bytes(),
+    )
+}
+
 /// One chunk of a chunked body.
 pub(crate) fn chunk(data: &[u8]) -> Step {
     let mut b = format!("{:x}\r\n", data.len()).into_bytes();
