@@ -228,22 +228,11 @@ async fn a_consumer_follows_its_types_after_its_cleared_index() {
 
 #[test]
 fn stopping_the_server_ends_follow_streams_and_releases_the_state() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
     let fx = fixture(Access::default(), Limits::default(), Trackers::None);
-    let sock = fx.dir.path().join("api.sock");
-    let listener = rt
-        .block_on(async { tokio::net::UnixListener::bind(&sock) })
-        .unwrap();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = rt.spawn(weir_daemon::api::serve(listener, fx.state.clone(), async {
-        let _ = stopped.await;
-    }));
+    let served = api_support::Served::start(&fx);
+    let sock = served.sock.clone();
     api_support::append_marks(&fx.state.log, 3);
-    let lines = rt.block_on(async {
+    let lines = served.rt.block_on(async {
         // A raw HTTP/1.1 follower on the socket.
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let mut s = tokio::net::UnixStream::connect(&sock).await.unwrap();
@@ -258,7 +247,7 @@ fn stopping_the_server_ends_follow_streams_and_releases_the_state() {
             assert!(n > 0, "closed early");
             seen.extend_from_slice(&buf[..n]);
         }
-        stop.send(()).unwrap();
+        served.stop();
         // The stream ends: the chunked body's last chunk, then EOF.
         let read_all = async {
             loop {
@@ -279,7 +268,7 @@ fn stopping_the_server_ends_follow_streams_and_releases_the_state() {
         lines.ends_with("0\r\n\r\n"),
         "a clean end of the body: {lines:?}"
     );
-    rt.block_on(server).unwrap().unwrap();
+    served.join();
     // The server and its notifier hold nothing: the log can be taken back.
     let state = Arc::try_unwrap(fx.state)
         .ok()

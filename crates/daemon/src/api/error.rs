@@ -3,8 +3,17 @@
 //! code is one of [`Code`] (stable, for programs) and the message is for
 //! people. Also the error [`crate::api::serve`] returns.
 
-use axum::http::StatusCode;
+use axum::http::header::HeaderName;
+use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+
+/// The trailer that says why a streamed answer, begun with 200, failed:
+/// its value is the JSON body an error answer would have had.
+pub(crate) const ERROR_TRAILER: HeaderName = HeaderName::from_static("weir-error");
+
+/// The longest message a [`ERROR_TRAILER`] carries, in bytes: JSON may
+/// show a byte in up to 6 characters, and the whole must stay under 16 KiB.
+const MAX_TRAILER_MESSAGE: usize = 2048;
 
 /// The machine-readable error codes of the API.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -111,6 +120,29 @@ impl ApiError {
         serde_json::json!({ "error": err }).to_string()
     }
 
+    /// The error object as the value of a stream's [`ERROR_TRAILER`]: the
+    /// body an error answer would have, with DEL escaped too (JSON leaves
+    /// it raw; a header value may not hold it), and the message cut to
+    /// [`MAX_TRAILER_MESSAGE`] bytes so that the trailer stays well under
+    /// what HTTP clients accept (hyper: 16 KiB).
+    pub(crate) fn trailer(&self) -> HeaderValue {
+        let mut cut = self.message.len().min(MAX_TRAILER_MESSAGE);
+        while !self.message.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let short = ApiError {
+            code: self.code,
+            status: self.status,
+            message: self.message[..cut].to_owned(),
+            extra: self.extra.clone(),
+        };
+        let text = short.body().replace('\u{7f}', "\\u007f");
+        HeaderValue::from_str(&text).unwrap_or_else(|_| {
+            // Unreachable: JSON escapes every other control character.
+            HeaderValue::from_static(r#"{"error":{"code":"internal","message":"(unprintable)"}}"#)
+        })
+    }
+
     /// A blocking task that did not finish: it panicked, or the runtime is
     /// shutting down.
     pub(crate) fn join(e: &tokio::task::JoinError) -> ApiError {
@@ -173,4 +205,24 @@ pub enum Error {
     /// about one connection or a passing shortage (the socket is unusable).
     #[error("accepting a connection on the API socket: {0}")]
     Accept(#[source] std::io::Error),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_trailer_is_a_short_valid_header_value_holding_the_error_object() {
+        // Control characters, DEL and multibyte characters, far longer
+        // than a trailer may be: each control byte shows as 6 characters.
+        let message: String = "\u{1}\u{7f}é".repeat(5000);
+        let e = ApiError::new(Code::BadRange, message.clone());
+        let v = e.trailer();
+        assert!(v.len() < 16 << 10, "{} bytes", v.len());
+        let back: serde_json::Value = serde_json::from_slice(v.as_bytes()).unwrap();
+        assert_eq!(back["error"]["code"], "bad_range");
+        let shown = back["error"]["message"].as_str().unwrap();
+        assert!(message.starts_with(shown) && shown.len() <= MAX_TRAILER_MESSAGE);
+        assert!(shown.len() > MAX_TRAILER_MESSAGE - 4, "cut at a boundary");
+    }
 }

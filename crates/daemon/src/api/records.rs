@@ -10,14 +10,14 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{RawQuery, State};
-use axum::http::HeaderMap;
-use axum::http::header::CONTENT_TYPE;
+use axum::http::header::{CONTENT_TYPE, TE, TRAILER};
+use axum::http::{HeaderMap, HeaderValue, Version};
 use axum::response::{IntoResponse, Response};
 
 use super::body;
 use super::context::Ctx;
 use super::cursor::Cursor;
-use super::error::{ApiError, Code, json_response};
+use super::error::{ApiError, Code, ERROR_TRAILER, json_response};
 use super::inventory::bad_query;
 use super::query::{Format, RecordsQuery};
 use super::requests::AppendRequest;
@@ -26,6 +26,8 @@ use super::tail::Tail;
 /// `GET /v1/log/records`.
 pub(crate) async fn read(
     State(ctx): State<Arc<Ctx>>,
+    version: Version,
+    headers: HeaderMap,
     RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
     let q = RecordsQuery::parse(q.as_deref()).map_err(bad_query)?;
@@ -76,11 +78,29 @@ pub(crate) async fn read(
         Format::Json => "application/x-ndjson",
         Format::Text => "text/plain; charset=utf-8",
     };
-    Ok((
-        [(CONTENT_TYPE, kind)],
-        Body::from_stream(tail.into_stream()),
-    )
-        .into_response())
+    let trailers = accepts_trailers(version, &headers);
+    let mut res = ([(CONTENT_TYPE, kind)], tail.into_body(trailers)).into_response();
+    if trailers {
+        // HTTP/1.1 sends only trailer fields announced in the head.
+        res.headers_mut()
+            .insert(TRAILER, HeaderValue::from(ERROR_TRAILER));
+    }
+    Ok(res)
+}
+
+/// Whether trailers reach the client: an HTTP/1.1 request whose `TE`
+/// lists `trailers` (RFC 9110, 10.1.4). The token is compared whole, as
+/// hyper does before it sends any trailer: were the two rules to differ,
+/// hyper would drop the error trailer and end the body cleanly. HTTP/1.0
+/// has no chunked body, so no trailer either.
+fn accepts_trailers(version: Version, headers: &HeaderMap) -> bool {
+    version == Version::HTTP_11
+        && headers.get_all(TE).iter().any(|v| {
+            v.to_str().is_ok_and(|v| {
+                v.split(',')
+                    .any(|t| t.trim().eq_ignore_ascii_case("trailers"))
+            })
+        })
 }
 
 /// `from` must name a record still in the log or appended, or the next
@@ -177,5 +197,27 @@ mod tests {
         assert!(check_range(10, 5, 9).is_ok());
         assert!(check_range(11, 5, 9).is_err());
         assert!(check_range(u64::MAX, 5, u64::MAX - 1).is_ok());
+    }
+
+    #[test]
+    fn te_trailers_is_found_among_other_codings_as_hyper_finds_it() {
+        let te = |v: &[&str]| {
+            let mut h = HeaderMap::new();
+            for v in v {
+                h.append(TE, HeaderValue::from_str(v).unwrap());
+            }
+            accepts_trailers(Version::HTTP_11, &h)
+        };
+        assert!(te(&["trailers"]));
+        assert!(te(&["gzip;q=0.5, Trailers"]));
+        assert!(te(&["gzip", "trailers"]));
+        assert!(!te(&[]));
+        assert!(!te(&["gzip, trailersx"]));
+        // hyper takes `trailers;q=1` as another token and would drop the
+        // trailer: the body must be cut off instead.
+        assert!(!te(&["trailers;q=1"]));
+        let mut h = HeaderMap::new();
+        h.insert(TE, HeaderValue::from_static("trailers"));
+        assert!(!accepts_trailers(Version::HTTP_10, &h));
     }
 }

@@ -10,16 +10,28 @@
 //! client goes away (the body is dropped). Nothing waits for a stream
 //! that is not read: the window moves on without it, and the stream reads
 //! the log itself when it is read again.
+//!
+//! A stream that fails after its 200 (its next record was collected while
+//! its client was slow, or the log could not be read) must still say so.
+//! An HTTP/1.1 client that sent `TE: trailers` gets the error object in the
+//! `weir-error` trailer after the last whole line; for any other, the body
+//! is cut off without its last chunk, which HTTP clients report as an
+//! error, rather than ending it as if all went well.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::body::Body;
+use axum::http::HeaderMap;
 use bytes::Bytes;
-use futures_util::Stream;
+use futures_util::{Stream, StreamExt};
+use http_body_util::StreamBody;
+use hyper::body::Frame;
 use tokio::sync::watch;
 
 use super::context::{Ctx, FollowerGuard};
 use super::cursor::Cursor;
+use super::error::{ApiError, ERROR_TRAILER};
 use super::window::Window;
 
 /// A caught-up stream looks again this often even without a notice from
@@ -50,8 +62,23 @@ impl Tail {
         }
     }
 
-    /// The stream of chunks.
-    pub(crate) fn into_stream(self) -> impl Stream<Item = Item> + Send + 'static {
+    /// The response body. With `trailers`, a failure ends it with the
+    /// [`ERROR_TRAILER`]; without, a failure aborts it.
+    pub(crate) fn into_body(self, trailers: bool) -> Body {
+        let frames = self.into_stream().map(move |item| match item {
+            Ok(bytes) => Ok(Frame::data(bytes)),
+            Err(e) if trailers => {
+                let mut map = HeaderMap::new();
+                map.insert(ERROR_TRAILER, ApiError::from(e).trailer());
+                Ok(Frame::trailers(map))
+            }
+            Err(e) => Err(e),
+        });
+        Body::new(StreamBody::new(frames))
+    }
+
+    /// The stream of chunks; it ends after an error.
+    fn into_stream(self) -> impl Stream<Item = Item> + Send + 'static {
         let commits = self.ctx.commits.clone();
         let stop = self.ctx.stop.subscribe();
         futures_util::stream::unfold(Some((self, commits, stop)), |state| async move {

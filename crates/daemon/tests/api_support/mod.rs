@@ -175,3 +175,50 @@ pub fn wait_committed(log: &Log, index: u64) {
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
 }
+
+/// The API served on a real socket (`api.sock` in the fixture's
+/// directory) by [`weir_daemon::api::serve`], on a runtime of its own:
+/// for what only a real HTTP/1.1 connection shows.
+pub struct Served {
+    pub rt: tokio::runtime::Runtime,
+    pub sock: std::path::PathBuf,
+    stop: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
+    server: tokio::task::JoinHandle<Result<(), weir_daemon::api::Error>>,
+}
+
+impl Served {
+    pub fn start(fx: &Fixture) -> Served {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let sock = fx.dir.path().join("api.sock");
+        let listener = rt
+            .block_on(async { tokio::net::UnixListener::bind(&sock) })
+            .unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = rt.spawn(weir_daemon::api::serve(listener, fx.state.clone(), async {
+            let _ = stopped.await;
+        }));
+        Served {
+            rt,
+            sock,
+            stop: std::sync::Mutex::new(Some(stop)),
+            server,
+        }
+    }
+
+    /// Asks the server to stop (it ends its follow streams too).
+    pub fn stop(&self) {
+        if let Some(s) = self.stop.lock().unwrap().take() {
+            let _ = s.send(());
+        }
+    }
+
+    /// Stops the server and waits until it has ended without error.
+    pub fn join(self) {
+        self.stop();
+        self.rt.block_on(self.server).unwrap().unwrap();
+    }
+}
