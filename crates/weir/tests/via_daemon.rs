@@ -302,6 +302,8 @@ fn log_commands_for_another_state_dir_work_directly() {
     let out = ok(d.weir(&["--state-dir", st, "log", "stats", "--json"]), b"");
     let v: Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(v["last_index"], 1, "read here: {v}");
+    // Only the writer knows whether the log is poisoned.
+    assert_eq!(v.get("poisoned"), Some(&Value::Null), "{v}");
     assert_eq!(requests(&d), ["GET /v1/status"]);
 
     let same = json!({"state_dir": st}).to_string();
@@ -320,5 +322,28 @@ fn log_commands_for_another_state_dir_work_directly() {
     assert_eq!(
         requests(&d),
         ["GET /v1/status", "GET /v1/log/stats", "GET /v1/log/stats"]
+    );
+}
+
+/// Guards the gap where `weir log stats` showed a poisoned log as a
+/// healthy one that merely refused writes.
+#[test]
+fn log_stats_says_when_the_daemons_log_is_poisoned() {
+    let stats = |poisoned: bool| {
+        json!({"dir": "/l", "segments": 1, "bytes": 8, "allocated_bytes": 8,
+               "spare_bytes": 0, "first_index": 1, "last_index": 3, "records": 3,
+               "consumers": [], "poisoned": poisoned})
+        .to_string()
+    };
+    let d = FakeDaemon::start(&[("GET /v1/log/stats", Answer::json(&stats(true)))]);
+    let out = String::from_utf8(ok(d.weir(&["log", "stats"]), b"")).unwrap();
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "log:          /l", "{out}");
+    assert!(lines[1].starts_with("state:        POISONED"), "{out}");
+    let d = FakeDaemon::start(&[("GET /v1/log/stats", Answer::json(&stats(false)))]);
+    let out = String::from_utf8(ok(d.weir(&["log", "stats"]), b"")).unwrap();
+    assert!(
+        !out.contains("POISONED") && out.contains("records:      3"),
+        "{out}"
     );
 }

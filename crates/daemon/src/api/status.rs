@@ -162,6 +162,7 @@ pub(crate) async fn log_stats(
             "last_index": s.last_index,
             "records": (s.last_index + 1).saturating_sub(s.first_index),
             "consumers": consumers,
+            "poisoned": log.is_poisoned(),
         })
     })
     .await

@@ -46,6 +46,8 @@ fn direct(state: &StateDir) -> Result<Value> {
         "last_index": s.last_index,
         "records": s.records(),
         "consumers": consumers.iter().map(consumer_json).collect::<Vec<_>>(),
+        // Only the writer knows.
+        "poisoned": null,
     }))
 }
 
@@ -63,12 +65,22 @@ struct Figures {
     last_index: u64,
     records: u64,
     consumers: Vec<ConsumerRow>,
+    /// `None`: unknown (read without the writer, or an older daemon).
+    #[serde(default)]
+    poisoned: Option<bool>,
 }
 
 fn print_text(v: &Value) -> Result<()> {
     let s = Figures::deserialize(v).context("the log's figures")?;
     let mut out = crate::stdout::lock();
     writeln!(out, "log:          {}", s.dir)?;
+    if s.poisoned == Some(true) {
+        writeln!(
+            out,
+            "state:        POISONED: an fsync failed, so writes are refused \
+             until the log is reopened (restart the daemon)"
+        )?;
+    }
     writeln!(out, "segments:     {}", s.segments)?;
     writeln!(
         out,
