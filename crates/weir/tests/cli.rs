@@ -64,6 +64,17 @@ fn write_and_tail_round_trip_bytes_exactly() {
         vec![b"c2".to_vec(), b"u1".to_vec(), b"u2".to_vec()]
     );
 
+    // As through the daemon: the next index is fine, a later one is not
+    // (it used to print nothing and exit 0 without a daemon, 1 with one).
+    assert_eq!(w.ok(&["log", "tail", "--from", "9"], b""), "");
+    let past = w.run(&["log", "tail", "--from", "10"], b"");
+    assert_eq!(past.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&past.stderr);
+    assert!(
+        err.contains("past the end of the log (the next index is 9)"),
+        "{err}"
+    );
+
     let text = w.ok(&["log", "tail", "--from", "2", "--mask", "MARK"], b"");
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 3, "{text}");

@@ -11,7 +11,7 @@
 use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use weir_client::{Client, Next, PathQuery};
@@ -28,12 +28,19 @@ use weir_view::record as text;
 /// How long `-f` waits between looks at the directory.
 const POLL: Duration = Duration::from_millis(50);
 
+/// How long an index past the end is looked for before `--from` is
+/// refused: many times the default flush interval (10 ms).
+const FROM_GRACE: Duration = Duration::from_millis(300);
+
 pub(super) fn tail(route: &Route, state: &StateDir, args: TailArgs) -> Result<()> {
     if let Some(mut client) = route.log_client()? {
         return via_daemon(&mut client, &args);
     }
     let dir = state.existing_log_dir()?;
     let (from, mask) = start(&dir, &args)?;
+    if let Some(from) = args.from {
+        check_not_past_end(&dir, from)?;
+    }
     let stop = if args.follow {
         Some(signals::stop_flag()?)
     } else {
@@ -140,6 +147,30 @@ fn start(dir: &Path, args: &TailArgs) -> Result<(Option<u64>, Option<TypeMask>)>
         None => c.mask,
     };
     Ok((Some(args.from.unwrap_or(c.cleared + 1)), Some(mask)))
+}
+
+/// `--from` may name the next index to come, but no later one, as the
+/// daemon answers: a later one is most likely a mistake, and reading would
+/// print nothing (or, with `-f`, wait) without saying why.
+///
+/// Another process may have handed out indexes it has not written yet
+/// (`weir log write` prints each at once; the file has it within the
+/// flush interval), so a refusal is checked again for [`FROM_GRACE`].
+fn check_not_past_end(dir: &Path, from: u64) -> Result<()> {
+    let deadline = Instant::now() + FROM_GRACE;
+    loop {
+        let next = weir_log::inspect(&StdFs, dir)
+            .context("reading the log")?
+            .last_index
+            .saturating_add(1);
+        if from.max(1) <= next {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            bail!("--from {from} is past the end of the log (the next index is {next})");
+        }
+        std::thread::sleep(POLL);
+    }
 }
 
 fn open(dir: &Path, from: Option<u64>, mask: Option<&TypeMask>) -> Reader {
