@@ -328,9 +328,11 @@ impl Committer {
 
     /// Group commit: before an fsync, give the writers the last fsync
     /// satisfied a moment to append again, bounded by half that fsync's
-    /// cost (at most 2 ms), so that one fsync serves them all instead of
-    /// half of them. They are back when as many durable waits have begun
-    /// since as that fsync ended.
+    /// cost and by [`group_commit_wait`] (2 ms by default), so that one
+    /// fsync serves them all instead of half of them. They are back when
+    /// as many durable waits have begun since as that fsync ended.
+    ///
+    /// [`group_commit_wait`]: crate::Options::group_commit_wait
     ///
     /// It spins (yielding) for [`GATHER_SPIN`], which catches a few writers
     /// on CPUs of their own, then sleeps until the writer that completes
@@ -342,14 +344,16 @@ impl Committer {
     /// of the committer came back slower than they did.
     fn gather_waiters(&self) {
         let inner = &self.inner;
+        let bound = inner.opts.group_commit_wait;
         if self.woken < 2
+            || bound.is_zero()
             || inner.durable_wanted.load(Ordering::Acquire) <= inner.durable.load(Ordering::Acquire)
         {
             return;
         }
         inner.counters.group_waits.fetch_add(1, Ordering::Relaxed);
         let sync_cost = Duration::from_nanos(inner.sync_ns.load(Ordering::Relaxed));
-        let deadline = Instant::now() + (sync_cost / 2).min(Duration::from_millis(2));
+        let deadline = Instant::now() + (sync_cost / 2).min(bound);
         let target = self.entries_at_wake + self.woken;
         let back = || {
             inner.durable_entries.load(Ordering::SeqCst) >= target

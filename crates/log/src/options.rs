@@ -124,6 +124,13 @@ pub struct Options {
     pub ring_slots: usize,
     /// The longest a writer waits for room before it gets an error.
     pub append_timeout: Duration,
+    /// Group commit: the longest the committer waits, before an fsync, for
+    /// the durable writers the last fsync released to append again, so
+    /// that one fsync serves them all (default 2 ms). It never waits more
+    /// than half the last fsync's cost, and the last writer back ends the
+    /// wait. A longer bound can fill batches on a disk whose fsync takes
+    /// many milliseconds; zero turns the wait off.
+    pub group_commit_wait: Duration,
     /// Space and idleness limits.
     pub retention: Retention,
     /// How segments are preallocated.
@@ -140,6 +147,7 @@ impl Default for Options {
             sync_interval: Some(Duration::from_secs(5)),
             ring_slots: 65536,
             append_timeout: Duration::from_secs(10),
+            group_commit_wait: Duration::from_millis(2),
             retention: Retention::default(),
             preallocation: Preallocation::default(),
             fs: Arc::new(StdFs),
@@ -181,6 +189,12 @@ impl Options {
     /// Sets the append timeout.
     pub fn append_timeout(mut self, d: Duration) -> Self {
         self.append_timeout = d;
+        self
+    }
+
+    /// Sets the group-commit wait's bound.
+    pub fn group_commit_wait(mut self, d: Duration) -> Self {
+        self.group_commit_wait = d;
         self
     }
 
