@@ -80,6 +80,7 @@ segment_mib = 16
 preallocate = "reserve"
 ring_slots = 1024
 append_timeout_ms = 500
+group_commit_us = 5000
 max_mib = 64
 max_age_secs = 3600
 on_full = "drop_oldest"
@@ -118,6 +119,7 @@ checkpoint_secs = 9
     assert_eq!(o.preallocation, weir_log::Preallocation::Reserve);
     assert_eq!(o.sync_interval, None);
     assert_eq!(o.ring_slots, 1024);
+    assert_eq!(o.group_commit_wait, std::time::Duration::from_millis(5));
     assert_eq!(o.retention.max_bytes, 64 << 20);
     assert_eq!(
         o.retention.max_age,
@@ -186,6 +188,7 @@ fn bad_values_name_the_key() {
         ),
         ("[log]\nflush_ms = 0", "log.flush_ms"),
         ("[log]\nsegment_mib = 0", "log.segment_mib"),
+        ("[log]\ngroup_commit_us = 1000001", "log.group_commit_us"),
         ("[log]\nring_slots = 1000", "log.ring_slots"),
         ("[log]\nring_slots = 1073741824", "log.ring_slots"),
         ("[log]\nsegment_mib = 64\nmax_mib = 100", "log.max_mib"),

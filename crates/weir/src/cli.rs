@@ -347,6 +347,10 @@ pub(crate) struct RunArgs {
     /// The longest an append waits for room [default: 10000].
     #[arg(long, value_name = "MS", help_heading = "Log")]
     pub(crate) log_append_timeout_ms: Option<u64>,
+    /// The longest the committer waits before an fsync for the durable
+    /// writers the last one released; 0 never [default: 2000].
+    #[arg(long, value_name = "US", help_heading = "Log")]
+    pub(crate) log_group_commit_us: Option<u64>,
     /// The log's total size [default: 4096].
     #[arg(long, value_name = "MIB", help_heading = "Log")]
     pub(crate) log_max_mib: Option<u64>,

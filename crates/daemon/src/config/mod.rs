@@ -214,6 +214,9 @@ pub struct LogConfig {
     pub ring_slots: u64,
     /// The longest an append waits for room, milliseconds.
     pub append_timeout_ms: u64,
+    /// The longest the committer waits before an fsync for the durable
+    /// writers the last one released, microseconds; 0 not at all.
+    pub group_commit_us: u64,
     /// The total size of the log's files (its segments and the spare), MiB.
     pub max_mib: u64,
     /// With no consumers, segments older than this are deleted; 0 never.

@@ -26,6 +26,7 @@ pub(super) fn log_defaults() -> LogConfig {
         },
         ring_slots: o.ring_slots as u64,
         append_timeout_ms: ms(o.append_timeout),
+        group_commit_us: u64::try_from(o.group_commit_wait.as_micros()).unwrap_or(u64::MAX),
         max_mib: r.max_bytes / MIB,
         max_age_secs: r.max_age.map_or(0, |d| d.as_secs()),
         on_full: match r.on_full {
@@ -67,6 +68,7 @@ impl LogConfig {
             .sync_interval(nonzero(self.sync_ms, Duration::from_millis))
             .ring_slots(usize::try_from(self.ring_slots).unwrap_or(usize::MAX))
             .append_timeout(Duration::from_millis(self.append_timeout_ms))
+            .group_commit_wait(Duration::from_micros(self.group_commit_us))
             .retention(retention)
     }
 }

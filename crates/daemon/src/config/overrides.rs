@@ -51,6 +51,8 @@ pub struct ConfigOverrides {
     pub log_ring_slots: Option<u64>,
     /// `log.append_timeout_ms`.
     pub log_append_timeout_ms: Option<u64>,
+    /// `log.group_commit_us`.
+    pub log_group_commit_us: Option<u64>,
     /// `log.max_mib`.
     pub log_max_mib: Option<u64>,
     /// `log.max_age_secs`.
@@ -98,6 +100,7 @@ impl Config {
         set(&mut l.preallocate, o.log_preallocate);
         set(&mut l.ring_slots, o.log_ring_slots);
         set(&mut l.append_timeout_ms, o.log_append_timeout_ms);
+        set(&mut l.group_commit_us, o.log_group_commit_us);
         set(&mut l.max_mib, o.log_max_mib);
         set(&mut l.max_age_secs, o.log_max_age_secs);
         set(&mut l.on_full, o.log_on_full);

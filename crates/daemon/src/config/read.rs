@@ -125,6 +125,7 @@ impl Config {
                 &mut l.append_timeout_ms,
                 s.take("log.append_timeout_ms", UINT)?,
             );
+            set(&mut l.group_commit_us, s.take("log.group_commit_us", UINT)?);
             set(&mut l.max_mib, s.take("log.max_mib", UINT)?);
             set(&mut l.max_age_secs, s.take("log.max_age_secs", UINT)?);
             if let Some(p) = s.take::<String>("log.on_full", STRING)? {

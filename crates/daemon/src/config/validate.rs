@@ -177,6 +177,13 @@ impl Config {
             "must be between 1 and 3600000 (an hour)",
         )?;
         within(
+            "log.group_commit_us",
+            l.group_commit_us,
+            0,
+            1_000_000,
+            "must be at most 1000000 (a second); 0 never waits",
+        )?;
+        within(
             "log.max_mib",
             l.max_mib,
             l.segment_mib.saturating_mul(2),

@@ -71,6 +71,7 @@ fn overrides(a: &RunArgs, state_dir: Option<PathBuf>, socket: Option<PathBuf>) -
     o.log_preallocate = a.log_preallocate;
     o.log_ring_slots = a.log_ring_slots;
     o.log_append_timeout_ms = a.log_append_timeout_ms;
+    o.log_group_commit_us = a.log_group_commit_us;
     o.log_max_mib = a.log_max_mib;
     o.log_max_age_secs = a.log_max_age_secs;
     o.log_on_full = a.log_on_full;
