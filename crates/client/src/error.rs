@@ -103,6 +103,10 @@ pub enum Error {
     /// A streamed answer ended in the middle of a line.
     #[error("the daemon's answer ended in the middle of a line")]
     Truncated,
+    /// A streamed answer broke off earlier: the call that saw the break
+    /// returned [`Error::Http`], and the stream has nothing more.
+    #[error("the daemon's answer broke off earlier")]
+    Broken,
     /// Writing the answer out failed (for example, stdout was closed).
     #[error("cannot write the daemon's answer")]
     Write(#[source] std::io::Error),

@@ -44,6 +44,10 @@ pub struct LineStream<'c> {
     /// returned once every whole line before it has been, and by every
     /// call after.
     failed: Option<Aborted>,
+    /// The body broke off ([`Error::Http`]); every later call returns
+    /// [`Error::Broken`] rather than taking what hyper then reports, an
+    /// end, for a clean one.
+    broken: bool,
 }
 
 impl std::fmt::Debug for LineStream<'_> {
@@ -65,11 +69,15 @@ impl<'c> LineStream<'c> {
             scanned: 0,
             ended: false,
             failed: None,
+            broken: false,
         }
     }
 
     /// The next line, waiting at most `wait` for more of the answer.
     pub fn next(&mut self, wait: Duration) -> Result<Next<'_>, Error> {
+        if self.broken {
+            return Err(Error::Broken);
+        }
         loop {
             let from = self.start + self.scanned;
             if let Some(pos) = self.buf[from..].iter().position(|&b| b == b'\n') {
@@ -108,7 +116,12 @@ impl<'c> LineStream<'c> {
             match got {
                 Err(_) => return Ok(Next::Idle),
                 Ok(None) => self.ended = true,
-                Ok(Some(Err(e))) => return Err(Error::Http(e)),
+                Ok(Some(Err(e))) => {
+                    // No whole line is buffered here: each was returned
+                    // before this read.
+                    self.broken = true;
+                    return Err(Error::Http(e));
+                }
                 Ok(Some(Ok(frame))) => match frame.into_data() {
                     Ok(data) => self.buf.extend_from_slice(&data),
                     Err(frame) => {

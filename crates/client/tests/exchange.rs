@@ -162,6 +162,26 @@ fn a_stream_cut_mid_line_is_an_error() {
     assert!(matches!(err, Error::Truncated), "{err:?}");
 }
 
+/// Guards the bug where the call after a broken connection returned
+/// `End`, as if the stream had ended cleanly.
+#[test]
+fn a_broken_stream_stays_broken() {
+    let s = Server::start(vec![vec![
+        chunked_head("200 OK", "application/x-ndjson"),
+        chunk(b"one\n"),
+    ]]);
+    let mut c = connect(&s);
+    let mut lines = c.get_lines("/v1/log/records").unwrap();
+    let wait = Duration::from_secs(5);
+    assert_eq!(lines.next(wait).unwrap(), Next::Line(b"one"));
+    let err = lines.next(wait).unwrap_err();
+    assert!(matches!(err, Error::Http(_)), "{err:?}");
+    for _ in 0..2 {
+        let err = lines.next(wait).unwrap_err();
+        assert!(matches!(err, Error::Broken), "{err:?}");
+    }
+}
+
 /// Guards the bug where a stream the daemon had to end early (its next
 /// record was collected while the client read slowly) looked like a
 /// broken connection, or like a normal end, with no reason given.
