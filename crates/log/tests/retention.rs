@@ -675,7 +675,7 @@ fn stats_beside_a_retention_pass_does_not_deadlock_the_committer() {
         })
     };
     let (tx, rx) = std::sync::mpsc::channel();
-    {
+    let appender = {
         let log = log.clone();
         std::thread::spawn(move || {
             let started = Instant::now();
@@ -685,10 +685,13 @@ fn stats_beside_a_retention_pass_does_not_deadlock_the_committer() {
                 std::thread::sleep(Duration::from_millis(10));
             }
             let _ = tx.send(());
-        });
-    }
+        })
+    };
     rx.recv_timeout(Duration::from_secs(30))
         .expect("durable appends hung: the committer is deadlocked");
+    // Joined, not only heard from: its clone of the log must be gone
+    // before the log is unwrapped below.
+    appender.join().unwrap();
     stats.join().unwrap();
     fs.slow_opens(None);
     Arc::try_unwrap(log).unwrap().close().unwrap();
