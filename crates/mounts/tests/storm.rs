@@ -31,6 +31,10 @@ fn a_lone_mount_is_read_at_once_and_a_storm_at_its_pause() {
         // Generous, so that only the pacing holds readings back.
         budget: 1.0,
         audit_interval: None,
+        // Far above the 1 ms between the storm's mounts, so that a loaded
+        // machine descheduling the mounter does not end the storm early
+        // (with the default 20 ms, a 2-core host could).
+        quiet: Duration::from_millis(250),
         ..TrackerOptions::default()
     };
     let (quiet, max_delay) = (opts.quiet, opts.max_delay);
@@ -49,8 +53,8 @@ fn a_lone_mount_is_read_at_once_and_a_storm_at_its_pause() {
         std::thread::sleep(Duration::from_millis(1));
     }
 
-    // A storm with no pause as long as `quiet`.
-    std::thread::sleep(Duration::from_millis(200));
+    // After a pause, a storm with none as long as `quiet`.
+    std::thread::sleep(quiet + Duration::from_millis(50));
     let src = d.path().join("src");
     std::fs::create_dir(&src).unwrap();
     let targets: Vec<_> = (0..STORM).map(|i| d.path().join(format!("t{i}"))).collect();
@@ -58,7 +62,7 @@ fn a_lone_mount_is_read_at_once_and_a_storm_at_its_pause() {
     for p in &targets {
         std::fs::create_dir(p).unwrap();
         mount_bind(&src, p).expect("bind mount");
-        std::thread::sleep(quiet / 20);
+        std::thread::sleep(Duration::from_millis(1));
     }
     let t1 = Instant::now();
     while !targets.iter().all(|p| seen(&t, p)) {
@@ -67,8 +71,8 @@ fn a_lone_mount_is_read_at_once_and_a_storm_at_its_pause() {
     }
     let readings = t.stats().readings - before;
     // One at the first mount, one at the pause; a few more if the storm
-    // was descheduled for longer than `quiet`. Reading every
-    // `min_interval` would take about 20 over this storm.
+    // was descheduled for longer than `quiet`, or outlasted `max_delay`.
+    // Reading every `min_interval` would take 20 or more over this storm.
     assert!(
         readings <= 6,
         "{readings} readings in the storm: {:?}",
@@ -95,9 +99,12 @@ fn a_fanotify_storm_is_read_a_few_events_at_a_time() {
     let opts = TrackerOptions {
         backend: BackendChoice::Fanotify,
         audit_interval: None,
+        // Ten times the default, so that a loaded machine stretching the
+        // 1 ms gaps still leaves many events to each read.
+        batch: Duration::from_millis(50),
         ..TrackerOptions::default()
     };
-    let gap = opts.batch / 5;
+    let gap = Duration::from_millis(1);
     let t = Tracker::start(None, opts, None).expect("start tracker");
     let d = tempfile::tempdir().unwrap();
     mount("weirtest", d.path(), "tmpfs", MountFlags::empty(), None).expect("mount tmpfs");
@@ -125,7 +132,7 @@ fn a_fanotify_storm_is_read_a_few_events_at_a_time() {
     let reads = s.event_reads - before.event_reads;
     let wakeups = s.wakeups - before.wakeups;
     assert_eq!(events, targets.len() as u64, "{s:?}");
-    // About five events per read and one wakeup per read. The bug was a
+    // Tens of events per read and one wakeup per read. The bug was a
     // read per mount, and a wakeup per mount even with reads batched.
     assert!(
         reads <= events / 2,
