@@ -364,7 +364,9 @@ fn a_segment_dropped_is_announced_while_an_eviction_waits_for_its_save() {
         let dir = tempfile::tempdir().unwrap();
         let fs = FaultyFs::new();
         let r = Retention {
-            max_idle_time: Some(Duration::from_secs(2)),
+            // Long enough that "pinned" is not idle yet when the test
+            // ends on a slow machine (about a second after it registers).
+            max_idle_time: Some(Duration::from_secs(4)),
             max_bytes: 6 * SEG,
             on_full: weir_log::FullPolicy::DropOldest,
             ..Retention::default()
@@ -372,8 +374,8 @@ fn a_segment_dropped_is_announced_while_an_eviction_waits_for_its_save() {
         let log = Log::open(dir.path(), opts(&fs).retention(r)).unwrap();
         log.register("sleepy", TypeMask::all()).unwrap();
         fill(&log, 3);
-        std::thread::sleep(Duration::from_millis(2100));
-        // Not idle for two seconds from here: it holds segments the size
+        std::thread::sleep(Duration::from_millis(4100));
+        // Not idle for four seconds from here: it holds segments the size
         // limit then drops.
         log.register("pinned", TypeMask::all()).unwrap();
         fs.fail_writes_named("consumers.tmp", ENOSPC, 0, None);

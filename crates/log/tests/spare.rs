@@ -320,9 +320,12 @@ fn frequent_fsyncs_leave_a_segment_that_was_not_zero_filled_early() {
     }
     let files = segment_files(dir.path());
     let first = std::fs::metadata(&files[0]).unwrap();
-    // One durable commit per record, each padded to 4 KiB.
+    // One durable commit per record, each padded to 4 KiB. Without the
+    // early rule the roll comes only once the segment is full; the early
+    // one comes about a quarter in, after a spare is written, and half
+    // leaves a slow machine's spare thread room.
     assert!(
-        first.len() < seg / 4,
+        first.len() < seg / 2,
         "the first segment was left at {} bytes, not early",
         first.len()
     );
