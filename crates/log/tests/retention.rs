@@ -226,8 +226,10 @@ fn without_consumers_size_retention_deletes_the_oldest_segments() {
 #[test]
 fn without_consumers_age_retention_deletes_old_segments() {
     let dir = tempfile::tempdir().unwrap();
+    // Long enough that no segment ages out while the fill runs, on a
+    // machine that stalls it for a while.
     let r = Retention {
-        max_age: Some(Duration::from_millis(200)),
+        max_age: Some(Duration::from_secs(1)),
         ..Retention::default()
     };
     let log = open(dir.path(), r);
