@@ -11,6 +11,25 @@ use weir_log::{Log, Options, Record, RecordType};
 const WRITERS: u64 = 4;
 const ROUNDS: u64 = 20;
 
+/// [`WRITERS`] threads each append [`ROUNDS`] records durably, pausing
+/// `pause` after each.
+fn write_durably(log: &Log, pause: Duration) {
+    std::thread::scope(|s| {
+        for t in 0..WRITERS {
+            s.spawn(move || {
+                let name = format!("writer {t}");
+                for _ in 0..ROUNDS {
+                    let rec = Record::new(RecordType::MARK).name(name.as_bytes());
+                    log.append_durable(&rec).unwrap();
+                    if !pause.is_zero() {
+                        std::thread::sleep(pause);
+                    }
+                }
+            });
+        }
+    });
+}
+
 #[test]
 fn the_last_writer_back_ends_the_group_commit_wait() {
     // Guards the wake in the group-commit wait: the writer whose durable
@@ -32,21 +51,9 @@ fn the_last_writer_back_ends_the_group_commit_wait() {
         .fs(Arc::new(fs.clone()))
         .group_commit_wait(Duration::from_secs(1));
     let log = Log::open(dir.path(), options).unwrap();
-    std::thread::scope(|s| {
-        for t in 0..WRITERS {
-            let log = &log;
-            s.spawn(move || {
-                let name = format!("writer {t}");
-                for _ in 0..ROUNDS {
-                    let rec = Record::new(RecordType::MARK).name(name.as_bytes());
-                    log.append_durable(&rec).unwrap();
-                    // Long enough that the committer's spin is over and it
-                    // sleeps: only a wake ends the wait before its deadline.
-                    std::thread::sleep(Duration::from_micros(300));
-                }
-            });
-        }
-    });
+    // Long enough that the committer's spin is over and it sleeps: only a
+    // wake ends the wait before its deadline.
+    write_durably(&log, Duration::from_micros(300));
     let st = log.stats();
     assert_eq!(st.durable_index, WRITERS * ROUNDS, "{st:?}");
     // Most fsyncs serve every writer, so there are about ROUNDS of them,
@@ -75,18 +82,7 @@ fn a_zero_group_commit_wait_never_waits() {
         .fs(Arc::new(fs.clone()))
         .group_commit_wait(Duration::ZERO);
     let log = Log::open(dir.path(), options).unwrap();
-    std::thread::scope(|s| {
-        for t in 0..WRITERS {
-            let log = &log;
-            s.spawn(move || {
-                let name = format!("writer {t}");
-                for _ in 0..ROUNDS {
-                    let rec = Record::new(RecordType::MARK).name(name.as_bytes());
-                    log.append_durable(&rec).unwrap();
-                }
-            });
-        }
-    });
+    write_durably(&log, Duration::ZERO);
     let st = log.stats();
     assert_eq!(st.durable_index, WRITERS * ROUNDS, "{st:?}");
     assert_eq!(st.group_commit_waits, 0, "{st:?}");
