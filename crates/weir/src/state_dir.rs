@@ -69,8 +69,13 @@ impl StateDir {
     /// Opens the log as its single writer, creating directories as needed,
     /// with the daemon's `[log]` settings: its retention runs here too.
     pub(crate) fn open_writer(&self) -> Result<Log> {
-        let opts = config_file::log_options(self.config.as_deref())?;
-        open_writer(&self.log_dir(), opts)
+        open_writer(&self.log_dir(), self.log_options()?)
+    }
+
+    /// weir-log's options from the configuration's `[log]` section: those
+    /// a command that opens the log itself writes with.
+    pub(crate) fn log_options(&self) -> Result<Options> {
+        config_file::log_options(self.config.as_deref())
     }
 }
 

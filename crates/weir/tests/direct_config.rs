@@ -98,3 +98,44 @@ fn an_invalid_configuration_is_an_error() {
     );
     assert_eq!(out.status.code(), Some(1));
 }
+
+/// Regression: `log tail --from` looked for an index past the end for a
+/// fixed 300 ms, so the next index of a direct writer whose `[log]
+/// flush_ms` is longer was refused although `weir log write` had already
+/// printed the one before it. The wait now covers two flush intervals of
+/// the configured writer.
+#[test]
+fn from_waits_for_the_configured_flush_interval() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+
+    let mut w = Weir::new();
+    w.set_config("[log]\nflush_ms = 1500\n");
+    let mut writer = w
+        .cmd(&["log", "write"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = writer.stdin.take().unwrap();
+    let mut printed = BufReader::new(writer.stdout.take().unwrap()).lines();
+    // The first record after idleness is written at once.
+    stdin.write_all(b"one\n").unwrap();
+    assert_eq!(printed.next().unwrap().unwrap(), "1");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while w.tail_json(&[]).is_empty() {
+        assert!(Instant::now() < deadline, "record 1 never reached the file");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The next one waits in the writer for the rest of its flush interval.
+    stdin.write_all(b"two\n").unwrap();
+    assert_eq!(printed.next().unwrap().unwrap(), "2");
+    let out = w.run(&["log", "tail", "--from", "3"], b"");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "--from 3 refused: {err}");
+    drop(stdin);
+    assert!(writer.wait().unwrap().success());
+    let names: Vec<Value> = w.tail_json(&[]).iter().map(|r| r["name"].clone()).collect();
+    assert_eq!(names, ["one", "two"]);
+}

@@ -28,8 +28,8 @@ use weir_view::record as text;
 /// How long `-f` waits between looks at the directory.
 const POLL: Duration = Duration::from_millis(50);
 
-/// How long an index past the end is looked for before `--from` is
-/// refused: many times the default flush interval (10 ms).
+/// How long an index past the end is looked for at least before `--from`
+/// is refused: many times the default flush interval (10 ms).
 const FROM_GRACE: Duration = Duration::from_millis(300);
 
 pub(super) fn tail(route: &Route, state: &StateDir, args: TailArgs) -> Result<()> {
@@ -39,7 +39,7 @@ pub(super) fn tail(route: &Route, state: &StateDir, args: TailArgs) -> Result<()
     let dir = state.existing_log_dir()?;
     let (from, mask) = start(&dir, &args)?;
     if let Some(from) = args.from {
-        check_not_past_end(&dir, from)?;
+        check_not_past_end(&dir, from, from_grace(state))?;
     }
     let stop = if args.follow {
         Some(signals::stop_flag()?)
@@ -155,9 +155,9 @@ fn start(dir: &Path, args: &TailArgs) -> Result<(Option<u64>, Option<TypeMask>)>
 ///
 /// Another process may have handed out indexes it has not written yet
 /// (`weir log write` prints each at once; the file has it within the
-/// flush interval), so a refusal is checked again for [`FROM_GRACE`].
-fn check_not_past_end(dir: &Path, from: u64) -> Result<()> {
-    let deadline = Instant::now() + FROM_GRACE;
+/// flush interval), so a refusal is checked again for `grace`.
+fn check_not_past_end(dir: &Path, from: u64, grace: Duration) -> Result<()> {
+    let deadline = Instant::now() + grace;
     loop {
         let next = weir_log::inspect(&StdFs, dir)
             .context("reading the log")?
@@ -171,6 +171,15 @@ fn check_not_past_end(dir: &Path, from: u64) -> Result<()> {
         }
         std::thread::sleep(POLL);
     }
+}
+
+/// How long `--from` past the end is looked for: two flush intervals of a
+/// direct writer (`weir log write`, which takes `[log] flush_ms` from the
+/// configuration) beyond [`FROM_GRACE`]. A configuration the daemon would
+/// refuse is no reason to refuse a read; the default interval is assumed.
+fn from_grace(state: &StateDir) -> Duration {
+    let flush = state.log_options().unwrap_or_default().flush_interval;
+    FROM_GRACE + flush.saturating_mul(2)
 }
 
 fn open(dir: &Path, from: Option<u64>, mask: Option<&TypeMask>) -> Reader {
