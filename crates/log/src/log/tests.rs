@@ -19,11 +19,42 @@ fn small_ring_log(dir: &std::path::Path, slots: usize) -> Log {
     Log::open(dir, opts).unwrap()
 }
 
-/// Publishes a record named `hole` at the reservation a test held back.
-fn publish_hole(log: &Log, hole: Reservation) {
-    let record = Record::new(RecordType::UNLNK).name(b"hole");
-    let len = codec::encoded_len(&record).unwrap();
-    encode_and_publish(&log.inner.ring, &record, hole, now_ns(), len);
+/// An index a test reserves and holds back, as a writer preempted between
+/// its reservation and its publish would.
+///
+/// A close waits for every reserved index, so a test that failed before
+/// publishing would hang in `Log`'s drop instead of failing: the hole is
+/// published when dropped if the test has not done so.
+struct Hole<'a> {
+    log: &'a Log,
+    index: u64,
+    held: Option<Reservation>,
+}
+
+impl<'a> Hole<'a> {
+    fn reserve(log: &'a Log) -> Self {
+        let held = log.inner.ring.try_reserve(64).unwrap();
+        Hole {
+            log,
+            index: held.index,
+            held: Some(held),
+        }
+    }
+
+    /// Publishes a record named `hole` at the held index.
+    fn publish(&mut self) {
+        if let Some(res) = self.held.take() {
+            let record = Record::new(RecordType::UNLNK).name(b"hole");
+            let len = codec::encoded_len(&record).unwrap();
+            encode_and_publish(&self.log.inner.ring, &record, res, now_ns(), len);
+        }
+    }
+}
+
+impl Drop for Hole<'_> {
+    fn drop(&mut self) {
+        self.publish();
+    }
 }
 
 /// Lifting copies every frame past a hole into the reorder area, so it
@@ -34,7 +65,7 @@ fn publish_hole(log: &Log, hole: Reservation) {
 fn a_hole_is_lifted_past_only_once_the_ring_is_crowded() {
     let dir = tempfile::tempdir().unwrap();
     let log = small_ring_log(dir.path(), 16);
-    let hole = log.inner.ring.try_reserve(64).unwrap();
+    let mut hole = Hole::reserve(&log);
     let append = |k: usize| {
         let _ = log
             .append(&Record::new(RecordType::CREAT).name(format!("r{k}").as_bytes()))
@@ -58,10 +89,11 @@ fn a_hole_is_lifted_past_only_once_the_ring_is_crowded() {
     }
     let lifted = log.stats().lifted;
     // Fill the hole before asserting: a close waits for it.
-    publish_hole(&log, hole);
+    hole.publish();
     assert_eq!(lifted_early, 0, "lifted with the ring mostly free");
     assert_eq!(lifted, 8, "never lifted once crowded");
     assert_eq!(log.sync().unwrap().unwrap().index(), hole.index + 8);
+    drop(hole);
     log.close().unwrap();
 }
 
@@ -80,7 +112,7 @@ fn a_held_reservation_does_not_stop_other_writers() {
         .append_durable(&Record::new(RecordType::MARK).name(b"first"))
         .unwrap();
     // A writer reserves the next index and stalls before publishing.
-    let hole = log.inner.ring.try_reserve(64).unwrap();
+    let mut hole = Hole::reserve(&log);
     assert_eq!(hole.index, first.index() + 1);
     let names: Vec<Vec<u8>> = (0..8).map(|k| format!("after-{k}").into_bytes()).collect();
     let append = |name: &[u8]| {
@@ -101,7 +133,7 @@ fn a_held_reservation_does_not_stop_other_writers() {
     let st = log.stats();
     let readers_saw = log.last_index();
     // Fill the hole before asserting: a close waits for it.
-    publish_hole(&log, hole);
+    hole.publish();
     assert_eq!((st.spilled, st.ring_full_waits), (2, 0), "{st:?}");
     assert_eq!(readers_saw, first.index(), "the hole must stop readers");
     let last = log.sync().unwrap().unwrap().index();
@@ -116,6 +148,7 @@ fn a_held_reservation_does_not_stop_other_writers() {
     ];
     want.extend((hole.index + 1..).zip(names.iter().cloned()));
     assert_eq!(got, want);
+    drop(hole);
     log.close().unwrap();
 }
 
@@ -128,7 +161,7 @@ fn a_held_reservation_does_not_stop_other_writers() {
 fn a_writer_that_waited_for_room_stamps_the_time_it_got_it() {
     let dir = tempfile::tempdir().unwrap();
     let log = small_ring_log(dir.path(), 4);
-    let hole = log.inner.ring.try_reserve(64).unwrap();
+    let mut hole = Hole::reserve(&log);
     let filler = Record::new(RecordType::CREAT).name(b"filler");
     let len = codec::encoded_len(&filler).unwrap();
     // Append until the ring stays without room: the hole's slot is held
@@ -158,7 +191,7 @@ fn a_writer_that_waited_for_room_stamps_the_time_it_got_it() {
         std::thread::sleep(Duration::from_millis(50));
         let early = waiter.is_finished();
         let filled_at = now_ns();
-        publish_hole(&log, hole);
+        hole.publish();
         assert!(!early, "the writer found room before the hole was filled");
         (waiter.join().unwrap().index(), filled_at)
     });
@@ -171,5 +204,6 @@ fn a_writer_that_waited_for_room_stamps_the_time_it_got_it() {
         "stamped {} ms before it got room",
         (filled_at - rec.time_ns) / 1_000_000
     );
+    drop(hole);
     log.close().unwrap();
 }
