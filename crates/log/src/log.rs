@@ -129,9 +129,11 @@ pub(crate) struct Inner {
     /// wakes the committer. Zero otherwise.
     pub(crate) gather_target: AtomicU64,
     /// What the committer's last fsync took, in ns: it bounds the
-    /// committer's group-commit wait, and a lone durable waiter looks for
-    /// its record rather than sleeps when it is short.
+    /// committer's group-commit wait, and durable waiters look for their
+    /// records rather than sleep when it is short (see `poll`).
     pub(crate) sync_ns: AtomicU64,
+    /// Whether durable waiters may poll rather than sleep (see `poll`).
+    pub(crate) poll_gate: poll::PollGate,
     /// The futex durable waiters sleep on. It changes whenever `durable`
     /// advances or the log's state changes under them (a failure, poison,
     /// close); see [`Inner::wake_durable`].
@@ -514,6 +516,7 @@ impl Log {
             durable_entries: AtomicU64::new(0),
             gather_target: AtomicU64::new(0),
             sync_ns: AtomicU64::new(0),
+            poll_gate: poll::PollGate::new(),
             durable_seq: AtomicU32::new(0),
             fail_epoch: AtomicU64::new(0),
             fail: Mutex::new(FailState::default()),
@@ -737,5 +740,6 @@ fn take_lock(dir: &Path) -> Result<std::fs::File> {
 
 mod consumers;
 mod durable;
+mod poll;
 #[cfg(test)]
 mod tests;

@@ -1,8 +1,11 @@
 //! Durable waits: how a writer waits for the fsync that covers its record,
 //! and how the committer wakes the writers an fsync served.
 //!
-//! Every waiter sleeps on one futex (`Inner::durable_seq`), so the
-//! committer wakes them all with one system call. While the committer
+//! A waiter first polls for its record, yielding the CPU, where the fsync
+//! is short and its writers have the CPUs to themselves (see `poll`): no
+//! wake is then needed at all. Otherwise, and once its poll runs out, it
+//! sleeps on one futex shared by every waiter (`Inner::durable_seq`), so
+//! the committer wakes them all with one system call. While the committer
 //! gathers the next batch, the writers it woke come back one by one; only
 //! the one it waits for wakes it (`Inner::gather_target`), so that a group
 //! commit of 64 writers costs one wake of the committer, not 64.
@@ -13,12 +16,8 @@ use std::time::{Duration, Instant};
 use rustix::thread::futex;
 use rustix::time::Timespec;
 
-use super::{FailKind, Inner, yield_until};
+use super::{FailKind, Inner};
 use crate::error::{Error, Result};
-
-/// The longest a lone durable waiter looks for its record before it sleeps
-/// (see `Inner::poll_durable`).
-const WAITER_POLL: Duration = Duration::from_micros(100);
 
 impl Inner {
     /// Wakes every thread in `wait_durable` to re-check `durable` and the
@@ -100,19 +99,18 @@ impl Inner {
         }
     }
 
-    /// A lone durable waiter on a device whose fsync is quick looks for its
-    /// record for about twice that long (at most [`WAITER_POLL`]) before it
-    /// sleeps: waking from the futex costs about 20 µs on an idle vCPU, as
-    /// much as such an fsync. With other waiters it sleeps at once, so that
-    /// they do not take turns on the CPUs the committer needs. Returns
-    /// whether `index` became durable.
+    /// Looks for `index` to become durable, yielding the CPU between
+    /// looks, for as long as `PollGate` allows (see `poll`). Returns
+    /// whether it did.
     fn poll_durable(&self, index: u64) -> bool {
         let sync = Duration::from_nanos(self.sync_ns.load(Ordering::Relaxed));
-        if self.durable_waiters.load(Ordering::SeqCst) > 1 || sync > WAITER_POLL / 2 {
+        let start = Instant::now();
+        let Some(window) = self.poll_gate.window(sync, start) else {
             return false;
-        }
-        let until = Instant::now() + (sync * 2 + Duration::from_micros(20)).min(WAITER_POLL);
-        yield_until(until, || self.durable.load(Ordering::Acquire) >= index)
+        };
+        self.poll_gate.poll(start, window, || {
+            self.durable.load(Ordering::Acquire) >= index
+        })
     }
 }
 
