@@ -5,9 +5,10 @@
 //! no guest halt polling) the committer's one wake of 64 sleeping writers
 //! took about 200 µs per fsync, more than the fsync, and it was the bound
 //! on durable appends. Waiters that instead yield the CPU in a loop until
-//! their record is durable need no wake at all: in alternating runs
-//! against a disk doing about 4k fsyncs/s, that doubled durable appends at
-//! 4 and 16 writers and took 64 writers from about 110k to 190k records/s.
+//! their record is durable need no wake at all: in alternating runs of
+//! this build and the one before, against a disk doing 3–4k fsyncs/s, 64
+//! writers went from 89–99k to 149–155k records/s and 4 writers from
+//! 14–15k to 18.5k.
 //!
 //! Polling pays only while the fsync is short, so a waiter polls only
 //! where the last fsync took at most [`POLL_MAX`], and for at most that
