@@ -90,6 +90,9 @@ pub(crate) struct Counters {
     /// Group-commit waits, and those of them that ended at their deadline.
     pub(crate) group_waits: AtomicU64,
     pub(crate) group_deadlines: AtomicU64,
+    /// Durable waits that did not see their record while polling and went
+    /// on to the futex (see `log::durable`).
+    pub(crate) durable_sleeps: AtomicU64,
     /// From append to the committer's write (see `latency`).
     pub(crate) commit_latency: SharedHistogram,
     /// From append to the fsync that made the record durable.
@@ -439,6 +442,19 @@ pub struct Stats {
     /// time, at most 2 ms) before every such writer was back: writers slow
     /// to return, typically for want of CPU.
     pub group_commit_deadlines: u64,
+    /// Durable waits ([`Log::append_durable`], [`Log::wait_durable`],
+    /// [`Log::sync`]) that found their record not yet durable.
+    pub durable_waits: u64,
+    /// Of those, the ones that went on to sleep on the futex until the
+    /// committer woke them: their poll, if any, did not see the record
+    /// durable. The rest polled, yielding the CPU between looks, until it
+    /// was: a waiter polls for up to 1 ms where the last fsync took at
+    /// most 1 ms, unless polling is shut. `durable_waits -
+    /// durable_sleeps` is how many waits polling saved a wake.
+    pub durable_sleeps: u64,
+    /// Times polling was shut for a second because polling waiters kept
+    /// losing the CPU to other tasks.
+    pub durable_poll_shuts: u64,
     /// Registered consumers.
     pub consumers: usize,
     /// CPU time the commit thread has used since the log was opened, ns
@@ -644,6 +660,9 @@ impl Log {
             spilled: k.spilled.load(Ordering::Relaxed),
             group_commit_waits: k.group_waits.load(Ordering::Relaxed),
             group_commit_deadlines: k.group_deadlines.load(Ordering::Relaxed),
+            durable_waits: self.inner.durable_entries.load(Ordering::Relaxed),
+            durable_sleeps: k.durable_sleeps.load(Ordering::Relaxed),
+            durable_poll_shuts: self.inner.poll_gate.shuts(),
             consumers: self.consumers().list().len(),
             committer_cpu_ns: self.committer_cpu_ns(),
             commit_latency: k.commit_latency.snapshot(),

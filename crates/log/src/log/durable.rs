@@ -67,6 +67,7 @@ impl Inner {
         if self.poll_durable(index) {
             return Ok(());
         }
+        self.counters.durable_sleeps.fetch_add(1, Ordering::Relaxed);
         let timeout = Timespec {
             tv_sec: 0,
             tv_nsec: 100_000_000,

@@ -62,6 +62,8 @@ pub(crate) struct PollGate {
     window_start: AtomicU64,
     /// Episodes in the current window.
     episodes: AtomicU32,
+    /// Times polling was shut, for `Stats`.
+    shuts: AtomicU64,
 }
 
 impl PollGate {
@@ -72,7 +74,13 @@ impl PollGate {
             last_slow: AtomicU64::new(0),
             window_start: AtomicU64::new(0),
             episodes: AtomicU32::new(0),
+            shuts: AtomicU64::new(0),
         }
+    }
+
+    /// How many times polling has been shut for [`BACKOFF`].
+    pub(crate) fn shuts(&self) -> u64 {
+        self.shuts.load(Ordering::Relaxed)
     }
 
     /// How long a waiter may poll at `now` when the last fsync took `sync`:
@@ -129,6 +137,7 @@ impl PollGate {
             self.shut_until
                 .fetch_max(t + dur_ns(BACKOFF), Ordering::Relaxed);
             self.episodes.store(0, Ordering::Relaxed);
+            self.shuts.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -209,6 +218,7 @@ mod tests {
         }
         let t1 = t0 + Duration::from_secs(u64::from(SHUT_EPISODES * 2));
         assert!(g.window(Duration::ZERO, t1).is_some());
+        assert_eq!(g.shuts(), 0);
         // Episodes many times a window are another task taking the CPU:
         // polling shuts, for every waiter, for a while.
         let t2 = t1 + Duration::from_secs(1);
@@ -217,6 +227,7 @@ mod tests {
         }
         let t3 = t2 + EPISODE * 3 * SHUT_EPISODES;
         assert_eq!(g.window(Duration::ZERO, t3), None);
+        assert_eq!(g.shuts(), 1);
         assert!(g.window(Duration::ZERO, t3 + BACKOFF).is_some());
     }
 }
