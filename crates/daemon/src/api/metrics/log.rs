@@ -7,7 +7,7 @@ use super::text::{Out, seconds};
 /// The log's families.
 pub(super) fn write(o: &mut Out, log: &weir_log::Log) {
     let s = log.stats();
-    let one: [(&str, &str, &str, u64); 15] = [
+    let one: [(&str, &str, &str, u64); 18] = [
         (
             "weir_log_appends_total",
             "counter",
@@ -73,6 +73,24 @@ pub(super) fn write(o: &mut Out, log: &weir_log::Log) {
             "counter",
             "Group-commit waits that ended at their deadline before every such writer was back.",
             s.group_commit_deadlines,
+        ),
+        (
+            "weir_log_durable_waits_total",
+            "counter",
+            "Durable waits that found their record not yet durable.",
+            s.durable_waits,
+        ),
+        (
+            "weir_log_durable_sleeps_total",
+            "counter",
+            "Durable waits that slept until the committer woke them (the others polled).",
+            s.durable_sleeps,
+        ),
+        (
+            "weir_log_durable_poll_shuts_total",
+            "counter",
+            "Times polling durable waiters was shut for a second because they kept losing the CPU to other tasks.",
+            s.durable_poll_shuts,
         ),
         (
             "weir_log_evictions_total",
