@@ -149,9 +149,20 @@ fn default_once(base: &Path, opts: &Options, n: usize, secs: f64, k: usize) -> R
     })
 }
 
+/// What one durable run of weir measured.
+struct DurableRun {
+    per_s: f64,
+    /// Records per fsync.
+    per_sync: f64,
+    /// The share of durable waits that slept on the futex rather than saw
+    /// their record while polling (`Stats::durable_sleeps`).
+    slept: f64,
+    /// Times polling was shut because waiters lost the CPU to other tasks.
+    poll_shuts: u64,
+}
+
 /// Durable mode, `w` writers, weir: every append waits for its fsync.
-/// Returns records/s and records per fsync.
-fn durable_weir(base: &Path, opts: &Options, w: usize, secs: f64, k: usize) -> Result<(f64, f64)> {
+fn durable_weir(base: &Path, opts: &Options, w: usize, secs: f64, k: usize) -> Result<DurableRun> {
     let dir = base.join(format!("durable{k}-{w}w"));
     let log = Log::open(&dir, opts.clone())?;
     let work = |t: usize, ticket: &Ticket<'_>| -> Result<u64> {
@@ -167,10 +178,15 @@ fn durable_weir(base: &Path, opts: &Options, w: usize, secs: f64, k: usize) -> R
     };
     let r = timed::run_for(w, secs, work)?;
     let (records, elapsed) = (r.count, r.elapsed_s);
-    let syncs = log.stats().syncs.max(1);
+    let st = log.stats();
     log.close()?;
     std::fs::remove_dir_all(&dir)?;
-    Ok((records as f64 / elapsed, records as f64 / syncs as f64))
+    Ok(DurableRun {
+        per_s: records as f64 / elapsed,
+        per_sync: records as f64 / st.syncs.max(1) as f64,
+        slept: st.durable_sleeps as f64 / st.durable_waits.max(1) as f64,
+        poll_shuts: st.durable_poll_shuts,
+    })
 }
 
 /// Durable mode, `w` writers, baseline: global mutex, pwrite + fdatasync per record.
@@ -270,7 +286,7 @@ fn commit_path(a: &Args, secs: f64, rounds: usize) -> Result<Value> {
     let base = tempdir(&a.dir, "commit-path")?;
     let mut rates = Vec::new();
     for k in 0..rounds {
-        let (r, _) = durable_weir(base.path(), &a.log_options(), 1, secs, k)?;
+        let r = durable_weir(base.path(), &a.log_options(), 1, secs, k)?.per_s;
         eprintln!("  lone durable writer round {k}: {r:.0}/s");
         rates.push(r);
     }
@@ -313,27 +329,39 @@ fn durable_mode(a: &Args, secs: f64, rounds: usize) -> Result<(Value, f64)> {
     let mut mutex_rates = Map::new();
     let mut speedups = Map::new();
     let mut batch = Map::new();
+    let mut slept_json = Map::new();
+    let mut shuts_json = Map::new();
     let mut speedup_64 = f64::NAN;
     let mut weir_64 = f64::NAN;
     let mut best_mutex = 0f64;
     for &w in &DURABLE_WRITERS {
         let (mut wr, mut mr, mut per_sync) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut slept, mut shuts) = (Vec::new(), 0);
         for k in 0..rounds {
-            let (r, b) = durable_weir(base.path(), &a.log_options(), w, secs, k)?;
+            let d = durable_weir(base.path(), &a.log_options(), w, secs, k)?;
             let m = durable_mutex(base.path(), w, secs, k)?;
             eprintln!(
-                "  durable {w}w round {k}: weir {r:.0}/s ({b:.1} records/fsync), mutex {m:.0}/s"
+                "  durable {w}w round {k}: weir {:.0}/s ({:.1} records/fsync, {:.1}% of waits slept, polling shut {} times), mutex {m:.0}/s",
+                d.per_s,
+                d.per_sync,
+                d.slept * 100.0,
+                d.poll_shuts
             );
-            wr.push(r);
+            wr.push(d.per_s);
             mr.push(m);
-            per_sync.push(b);
+            per_sync.push(d.per_sync);
+            slept.push(d.slept);
+            shuts += d.poll_shuts;
         }
         let (r, m) = (median(&wr), median(&mr));
         let s = r / m;
         println!(
-            "  {w:>2} writers: weir {r:>9.0}/s ({:.1} records per fsync), mutex {m:>8.0}/s, speedup {s:.1}x",
-            median(&per_sync)
+            "  {w:>2} writers: weir {r:>9.0}/s ({:.1} records per fsync, {:.1}% of waits slept), mutex {m:>8.0}/s, speedup {s:.1}x",
+            median(&per_sync),
+            median(&slept) * 100.0
         );
+        slept_json.insert(w.to_string(), json!(round(median(&slept), 3)));
+        shuts_json.insert(w.to_string(), json!(shuts));
         weir_rates.insert(w.to_string(), json!(round(r, 1)));
         mutex_rates.insert(w.to_string(), json!(round(m, 1)));
         speedups.insert(w.to_string(), json!(round(s, 2)));
@@ -364,6 +392,8 @@ fn durable_mode(a: &Args, secs: f64, rounds: usize) -> Result<(Value, f64)> {
         "seconds": secs,
         "per_s": {"weir": weir_rates, "mutex_fdatasync": mutex_rates},
         "records_per_fsync": batch,
+        "weir_slept_share": slept_json,
+        "weir_poll_shuts": shuts_json,
         "speedup": speedups,
         "speedup_64w_vs_best_mutex": round(vs_best, 2),
         "interleaved_64w": interleaved,
