@@ -63,8 +63,13 @@ pub(crate) const EARLY_SYNCS: u32 = 64;
 /// rate, and never at a line every few seconds.
 pub(crate) const EARLY_WITHIN: Duration = Duration::from_secs(1);
 
-/// Zeros are written in pieces of this size.
-const ZERO_CHUNK: usize = 1 << 20;
+/// Zeros are written in pieces of this size, and the thread yields the
+/// CPU between them. Durable waiters poll by yielding too, and take a
+/// yield slower than 1 ms for another task holding the CPU, which shuts
+/// their polling for a second (see `log::poll`). A piece of 1 MiB into a
+/// fresh file took a median 162 µs here and up to 4 ms; one of 64 KiB
+/// takes tens of µs.
+const ZERO_CHUNK: usize = 64 << 10;
 
 /// The spare's path in `dir`.
 pub(crate) fn spare_path(dir: &Path) -> PathBuf {
@@ -369,6 +374,7 @@ fn prepare(fs: &dyn FileSystem, path: &Path, capacity: u64) -> io::Result<Box<dy
             let n = usize::try_from(capacity - off).map_or(ZERO_CHUNK, |n| n.min(ZERO_CHUNK));
             write_all_at(&*file, &zeros[..n], off)?;
             off += n as u64;
+            thread::yield_now();
         }
         file.sync_all()
     })();
@@ -408,6 +414,25 @@ mod tests {
             s.synced(at);
         }
         at
+    }
+
+    #[test]
+    fn the_zeros_go_in_pieces_short_enough_not_to_hold_the_cpu() {
+        // Guards the spare's thread holding the CPU for milliseconds at a
+        // time: it wrote 1 MiB pieces (up to 4 ms each into a fresh file),
+        // and durable waiters polling on its CPU took that for another
+        // task and shut their polling for a second (see `log::poll`). A
+        // spare of 1 MiB must take at least 16 writes: the 16th fails here.
+        let dir = tempfile::tempdir().unwrap();
+        let fs = crate::fault::FaultyFs::new();
+        let eio = rustix::io::Errno::IO.raw_os_error();
+        fs.fail_writes_named(SPARE_FILE, eio, 15, Some(1));
+        let path = dir.path().join(SPARE_FILE);
+        assert!(prepare(&fs, &path, 1 << 20).is_err());
+        assert!(!path.exists(), "a failed spare is removed");
+        fs.heal();
+        let f = prepare(&fs, &path, 1 << 20).unwrap();
+        assert_eq!(f.len().unwrap(), 1 << 20);
     }
 
     #[test]
