@@ -174,7 +174,22 @@ fn log(l: &Value) -> String {
     groups(&[
         indexes,
         figures(l, &[("segments", "segments"), ("bytes", "bytes")]),
+        durable_waits(l),
     ])
+}
+
+/// `N durable waits (M slept, polling shut K times)`, once there were some:
+/// how many durable waiters polled for their record rather than slept, and
+/// whether polling was shut (see `weir_log::Stats::durable_sleeps`).
+fn durable_waits(l: &Value) -> String {
+    match l["durable_waits"].as_u64() {
+        Some(n) if n > 0 => format!(
+            "{n} durable waits ({} slept, polling shut {} times)",
+            text(&l["durable_sleeps"]),
+            text(&l["durable_poll_shuts"])
+        ),
+        _ => String::new(),
+    }
 }
 
 /// `N label` for each key the object has, comma-separated.
@@ -311,6 +326,20 @@ mod tests {
         );
         // Without the list, the count the status holds.
         assert!(summary(&v, None).contains("\nconsumers:  1\n"));
+        // Durable waits show once there were some.
+        let mut w = v.clone();
+        w["log"]["durable_waits"] = json!(40);
+        w["log"]["durable_sleeps"] = json!(3);
+        w["log"]["durable_poll_shuts"] = json!(0);
+        assert_eq!(
+            summary(&w, None).lines().nth(5),
+            Some(
+                "log:        indexes 1-9 (durable to 8); 1 segments, 4096 bytes; \
+                 40 durable waits (3 slept, polling shut 0 times)"
+            )
+        );
+        w["log"]["durable_waits"] = json!(0);
+        assert_eq!(summary(&w, None).lines().nth(5), Some(lines[5]));
         assert_eq!(
             summary(&json!({}), None).lines().next(),
             Some("weir ?, pid ?, up ?")
