@@ -146,6 +146,12 @@ pub(crate) fn recover(fs: &dyn FileSystem, dir: &Path, opts: &Options) -> Result
             last_time_ns: 0,
         });
     }
+    // The tail may be a segment whose creation (or the spare's rename into
+    // place) a killed writer never got to sync into the directory; the
+    // durable commits about to go into it would be lost with its name.
+    if tail_entry.is_some() {
+        fs.sync_dir(dir).map_err(|e| Error::io("sync", dir, e))?;
+    }
     segments.extend(tail_entry);
     report.segments = segments.len();
     report.next_index = next_index;

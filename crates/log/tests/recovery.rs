@@ -394,3 +394,57 @@ fn hostile_length_words_after_a_tail_do_not_multiply_the_reads_of_an_open() {
     assert_eq!(log.recovery().next_index, 1);
     log.close().unwrap();
 }
+
+/// A `FileSystem` that counts the directory fsyncs it is asked for.
+#[derive(Debug, Default)]
+struct CountingDirSyncs(std::sync::atomic::AtomicU64);
+
+impl weir_log::fs::FileSystem for CountingDirSyncs {
+    fn create(&self, p: &Path) -> std::io::Result<Box<dyn weir_log::fs::File>> {
+        weir_log::fs::StdFs.create(p)
+    }
+    fn open_rw(&self, p: &Path) -> std::io::Result<Box<dyn weir_log::fs::File>> {
+        weir_log::fs::StdFs.open_rw(p)
+    }
+    fn open_read(&self, p: &Path) -> std::io::Result<Box<dyn weir_log::fs::File>> {
+        weir_log::fs::StdFs.open_read(p)
+    }
+    fn remove(&self, p: &Path) -> std::io::Result<()> {
+        weir_log::fs::StdFs.remove(p)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        weir_log::fs::StdFs.rename(from, to)
+    }
+    fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        weir_log::fs::StdFs.sync_dir(dir)
+    }
+    fn create_dir_all(&self, dir: &Path) -> std::io::Result<()> {
+        weir_log::fs::StdFs.create_dir_all(dir)
+    }
+    fn list(&self, dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
+        weir_log::fs::StdFs.list(dir)
+    }
+}
+
+#[test]
+fn open_syncs_the_directory_before_commits_go_into_the_tail() {
+    // Regression: a writer killed after a roll created segment 6 (header
+    // fsynced) but before it fsynced the directory left a name that only
+    // the page cache held. Recovery resumed that tail without a directory
+    // fsync, and the durable commits that followed went into a file a
+    // power cut could take away with every record in it.
+    use std::sync::Arc;
+    use std::sync::atomic::Ordering;
+    let dir = tempfile::tempdir().unwrap();
+    sealed_records_then_empty_tail(dir.path(), 9, 6);
+    let fs = Arc::new(CountingDirSyncs::default());
+    let log = Log::open(dir.path(), opts().fs(fs.clone())).unwrap();
+    assert_eq!(log.recovery().next_index, 6);
+    assert!(
+        fs.0.load(Ordering::SeqCst) >= 1,
+        "the open synced no directory before it took commits"
+    );
+    append_durable(&log, 9, 6, 2);
+    log.close().unwrap();
+}
