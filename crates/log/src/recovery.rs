@@ -69,6 +69,13 @@ pub struct RecoveryReport {
     pub gap_before_tail: Option<(u64, u64)>,
 }
 
+/// The highest next index a log may open with. At ten million appends a
+/// second a log reaches it after 14,000 years, so only a damaged or crafted
+/// segment name or footer gives one above it; refusing it at open keeps
+/// every index of the log below [`segment::MAX_INDEX`] (the highest a
+/// segment name or footer may hold) without a check on each append.
+const MAX_NEXT_INDEX: u64 = 1 << 62;
+
 pub(crate) struct Recovered {
     pub(crate) segments: Vec<SegEntry>,
     pub(crate) active: Option<ActiveSegment>,
@@ -144,6 +151,18 @@ pub(crate) fn recover(fs: &dyn FileSystem, dir: &Path, opts: &Options) -> Result
             last: Some(next_base - 1),
             bytes,
             last_time_ns: 0,
+        });
+    }
+    if next_index > MAX_NEXT_INDEX {
+        let path = tail_entry
+            .as_ref()
+            .map_or_else(|| dir.to_path_buf(), |t| t.path.clone());
+        return Err(Error::Corrupt {
+            path,
+            offset: 0,
+            kind: DecodeError::BadSegment(
+                "the next index is past 2^62, which no log reaches by appending",
+            ),
         });
     }
     // The tail may be a segment whose creation (or the spare's rename into

@@ -448,3 +448,22 @@ fn open_syncs_the_directory_before_commits_go_into_the_tail() {
     append_durable(&log, 9, 6, 2);
     log.close().unwrap();
 }
+
+#[test]
+fn a_next_index_past_any_real_log_is_refused() {
+    // Regression: a crafted tail at the format's highest index opened with
+    // a next index of 2^63, whose segment name no open parses: records
+    // appended there were acknowledged and then never found again.
+    let dir = tempfile::tempdir().unwrap();
+    let top = weir_log::segment::MAX_INDEX;
+    crashed_segment(dir.path(), top, &header_block(top), &[]);
+    // Reset in place, this tail would make MAX_INDEX the next index, and
+    // the first roll after it would pass the format's range.
+    match Log::open(dir.path(), opts()) {
+        Err(Error::Corrupt { .. }) => {}
+        other => panic!(
+            "opened a log whose next index is {top}: {:?}",
+            other.map(|l| l.recovery().clone())
+        ),
+    }
+}
