@@ -257,6 +257,21 @@ impl Committer {
         (ring.next() - ring.taken()).saturating_sub(self.reorder.len() as u64 + ring.spilled())
     }
 
+    /// Whether the next record in order can be placed now: published in
+    /// its slot or the spill map, or lifted. [`Committer::pending`] leaves
+    /// out lifted and spilled frames, which wait behind a hole; once the
+    /// hole is filled, the one at the head is work all the same.
+    fn head_ready(&self) -> bool {
+        let ring = &self.inner.ring;
+        let taken = ring.taken();
+        taken < ring.next()
+            && (self
+                .reorder
+                .first_key_value()
+                .is_some_and(|(&k, _)| k == taken)
+                || ring.is_published(taken))
+    }
+
     fn urgent(&self) -> bool {
         self.inner.durable_wanted.load(Ordering::Acquire)
             > self.inner.durable.load(Ordering::Acquire)
@@ -291,7 +306,7 @@ impl Committer {
         // the timer for the rest of it before going idle, so a stream of
         // appends does not have to wake the committer every few records.
         let since = self.last_gather.elapsed();
-        let window = if self.pending() > 0 {
+        let window = if self.pending() > 0 || self.head_ready() {
             Some(opts.flush_interval)
         } else {
             opts.flush_interval
@@ -304,7 +319,7 @@ impl Committer {
             return;
         }
         self.inner.committer_idle.store(true, Ordering::SeqCst);
-        if self.pending() > 0 || self.urgent() {
+        if self.pending() > 0 || self.head_ready() || self.urgent() {
             self.inner.committer_idle.store(false, Ordering::SeqCst);
             return;
         }

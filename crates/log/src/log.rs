@@ -310,15 +310,19 @@ impl Inner {
         // Here the index is this writer's, and its slot holds nothing yet:
         // a writer preempted here is the hole the committer lifts past.
         fail_point!("weir_log::append::reserved");
-        let idx = res.index;
+        let (idx, spilled) = (res.index, res.spill);
         encode_and_publish(&self.ring, r, res, time, len);
         // Wake the committer when this record starts a batch after idleness,
         // and every quarter ring of appends, so that it drains (or lifts
         // past a hole) well before the ring fills. The SeqCst load pairs
         // with the reservation's SeqCst CAS (see `Ring::try_reserve`).
+        // A spilled frame always wakes it: the committer does not count
+        // spilled frames as pending, so one that lands while it is busy
+        // could otherwise be left until its next maintenance, though its
+        // hole was filled and it is next in order.
         let woke_idle = self.committer_idle.load(Ordering::SeqCst)
             && self.committer_idle.swap(false, Ordering::SeqCst);
-        if woke_idle || idx & ((self.ring.capacity() / 4).max(1) - 1) == 0 {
+        if woke_idle || spilled || idx & ((self.ring.capacity() / 4).max(1) - 1) == 0 {
             self.kick();
         }
         Ok(idx)

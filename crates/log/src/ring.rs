@@ -389,6 +389,19 @@ impl Ring {
     pub(crate) fn taken(&self) -> u64 {
         self.taken.load(Ordering::Acquire)
     }
+
+    /// Whether the frame of `index` is published, in its slot or in the
+    /// spill map.
+    pub(crate) fn is_published(&self, index: u64) -> bool {
+        let slot = &self.slots[(index & self.mask) as usize];
+        slot.words[READY].load(Ordering::Acquire) == index
+            || (self.spilled.load(Ordering::Acquire) > 0
+                && self
+                    .spill
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .contains_key(&index))
+    }
 }
 
 #[cfg(test)]
