@@ -604,6 +604,12 @@ impl Committer {
     }
 
     fn wake_space_waiters(&self) {
+        // The stores that freed slots (`taken`, a lifted slot's marker) are
+        // only `Release`: without the fence, the load below could pass
+        // them, see no waiter, while a waiter that registered meanwhile
+        // still sees the ring full, and sleeps its whole timeout. A writer
+        // registers with `SeqCst` before it looks again.
+        std::sync::atomic::fence(Ordering::SeqCst);
         if self.inner.space_waiters.load(Ordering::SeqCst) > 0 {
             let _g = self.inner.lock_wait();
             self.inner.space_cv.notify_all();
