@@ -27,6 +27,11 @@ pub const MAX_CONSUMERS: usize = 1024;
 /// file costs to read.
 const MAX_STATE_BYTES: u64 = 16 << 20;
 
+/// How much a consumer's entry in the state file may grow after it is
+/// registered: its cleared index and its last active time going from one
+/// digit to 20.
+const GROWTH_PER_CONSUMER: u64 = 64;
+
 /// A consumer as listed by [`crate::Log::consumers`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConsumerInfo {
@@ -183,6 +188,21 @@ impl Consumers {
     /// longer dirty, even if the directory's fsync then failed: readers see
     /// it already.
     pub(crate) fn save(&mut self, fs: &dyn FileSystem) -> std::result::Result<(), SaveFailed> {
+        let bytes = self.encode();
+        let r = replace_file(fs, &self.path, &bytes);
+        if !matches!(r, Err(ReplaceError::NotReplaced { .. })) {
+            self.dirty = false;
+            self.saved_min = self.min_cleared();
+            self.saves += 1;
+        }
+        r.map_err(|cause| SaveFailed {
+            path: self.path.clone(),
+            cause,
+        })
+    }
+
+    /// The state file's contents for the set as it is in memory.
+    fn encode(&self) -> Vec<u8> {
         let f = SavedFile {
             version: STATE_VERSION,
             next_id: self.next_id,
@@ -199,17 +219,7 @@ impl Consumers {
                 })
                 .collect(),
         };
-        let bytes = serde_json::to_vec_pretty(&f).expect("consumer state serializes");
-        let r = replace_file(fs, &self.path, &bytes);
-        if !matches!(r, Err(ReplaceError::NotReplaced { .. })) {
-            self.dirty = false;
-            self.saved_min = self.min_cleared();
-            self.saves += 1;
-        }
-        r.map_err(|cause| SaveFailed {
-            path: self.path.clone(),
-            cause,
-        })
+        serde_json::to_vec_pretty(&f).expect("consumer state serializes")
     }
 
     /// How many saves have replaced the file (see `Consumers::saves`).
@@ -273,7 +283,7 @@ impl Consumers {
                 limit: MAX_CONSUMERS,
             });
         }
-        let id = self.next_id;
+        let (id, was_dirty) = (self.next_id, self.dirty);
         self.next_id += 1;
         self.dirty = true;
         self.list.push(Consumer {
@@ -286,6 +296,17 @@ impl Consumers {
             last_active_ns: now,
             waiting_since: None,
         });
+        // The file must stay one that an open reads back. Only a
+        // registration grows it by more than a few digits, so it is checked
+        // here, with room for every cursor and time to reach 20 digits.
+        let bytes = self.encode().len() as u64 + GROWTH_PER_CONSUMER * self.list.len() as u64;
+        if bytes > MAX_STATE_BYTES {
+            self.list.pop();
+            (self.next_id, self.dirty) = (id, was_dirty);
+            return Err(Error::ConsumerStateFull {
+                limit: MAX_STATE_BYTES,
+            });
+        }
         Ok(id)
     }
 

@@ -138,6 +138,15 @@ pub enum Error {
         /// The most consumers a log holds.
         limit: usize,
     },
+    /// Another consumer would make the consumer state file larger than an
+    /// open reads back: masks of many ranges take the most room.
+    #[error(
+        "no room for another consumer: the consumer state file would pass {limit} bytes (masks of many ranges take the most room)"
+    )]
+    ConsumerStateFull {
+        /// The largest state file an open reads.
+        limit: u64,
+    },
     /// A type mask could not be parsed.
     #[error(
         "invalid record type {0:?}: expected a type name, a number 0-65535, a range A-B or \"all\""

@@ -379,3 +379,37 @@ fn a_reader_that_outlives_its_log_does_not_keep_the_directory_locked() {
     assert_eq!(reader.next_record().unwrap().unwrap().index, 1);
     again.close().unwrap();
 }
+
+#[test]
+fn registering_stops_before_the_state_file_outgrows_what_an_open_reads() {
+    // Regression: consumers with masks of many ranges (every other type is
+    // 32,768 of them, about 1.7 MB of the file each) were all registered
+    // and saved, and at ten of them the file passed the 16 MiB an open
+    // reads: the log could not be opened again without editing it.
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(dir.path());
+    let every_other: Vec<(u16, u16)> = (0..=u16::MAX).step_by(2).map(|t| (t, t)).collect();
+    let mask = TypeMask::from_ranges(&every_other);
+    let mut registered = Vec::new();
+    let refused = loop {
+        let name = format!("c{}", registered.len());
+        match log.register(&name, mask.clone()) {
+            Ok(_) => registered.push(name),
+            Err(e) => break e,
+        }
+        assert!(registered.len() < 64, "no limit reached");
+    };
+    assert!(
+        matches!(refused, Error::ConsumerStateFull { .. }),
+        "{refused}"
+    );
+    assert!(registered.len() >= 2, "{registered:?}");
+    // The refusal is about room: a consumer with a small mask still fits.
+    log.register("small", TypeMask::all()).unwrap();
+    registered.push("small".to_owned());
+    log.close().unwrap();
+    let log = open(dir.path());
+    let names: Vec<String> = log.consumer_list().into_iter().map(|c| c.name).collect();
+    assert_eq!(names, registered);
+    log.close().unwrap();
+}

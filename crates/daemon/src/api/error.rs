@@ -165,7 +165,7 @@ impl From<weir_log::Error> for ApiError {
             | E::RecordTooLarge { .. } => (Code::BadRequest, None),
             E::ClearBeyondEnd { .. } | E::Truncated { .. } => (Code::BadRange, None),
             // As with too many follow streams.
-            E::TooManyConsumers { .. } => (Code::Unavailable, None),
+            E::TooManyConsumers { .. } | E::ConsumerStateFull { .. } => (Code::Unavailable, None),
             // The log cannot take writes now; it may later.
             E::NoSpace | E::Stalled { .. } | E::Closed => {
                 (Code::LogError, Some(StatusCode::SERVICE_UNAVAILABLE))
