@@ -463,15 +463,19 @@ fn flush_marks(inner: &Inner, marks: &mut PendingMarks) {
             k += 1;
             continue;
         }
-        if !append_mark(inner, m) {
+        let Some(index) = append_mark(inner, m) else {
             break;
-        }
+        };
+        // The consumer is already gone from the saved state: until this
+        // record is durable, a power cut leaves the eviction unannounced.
+        // So the next commit fsyncs it, rather than the sync interval's.
+        inner.durable_wanted.fetch_max(index, Ordering::SeqCst);
         marks.0.remove(k);
     }
 }
 
-/// Appends `m` without waiting for room; whether it found room.
-fn append_mark(inner: &Inner, m: &Mark) -> bool {
+/// Appends `m` without waiting for room; its index if it found room.
+fn append_mark(inner: &Inner, m: &Mark) -> Option<u64> {
     let id = m.id.to_string();
     let cleared = m.cleared.to_string();
     let through = m.through.to_string();
@@ -502,7 +506,7 @@ fn append_mark(inner: &Inner, m: &Mark) -> bool {
         .target(m.consumer.as_bytes())
         .name(name.trim_end().as_bytes())
         .fields(&fields);
-    inner.try_append(&rec).is_some()
+    inner.try_append(&rec)
 }
 
 #[cfg(test)]

@@ -698,3 +698,46 @@ fn stats_beside_a_retention_pass_does_not_deadlock_the_committer() {
     fs.slow_opens(None);
     Arc::try_unwrap(log).unwrap().close().unwrap();
 }
+
+#[test]
+fn an_eviction_mark_is_made_durable_at_once() {
+    // Regression: the saved consumer state dropped an evicted consumer,
+    // but its MARK went only into the ring, durable at the next fsync
+    // anyone asked for: the sync interval's (never, without one). A power
+    // cut in between kept the eviction and lost its announcement.
+    use weir_log::fault::{FaultyFs, PowerCut};
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FaultyFs::new();
+    let ret = Retention {
+        max_idle_records: Some(5),
+        ..retention(16, FullPolicy::EvictMostIdle)
+    };
+    let opts = Options::default()
+        .segment_size(SEG)
+        .retention(ret)
+        .sync_interval(None);
+    let log = Log::open(dir.path(), opts.clone().fs(Arc::new(fs.clone()))).unwrap();
+    log.register("x", TypeMask::all()).unwrap();
+    for _ in 0..20 {
+        let _ = log
+            .append(&Record::new(RecordType::CREAT).name(b"a"))
+            .unwrap();
+    }
+    log.sync().unwrap();
+    eventually("x evicted and announced", || {
+        names(&log).is_empty() && eviction_of(&marks(&log), "x").is_some()
+    });
+    let mark = eviction_of(&marks(&log), "x").unwrap().index;
+    // Nothing else asks for an fsync from here on.
+    eventually("the MARK durable", || log.stats().durable_index >= mark);
+    fs.crash_after(0);
+    drop(log);
+    fs.power_cut(PowerCut::LoseAll).unwrap();
+    let log = Log::open(dir.path(), opts).unwrap();
+    assert!(names(&log).is_empty());
+    assert!(
+        eviction_of(&marks(&log), "x").is_some(),
+        "the eviction survived the power cut, its announcement did not"
+    );
+    log.close().unwrap();
+}
