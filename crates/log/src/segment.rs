@@ -35,7 +35,7 @@ pub(crate) fn next_stride(at: u64) -> u64 {
 pub const MAX_SEGMENT: u64 = 64 << 30;
 /// The largest footer (with trailer) a reader reads: a bound on what a
 /// hostile trailer can make it allocate.
-const MAX_FOOTER: u64 = 64 << 20;
+pub(crate) const MAX_FOOTER: u64 = 64 << 20;
 const _: () = assert!(Footer::len_for((MAX_SEGMENT / INDEX_STRIDE + 2) as usize) <= MAX_FOOTER);
 /// The largest record index the format admits: indexes start at 1 and stay
 /// below 2^63, so that `index + 1` and `base - 1` never wrap, whatever a
@@ -43,7 +43,7 @@ const _: () = assert!(Footer::len_for((MAX_SEGMENT / INDEX_STRIDE + 2) as usize)
 pub const MAX_INDEX: u64 = (1 << 63) - 1;
 
 const SEG_MAGIC: &[u8; 8] = b"WEIRSEG\0";
-const FTR_MAGIC: &[u8; 8] = b"WEIRFTR\0";
+pub(crate) const FTR_MAGIC: &[u8; 8] = b"WEIRFTR\0";
 const END_MAGIC: &[u8; 8] = b"WEIREND\0";
 const EXTENSION: &str = "wlog";
 

@@ -16,7 +16,9 @@ use crate::error::{Error, Result};
 use crate::fs::{File, FileSystem, read_full_at};
 use crate::recovery::{garbage_after, list_segments};
 use crate::scan::{Scanner, Step};
-use crate::segment::{Footer, HEADER_LEN, SegmentHeader, TRAILER_LEN, align_up};
+use crate::segment::{
+    FTR_MAGIC, Footer, HEADER_LEN, MAX_FOOTER, SegmentHeader, TRAILER_LEN, align_up,
+};
 
 /// Non-zero bytes after the end of the tail's valid records. They follow a
 /// hole, so the next open takes them for a torn tail and drops them, with
@@ -336,7 +338,9 @@ impl Segment<'_> {
         // The entry count (docs/format.md, "Footer and trailer").
         let entries = u32::from_le_bytes([fixed[48], fixed[49], fixed[50], fixed[51]]);
         let flen = Footer::len_for(entries as usize);
-        if at + flen > len {
+        // Any bytes may stand here: without these checks a count from a
+        // hostile tail had this allocate up to 64 GiB.
+        if &fixed[0..8] != FTR_MAGIC || flen > MAX_FOOTER || at + flen > len {
             return Ok(false);
         }
         let mut b = vec![0u8; flen as usize];
