@@ -5,10 +5,14 @@
 
 mod support;
 
-use std::path::Path;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use support::{Payload, segment_files};
+use weir_log::fs::{File, FileSystem, StdFs};
 use weir_log::segment::{FORMAT_VERSION, SegmentHeader, segment_path};
 use weir_log::{Error, Log, Options, Reader, TypeMask};
 
@@ -397,33 +401,33 @@ fn hostile_length_words_after_a_tail_do_not_multiply_the_reads_of_an_open() {
 
 /// A `FileSystem` that counts the directory fsyncs it is asked for.
 #[derive(Debug, Default)]
-struct CountingDirSyncs(std::sync::atomic::AtomicU64);
+struct CountingDirSyncs(AtomicU64);
 
-impl weir_log::fs::FileSystem for CountingDirSyncs {
-    fn create(&self, p: &Path) -> std::io::Result<Box<dyn weir_log::fs::File>> {
-        weir_log::fs::StdFs.create(p)
+impl FileSystem for CountingDirSyncs {
+    fn create(&self, p: &Path) -> io::Result<Box<dyn File>> {
+        StdFs.create(p)
     }
-    fn open_rw(&self, p: &Path) -> std::io::Result<Box<dyn weir_log::fs::File>> {
-        weir_log::fs::StdFs.open_rw(p)
+    fn open_rw(&self, p: &Path) -> io::Result<Box<dyn File>> {
+        StdFs.open_rw(p)
     }
-    fn open_read(&self, p: &Path) -> std::io::Result<Box<dyn weir_log::fs::File>> {
-        weir_log::fs::StdFs.open_read(p)
+    fn open_read(&self, p: &Path) -> io::Result<Box<dyn File>> {
+        StdFs.open_read(p)
     }
-    fn remove(&self, p: &Path) -> std::io::Result<()> {
-        weir_log::fs::StdFs.remove(p)
+    fn remove(&self, p: &Path) -> io::Result<()> {
+        StdFs.remove(p)
     }
-    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
-        weir_log::fs::StdFs.rename(from, to)
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        StdFs.rename(from, to)
     }
-    fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
-        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        weir_log::fs::StdFs.sync_dir(dir)
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        StdFs.sync_dir(dir)
     }
-    fn create_dir_all(&self, dir: &Path) -> std::io::Result<()> {
-        weir_log::fs::StdFs.create_dir_all(dir)
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        StdFs.create_dir_all(dir)
     }
-    fn list(&self, dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
-        weir_log::fs::StdFs.list(dir)
+    fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+        StdFs.list(dir)
     }
 }
 
@@ -434,8 +438,6 @@ fn open_syncs_the_directory_before_commits_go_into_the_tail() {
     // the page cache held. Recovery resumed that tail without a directory
     // fsync, and the durable commits that followed went into a file a
     // power cut could take away with every record in it.
-    use std::sync::Arc;
-    use std::sync::atomic::Ordering;
     let dir = tempfile::tempdir().unwrap();
     sealed_records_then_empty_tail(dir.path(), 9, 6);
     let fs = Arc::new(CountingDirSyncs::default());
