@@ -57,6 +57,10 @@ struct State {
     writes: Option<Arm>,
     /// Writes to files of one name only: `(name, arm)`.
     named_writes: Option<(std::ffi::OsString, Arm)>,
+    /// Opens for reading of files of one name only: `(name, arm)`.
+    named_opens: Option<(std::ffi::OsString, Arm)>,
+    /// Opens for reading failed by `named_opens`.
+    opens_failed: u64,
     syncs: Option<Arm>,
     dir_syncs: Option<Arm>,
     allocs: Option<Arm>,
@@ -137,6 +141,26 @@ impl FaultyFs {
         ));
     }
 
+    /// After `after` more opens for reading of files named `name` succeed,
+    /// fail `count` (`None`: all) with `errno`: a read error in one file,
+    /// e.g. a transient one while a reader looks through the log.
+    pub fn fail_opens_named(&self, name: &str, errno: i32, after: u64, count: Option<u64>) {
+        self.st().named_opens = Some((
+            name.into(),
+            Arm {
+                after,
+                count,
+                errno,
+            },
+        ));
+    }
+
+    /// How many opens for reading [`FaultyFs::fail_opens_named`] failed:
+    /// lets a test check that the fault it armed was met.
+    pub fn opens_failed(&self) -> u64 {
+        self.st().opens_failed
+    }
+
     /// After `after` more fsyncs succeed, fail `count` fsyncs with `errno`.
     pub fn fail_syncs(&self, errno: i32, after: u64, count: Option<u64>) {
         self.st().syncs = Some(Arm {
@@ -202,6 +226,7 @@ impl FaultyFs {
         let mut s = self.st();
         s.writes = None;
         s.named_writes = None;
+        s.named_opens = None;
         s.syncs = None;
         s.dir_syncs = None;
         s.allocs = None;
@@ -364,8 +389,20 @@ impl FileSystem for FaultyFs {
         self.wrap(StdFs.open_rw(path), path)
     }
     fn open_read(&self, path: &Path) -> io::Result<Box<dyn File>> {
-        // Read outside the state's lock, so that other threads go on.
-        let delay = self.st().open_delay;
+        let delay = {
+            let mut s = self.st();
+            if let Some((_, arm)) = s
+                .named_opens
+                .as_mut()
+                .filter(|(name, _)| path.file_name() == Some(name.as_os_str()))
+                && let Some(e) = arm.hit()
+            {
+                s.opens_failed += 1;
+                return Err(e);
+            }
+            s.open_delay
+        };
+        // Slept outside the state's lock, so that other threads go on.
         if let Some(d) = delay {
             std::thread::sleep(d);
         }
