@@ -281,8 +281,8 @@ pub(crate) type UnsealedSeek<'a> = &'a dyn Fn(u64) -> Option<(u64, u64, u64)>;
 /// one, once the others have caught up. Only those have a record they
 /// want ahead, or records from before the log was opened after them.
 ///
-/// Returns the consumers whose look stopped at the budget: whether a
-/// record waits for them is not known yet.
+/// Returns the consumers whose look stopped at the budget or failed:
+/// whether a record waits for them is not known yet.
 fn pass_unwanted(
     inner: &Arc<Inner>,
     consumers: &mut Consumers,
@@ -332,11 +332,15 @@ fn pass_unwanted(
         budget = budget.saturating_sub(scan.reader.scanned_bytes());
         let found = match found {
             Ok(found) => found,
-            // Judged as any consumer whose next record cannot be read (a
-            // size limit may have dropped it): not moved, idle by its age.
+            // Not known whether a record waits for it, as at the budget:
+            // judging it now would take the time of the record after its
+            // cleared index, which the mask may exclude, as its wait (and
+            // keep it). A size limit's drop is not this (see `dropped`);
+            // while the error lasts, only the size limit applies to it.
             Err(e) => {
                 tracing::debug!(consumer = %c.name, error = %e, "looking past unwanted records failed");
                 scans.0.remove(&c.id);
+                unresolved.push(c.name.clone());
                 continue;
             }
         };

@@ -215,3 +215,69 @@ fn a_consumer_that_read_all_it_wants_keeps_up_without_reading_the_rest() {
     assert_eq!(cleared(&log, "mounts"), Some(m - 1));
     log.close().unwrap();
 }
+
+#[test]
+fn a_failed_look_past_unwanted_records_does_not_judge_the_consumer_by_them() {
+    // Regression: when retention's look past the records a consumer's mask
+    // excludes failed once (a read error), the idle check read the time of
+    // the record after its cleared index, unwanted as it was, and kept it.
+    // Passes after that took the consumer as known to wait there, so it was
+    // never moved past those records, and it was evicted as idle by their
+    // age while the one record it wanted was fresh.
+    use weir_log::fault::FaultyFs;
+    let dir = tempfile::tempdir().unwrap();
+    let idle = Duration::from_secs(3);
+    let retention = Retention {
+        max_idle_time: Some(idle),
+        ..Retention::default()
+    };
+    let log = open(dir.path(), retention.clone());
+    log.register("mounts", TypeMask::parse("MOUNT_ATTACH").unwrap())
+        .unwrap();
+    // Holds the segments for now.
+    log.register("all", TypeMask::all()).unwrap();
+    // Two segments of records it does not want, so that the one it starts
+    // in is sealed and read at open only for its size.
+    let last_unwanted = fill(&log, 200);
+    log.close().unwrap();
+    assert!(segment_files(dir.path()).len() >= 2);
+    // The close passed it over them; a crash before that save would not
+    // have. Put it back where the crash would leave it.
+    let state = dir.path().join("consumers.json");
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
+    for c in v["consumers"].as_array_mut().unwrap() {
+        assert_eq!(
+            c["cleared"],
+            if c["name"] == "all" { 0 } else { last_unwanted }
+        );
+        c["cleared"] = 0.into();
+    }
+    std::fs::write(&state, serde_json::to_vec(&v).unwrap()).unwrap();
+    // Those records and its last clear grow older than the idle limit.
+    std::thread::sleep(idle + Duration::from_millis(500));
+
+    let fs = FaultyFs::new();
+    let opts = Options::default()
+        .segment_size(SEG)
+        .retention(retention)
+        .fs(std::sync::Arc::new(fs.clone()));
+    let log = Log::open(dir.path(), opts).unwrap();
+    log.clear("all", last_unwanted).unwrap();
+    // Armed before the first retention pass, ~500 ms after the open.
+    let first = segment_files(dir.path())[0].clone();
+    let first = first.file_name().unwrap().to_str().unwrap();
+    fs.fail_opens_named(first, support::EIO, 0, Some(1));
+    // The record it wants, fresh.
+    let wanted = mount(&log);
+    assert_eq!(wanted, last_unwanted + 1);
+    eventually("the consumer passed over what its mask excludes", || {
+        cleared(&log, "mounts") != Some(0)
+    });
+    assert_eq!(fs.opens_failed(), 1, "the look past them never failed");
+    assert_eq!(
+        cleared(&log, "mounts"),
+        Some(last_unwanted),
+        "evicted by the age of records it never reads"
+    );
+    assert_eq!(log.stats().evictions, 0);
+}
