@@ -152,6 +152,9 @@ impl Committer {
         };
         let spares = Spares::open(&*opts.fs, &inner.dir, zero_fill, opts.segment_size);
         let last_of_type = LastOfType::new(inner.ring.taken());
+        let marks = retention::PendingMarks::owed_at_open(
+            &inner.consumers.lock().unwrap_or_else(|p| p.into_inner()),
+        );
         Committer {
             inner,
             active,
@@ -159,7 +162,7 @@ impl Committer {
             last_gather: Instant::now(),
             last_maintenance: Instant::now(),
             retry: None,
-            marks: retention::PendingMarks::default(),
+            marks,
             unwanted_scans: retention::UnwantedScans::default(),
             last_of_type,
             reorder: BTreeMap::new(),

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::announce::Announcement;
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, ReplaceError, read_file, replace_file};
 use crate::kind::TypeMask;
@@ -26,6 +27,11 @@ pub const MAX_CONSUMERS: usize = 1024;
 /// masks of many ranges need, and a bound on what a damaged or hostile
 /// file costs to read.
 const MAX_STATE_BYTES: u64 = 16 << 20;
+
+/// The most MARK records the state file lists as owed (see `announce`):
+/// every consumer evicted at once, and segments dropped, with room to
+/// spare. One owed past it is still announced, without the guarantee.
+const MAX_OWED_MARKS: usize = 4 * MAX_CONSUMERS;
 
 /// How much a consumer's entry in the state file may grow after it is
 /// registered: its cleared index and its last active time going from one
@@ -66,6 +72,10 @@ struct SavedFile {
     version: u32,
     next_id: u32,
     consumers: Vec<Saved>,
+    /// Absent while none is owed, so that such a file reads as it always
+    /// has, in older versions too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    owed_marks: Vec<Announcement>,
 }
 
 #[derive(Debug, Clone)]
@@ -98,6 +108,8 @@ pub(crate) struct Consumers {
     path: PathBuf,
     next_id: u32,
     list: Vec<Consumer>,
+    /// Announcements whose MARK may not be durable yet (see `announce`).
+    owed: Vec<Announcement>,
     /// Changed since the last save that reached the file: what another
     /// process reads, and a reopen finds, may be behind.
     dirty: bool,
@@ -134,6 +146,7 @@ impl Consumers {
                 path,
                 next_id: 1,
                 list: Vec::new(),
+                owed: Vec::new(),
                 dirty: false,
                 saved_min: None,
                 saves: 0,
@@ -178,6 +191,7 @@ impl Consumers {
             path,
             next_id,
             list,
+            owed: f.owed_marks,
             dirty: false,
             saved_min,
             saves: 0,
@@ -218,6 +232,7 @@ impl Consumers {
                     last_active_ns: c.last_active_ns,
                 })
                 .collect(),
+            owed_marks: self.owed.clone(),
         };
         serde_json::to_vec_pretty(&f).expect("consumer state serializes")
     }
@@ -343,6 +358,30 @@ impl Consumers {
         Ok(self.list.remove(at))
     }
 
+    /// Lists `a` as owed, to be saved with the change it announces.
+    pub(crate) fn owe(&mut self, a: Announcement) {
+        if self.owed.len() >= MAX_OWED_MARKS {
+            tracing::warn!(event = ?a.event, consumer = %a.consumer, "too many MARK records owed; this one is announced without being kept until durable");
+            return;
+        }
+        self.owed.push(a);
+        self.dirty = true;
+    }
+
+    /// Takes `a` off the owed list: its MARK is durable, or the change it
+    /// announces was taken back.
+    pub(crate) fn settle(&mut self, a: &Announcement) {
+        if let Some(at) = self.owed.iter().position(|x| x == a) {
+            self.owed.remove(at);
+            self.dirty = true;
+        }
+    }
+
+    /// The announcements owed, as loaded or made since.
+    pub(crate) fn owed(&self) -> &[Announcement] {
+        &self.owed
+    }
+
     /// Puts back a consumer's earlier state (after a failed save).
     pub(crate) fn restore(&mut self, c: Consumer) {
         match self.list.iter_mut().find(|x| x.name == c.name) {
@@ -404,6 +443,12 @@ fn invalid(path: PathBuf, reason: &'static str) -> Error {
 fn check_saved(f: &SavedFile) -> std::result::Result<(), &'static str> {
     if f.consumers.len() > MAX_CONSUMERS {
         return Err("more consumers than a log holds");
+    }
+    if f.owed_marks.len() > MAX_OWED_MARKS {
+        return Err("more owed MARK records than a log keeps");
+    }
+    for a in &f.owed_marks {
+        a.check()?;
     }
     let mut ids = std::collections::HashSet::new();
     let mut names = std::collections::HashSet::new();
@@ -517,6 +562,52 @@ mod tests {
             reason(load(file(&many.join(",")).as_bytes())),
             "more consumers than a log holds"
         );
+        let owed =
+            |m: &str| format!(r#"{{"version":1,"next_id":9,"consumers":[],"owed_marks":[{m}]}}"#);
+        let evicted = |name: &str, id: u32| {
+            format!(
+                r#"{{"event":"consumer-evicted","reason":"idle-time","consumer":"{name}","consumer_id":{id},"cleared":3,"through":9}}"#
+            )
+        };
+        let dropped = |name: &str, id: u32| {
+            format!(
+                r#"{{"event":"segment-dropped","reason":"size-limit","consumer":"{name}","consumer_id":{id},"cleared":3,"through":9}}"#
+            )
+        };
+        assert_eq!(
+            load(owed(&evicted("a", 4)).as_bytes())
+                .unwrap()
+                .owed()
+                .len(),
+            1
+        );
+        assert_eq!(
+            load(owed(&dropped("", 0)).as_bytes()).unwrap().owed().len(),
+            1
+        );
+        for bad in [
+            evicted("", 4),
+            evicted("a b", 4),
+            evicted("a", 0),
+            dropped("a", 0),
+            dropped("", 4),
+        ] {
+            assert_eq!(
+                reason(load(owed(&bad).as_bytes())),
+                "an owed MARK whose consumer does not fit its event",
+                "{bad}"
+            );
+        }
+        let unknown = evicted("a", 4).replace("idle-time", "whim");
+        assert!(matches!(
+            load(owed(&unknown).as_bytes()),
+            Err(Error::BadConsumerState { .. })
+        ));
+        let too_many = vec![dropped("", 0); MAX_OWED_MARKS + 1].join(",");
+        assert_eq!(
+            reason(load(owed(&too_many).as_bytes())),
+            "more owed MARK records than a log keeps"
+        );
         let mut huge = file(&ok).into_bytes();
         huge.resize(MAX_STATE_BYTES as usize + 1, b' ');
         assert_eq!(reason(load(&huge)), "larger than 16 MiB");
@@ -560,6 +651,7 @@ mod tests {
         fn a_saved_set_loads_back_the_same(
             consumers in prop::collection::vec(("[a-z0-9._-]{1,8}", arb_mask(), any::<u64>()), 0..8),
             removed in prop::collection::vec(any::<prop::sample::Index>(), 0..3),
+            dropped in prop::collection::vec((any::<u64>(), any::<u64>()), 0..3),
         ) {
             let fs = MemFs::new();
             fs.create_dir_all(Path::new(DIR)).unwrap();
@@ -572,8 +664,12 @@ mod tests {
             for ix in removed {
                 if !c.list.is_empty() {
                     let name = c.list[ix.index(c.list.len())].name.clone();
-                    c.remove(&name).unwrap();
+                    let gone = c.remove(&name).unwrap();
+                    c.owe(Announcement::eviction(&gone, crate::announce::Reason::IdleTime, 9));
                 }
+            }
+            for (cleared, through) in dropped {
+                c.owe(Announcement::segment_dropped(cleared, through));
             }
             c.save(&fs).unwrap();
             let back = Consumers::load(&fs, Path::new(DIR)).unwrap();
@@ -583,6 +679,7 @@ mod tests {
                 back.list.iter().map(key).collect::<Vec<_>>(),
                 c.list.iter().map(key).collect::<Vec<_>>()
             );
+            prop_assert_eq!(back.owed(), c.owed());
         }
 
         /// Any file of the right shape: a typed error, or a set that keeps

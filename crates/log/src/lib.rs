@@ -35,6 +35,7 @@ macro_rules! fail_point {
 }
 
 mod active;
+mod announce;
 mod clock;
 pub mod codec;
 mod commit;

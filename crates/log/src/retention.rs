@@ -5,30 +5,26 @@
 //! newest segment, whose name tells recovery the next index. Evictions and
 //! forced drops are announced with MARK records, appended without waiting so
 //! that retention can never block on the ring it drains; an eviction's only
-//! once the consumer state that lacks the consumer is saved.
+//! once the consumer state that lacks the consumer is saved. The state
+//! lists each announcement as owed until its MARK is durable (see
+//! `announce`).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use crate::announce::{Announcement, Reason};
 use crate::consumers::{Consumer, Consumers};
-use crate::kind::RecordType;
 use crate::last_of_type::LastOfType;
 use crate::log::{Inner, SegEntry, now_ns};
 use crate::options::FullPolicy;
 use crate::reader::Reader;
-use crate::record::{Field, Record};
 use crate::segment::Footer;
 
-/// Why a MARK record is written.
+/// A MARK record to write.
 #[derive(Debug, Clone)]
 pub(crate) struct Mark {
-    event: &'static str,
-    reason: &'static str,
-    consumer: String,
-    id: u32,
-    cleared: u64,
-    through: u64,
+    ann: Announcement,
     /// An eviction, until the consumer state without the consumer is
     /// saved: the count of saves when it was made, and the consumer. Its
     /// MARK waits for the save, for a crash before it brings the consumer
@@ -37,28 +33,93 @@ pub(crate) struct Mark {
 }
 
 /// MARK records waiting for room in the ring, or for the save of the
-/// evictions they announce.
+/// evictions they announce; and those written, until they are durable.
 #[derive(Debug, Default)]
-pub(crate) struct PendingMarks(VecDeque<Mark>);
+pub(crate) struct PendingMarks {
+    queue: VecDeque<Mark>,
+    /// Written MARKs and their indexes: owed in the consumer state until
+    /// the log is durable through them.
+    written: Vec<(Announcement, u64)>,
+}
 
 impl PendingMarks {
+    /// The announcements a log opens owing: the state lists them, so
+    /// their MARKs may have been lost. Written again, as any other.
+    pub(crate) fn owed_at_open(consumers: &Consumers) -> PendingMarks {
+        let queue = consumers
+            .owed()
+            .iter()
+            .map(|a| {
+                tracing::info!(event = ?a.event, consumer = %a.consumer, through = a.through, "announcing again a MARK that may not have been durable");
+                Mark {
+                    ann: a.clone(),
+                    unsaved: None,
+                }
+            })
+            .collect();
+        PendingMarks {
+            queue,
+            written: Vec::new(),
+        }
+    }
+
+    /// Whether no MARK waits to be written or to be durable.
     pub(crate) fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.queue.is_empty() && self.written.is_empty()
     }
 
     /// Whether an eviction waits for the consumer state to be saved.
     fn awaiting_save(&self) -> bool {
-        self.0.iter().any(|m| m.unsaved.is_some())
+        self.queue.iter().any(|m| m.unsaved.is_some())
+    }
+
+    /// Queues an eviction's MARK, owed from the save without `c` on.
+    fn evicted(&mut self, consumers: &mut Consumers, c: Consumer, reason: Reason, last: u64) {
+        tracing::warn!(consumer = %c.name, id = c.id, cleared = c.cleared, lag = last - c.cleared.min(last), reason = reason.as_str(), "evicting consumer");
+        let ann = Announcement::eviction(&c, reason, last);
+        consumers.owe(ann.clone());
+        let saves = consumers.saves();
+        self.queue.push_back(Mark {
+            ann,
+            unsaved: Some((saves, c)),
+        });
+    }
+
+    /// Queues a dropped segment's MARK, owed from the next save on.
+    fn dropped(&mut self, consumers: &mut Consumers, through: u64) {
+        let ann = Announcement::segment_dropped(consumers.min_cleared().unwrap_or(0), through);
+        consumers.owe(ann.clone());
+        self.queue.push_back(Mark { ann, unsaved: None });
     }
 
     /// Lets go the MARKs of the evictions made before the last of `saves`
     /// saves: the file on disk lacks those consumers.
     fn saved(&mut self, saves: u64) {
-        for m in &mut self.0 {
+        let mut released = false;
+        for m in &mut self.queue {
             if m.unsaved.as_ref().is_some_and(|(at, _)| *at < saves) {
                 m.unsaved = None;
+                released = true;
             }
         }
+        if released {
+            // Tests crash here: the eviction is on disk, its MARK not.
+            fail_point!("weir_log::retention::eviction_saved");
+        }
+    }
+
+    /// Takes the MARKs durable through `durable` off the owed list.
+    /// Returns whether any was.
+    fn settle(&mut self, consumers: &mut Consumers, durable: u64) -> bool {
+        let before = self.written.len();
+        self.written.retain(|(a, index)| {
+            let done = *index <= durable;
+            if done {
+                consumers.settle(a);
+            }
+            !done
+        });
+        self.written.len() != before
     }
 
     /// Takes back the evictions the log closes without saving: the file
@@ -66,10 +127,13 @@ impl PendingMarks {
     /// later save of the closing log must not drop them unannounced), and
     /// nothing announces them gone.
     fn forget_unsaved(&mut self, consumers: &mut Consumers) {
-        for m in std::mem::take(&mut self.0) {
+        for m in std::mem::take(&mut self.queue) {
             match m.unsaved {
-                Some((_, c)) => consumers.restore(c),
-                None => self.0.push_back(m),
+                Some((_, c)) => {
+                    consumers.settle(&m.ann);
+                    consumers.restore(c);
+                }
+                None => self.queue.push_back(m),
             }
         }
     }
@@ -96,6 +160,7 @@ pub(crate) fn run(
     let ret = &inner.opts.retention;
     let mut consumers = inner.consumers.lock().unwrap_or_else(|p| p.into_inner());
     let mut changed = false;
+    let settled = marks.settle(&mut consumers, inner.durable.load(Ordering::Acquire));
 
     // First past what masks exclude: such records neither hold a segment
     // for a consumer nor count as waiting for it.
@@ -103,19 +168,19 @@ pub(crate) fn run(
 
     // Idle consumers.
     let idle_limit = ret.max_idle_time.map(nanos);
-    let idle: Vec<(String, &'static str)> = consumers
+    let idle: Vec<(String, Reason)> = consumers
         .list_mut()
         .iter_mut()
         .filter(|c| c.cleared < last && !unresolved.contains(&c.name))
         .filter_map(|c| {
             let lag = last - c.cleared;
             if ret.max_idle_records.is_some_and(|m| lag > m) {
-                Some((c.name.clone(), "idle-records"))
+                Some((c.name.clone(), Reason::IdleRecords))
             } else if idle_limit.is_some_and(|t| {
                 now.saturating_sub(c.last_active_ns) > t
                     && now.saturating_sub(waiting_since(inner, c)) > t
             }) {
-                Some((c.name.clone(), "idle-time"))
+                Some((c.name.clone(), Reason::IdleTime))
             } else {
                 None
             }
@@ -123,8 +188,7 @@ pub(crate) fn run(
         .collect();
     for (name, reason) in idle {
         if let Ok(c) = consumers.remove(&name) {
-            let saves = consumers.saves();
-            marks.0.push_back(evicted(c, reason, last, saves));
+            marks.evicted(&mut consumers, c, reason, last);
             inner.counters.evictions.fetch_add(1, Ordering::Relaxed);
             changed = true;
         }
@@ -166,33 +230,24 @@ pub(crate) fn run(
                     .map(|c| c.name.clone())
                     && let Ok(c) = consumers.remove(&name)
                 {
-                    let saves = consumers.saves();
-                    marks.0.push_back(evicted(c, "size-limit", last, saves));
+                    marks.evicted(&mut consumers, c, Reason::SizeLimit, last);
                     inner.counters.evictions.fetch_add(1, Ordering::Relaxed);
                     changed = true;
                 }
             }
-            FullPolicy::DropOldest => {
-                marks.0.push_back(Mark {
-                    event: "segment-dropped",
-                    reason: "size-limit",
-                    consumer: String::new(),
-                    id: 0,
-                    cleared: consumers.min_cleared().unwrap_or(0),
-                    through: seg_last,
-                    unsaved: None,
-                });
-            }
+            FullPolicy::DropOldest => marks.dropped(&mut consumers, seg_last),
         }
         total -= s.bytes;
         doomed.push((s.clone(), dropped));
     }
     // Saved before any segment goes: a consumer whose eviction, or whose
     // pass over unwanted records, a crash lost would come back reading
-    // from a removed segment. Passes alone wait for a save that matters.
+    // from a removed segment. Passes alone wait for a save that matters;
+    // so does a settled MARK, but not long: until it is saved, a crash
+    // announces it again.
     let closing = inner.closing.load(Ordering::Acquire);
     if consumers.dirty()
-        && (changed || closing || !doomed.is_empty() || marks.awaiting_save())
+        && (changed || settled || closing || !doomed.is_empty() || marks.awaiting_save())
         && let Err(f) = consumers.save(&*inner.opts.fs)
     {
         let (e, _) = inner.consumers_not_saved(f);
@@ -368,19 +423,6 @@ fn pass_unwanted(
     unresolved
 }
 
-fn evicted(c: Consumer, reason: &'static str, last: u64, saves: u64) -> Mark {
-    tracing::warn!(consumer = %c.name, id = c.id, cleared = c.cleared, lag = last - c.cleared.min(last), reason, "evicting consumer");
-    Mark {
-        event: "consumer-evicted",
-        reason,
-        consumer: c.name.clone(),
-        id: c.id,
-        cleared: c.cleared,
-        through: last,
-        unsaved: Some((saves, c)),
-    }
-}
-
 /// A limit in ns, saturating: a limit of centuries must not wrap to a
 /// short one.
 fn nanos(d: std::time::Duration) -> u64 {
@@ -462,55 +504,22 @@ fn remove_segments(inner: &Inner, doomed: &[SegEntry]) {
 /// for its records are gone whatever happens to the eviction.
 fn flush_marks(inner: &Inner, marks: &mut PendingMarks) {
     let mut k = 0;
-    while let Some(m) = marks.0.get(k) {
+    while let Some(m) = marks.queue.get(k) {
         if m.unsaved.is_some() {
             k += 1;
             continue;
         }
-        let Some(index) = append_mark(inner, m) else {
+        let Some(index) = m.ann.try_append(inner) else {
             break;
         };
-        // The consumer is already gone from the saved state: until this
-        // record is durable, a power cut leaves the eviction unannounced.
-        // So the next commit fsyncs it, rather than the sync interval's.
+        // Owed in the saved state until durable, and each open announces
+        // again what is owed: so the next commit fsyncs it, rather than
+        // the sync interval's, to keep that short.
         inner.durable_wanted.fetch_max(index, Ordering::SeqCst);
-        marks.0.remove(k);
+        if let Some(m) = marks.queue.remove(k) {
+            marks.written.push((m.ann, index));
+        }
     }
-}
-
-/// Appends `m` without waiting for room; its index if it found room.
-fn append_mark(inner: &Inner, m: &Mark) -> Option<u64> {
-    let id = m.id.to_string();
-    let cleared = m.cleared.to_string();
-    let through = m.through.to_string();
-    let fields = [
-        Field {
-            key: "event",
-            value: m.event.as_bytes(),
-        },
-        Field {
-            key: "reason",
-            value: m.reason.as_bytes(),
-        },
-        Field {
-            key: "consumer_id",
-            value: id.as_bytes(),
-        },
-        Field {
-            key: "cleared",
-            value: cleared.as_bytes(),
-        },
-        Field {
-            key: "through",
-            value: through.as_bytes(),
-        },
-    ];
-    let name = format!("{} {}", m.event, m.consumer);
-    let rec = Record::new(RecordType::MARK)
-        .target(m.consumer.as_bytes())
-        .name(name.trim_end().as_bytes())
-        .fields(&fields);
-    inner.try_append(&rec)
 }
 
 #[cfg(test)]

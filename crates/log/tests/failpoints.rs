@@ -331,3 +331,64 @@ fn a_spilled_frame_at_the_head_does_not_wait_for_maintenance() {
         "records behind a spilled frame waited: {delays:?}"
     );
 }
+
+/// Where retention has saved a consumer state without an evicted
+/// consumer, before the eviction's MARK is written.
+const EVICTION_SAVED: &str = "weir_log::retention::eviction_saved";
+
+#[test]
+fn an_eviction_a_power_cut_left_unannounced_is_announced_by_the_next_open() {
+    // Regression: the consumer state was saved without an evicted consumer
+    // before the MARK announcing it was durable, and nothing else kept the
+    // announcement. A power cut between the save and the MARK's fsync kept
+    // the eviction and lost the announcement for good.
+    use std::sync::Arc;
+    use weir_log::fault::{FaultyFs, PowerCut};
+    let scenario = fail::FailScenario::setup();
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FaultyFs::new();
+    let options = Options::default()
+        .segment_size(SEGMENT)
+        .sync_interval(None)
+        .retention(weir_log::Retention {
+            max_idle_records: Some(5),
+            ..weir_log::Retention::default()
+        });
+    let log = Log::open(dir.path(), options.clone().fs(Arc::new(fs.clone()))).unwrap();
+    log.register("x", weir_log::TypeMask::all()).unwrap();
+    // The process dies right after the save: nothing after it reaches disk.
+    let dies = fs.clone();
+    fail::cfg_callback(EVICTION_SAVED, move || dies.crash_after(0)).unwrap();
+    for _ in 0..20 {
+        let _ = log
+            .append(&Record::new(RecordType::CREAT).name(b"a"))
+            .unwrap();
+    }
+    log.sync().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !fs.crashed() {
+        assert!(Instant::now() < deadline, "x was never evicted");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    fail::remove(EVICTION_SAVED);
+    drop(log);
+    fs.power_cut(PowerCut::LoseAll).unwrap();
+
+    let log = Log::open(dir.path(), options).unwrap();
+    assert!(log.consumer_list().is_empty(), "the eviction was on disk");
+    let evictions_of_x = || {
+        log.reader(1)
+            .map(|r| r.unwrap())
+            .filter(|r| {
+                r.kind == RecordType::MARK
+                    && r.target == b"x"
+                    && r.field("event") == Some(&b"consumer-evicted"[..])
+            })
+            .count()
+    };
+    assert_eq!(evictions_of_x(), 0, "the MARK was lost with the power");
+    let (announced, _) = wait_for(&log, |_| evictions_of_x() > 0);
+    assert!(announced, "the eviction was never announced");
+    log.close().unwrap();
+    scenario.teardown();
+}

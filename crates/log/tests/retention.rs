@@ -699,6 +699,64 @@ fn stats_beside_a_retention_pass_does_not_deadlock_the_committer() {
     Arc::try_unwrap(log).unwrap().close().unwrap();
 }
 
+/// The announcements `dir`'s consumer state owes (see `announce` in the
+/// crate): what an open would announce again.
+fn owed_marks(dir: &Path) -> Vec<serde_json::Value> {
+    let bytes = std::fs::read(dir.join(weir_log::CONSUMERS_FILE)).unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    v.get("owed_marks")
+        .map_or_else(Vec::new, |m| m.as_array().unwrap().clone())
+}
+
+#[test]
+fn an_announcement_is_owed_in_the_state_until_its_mark_is_durable() {
+    // The state that drops an evicted consumer, or goes with a dropped
+    // segment, lists its MARK as owed, so that a power cut before the MARK
+    // is durable cannot lose it (the next open announces it again); and
+    // lets it go once it is, so that an open after that, or after a clean
+    // close, does not announce it twice.
+    for (policy, event) in [
+        (FullPolicy::EvictMostIdle, "consumer-evicted"),
+        (FullPolicy::DropOldest, "segment-dropped"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = Options::default()
+            .segment_size(SEG)
+            .preallocation(Preallocation::Reserve)
+            .retention(retention(4, policy))
+            .sync_interval(None);
+        let log = Log::open(dir.path(), opts.clone()).unwrap();
+        log.register("x", TypeMask::all()).unwrap();
+        let announced = |log: &Log| {
+            marks(log)
+                .iter()
+                .filter(|r| r.field("event") == Some(event.as_bytes()))
+                .count()
+        };
+        // Past the limit while x lags.
+        let mut written = 0;
+        while announced(&log) == 0 {
+            written += fill(&log, 100);
+            assert!(written < 100_000, "{event} never announced");
+        }
+        // Whatever the pass that announced it owed then, every MARK is
+        // durable at the next commit, and the owed list is emptied after.
+        eventually("the owed list settled", || {
+            owed_marks(dir.path()).is_empty()
+        });
+        let n = announced(&log);
+        log.close().unwrap();
+        assert!(
+            owed_marks(dir.path()).is_empty(),
+            "owed after a clean close"
+        );
+        let log = Log::open(dir.path(), opts).unwrap();
+        std::thread::sleep(Duration::from_millis(1200));
+        assert_eq!(announced(&log), n, "announced again after a clean close");
+        log.close().unwrap();
+    }
+}
+
 #[test]
 fn an_eviction_mark_is_made_durable_at_once() {
     // Regression: the saved consumer state dropped an evicted consumer,
