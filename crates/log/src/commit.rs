@@ -36,8 +36,13 @@ const MAX_BATCH: usize = 8 << 20;
 const MAINTENANCE: Duration = Duration::from_millis(500);
 const RETRY_MIN: Duration = Duration::from_millis(20);
 const RETRY_MAX: Duration = Duration::from_secs(1);
-/// How long a hole may hold the committer before it lifts past it.
+/// How long a hole may hold the committer before it lifts past it, and
+/// how often it lifts again while the hole stays.
 pub(crate) const HOLE_PATIENCE: Duration = Duration::from_millis(1);
+/// How long the committer sleeps at a time while a durable waiter waits
+/// on a hole, once its backoff has spun: the hole's writer was preempted,
+/// and spinning would take the CPU it needs to finish.
+const HOLE_NAP: Duration = Duration::from_micros(50);
 /// How long after an fsync that satisfied durable waiters the committer
 /// looks for the next durable wait before it parks. Waking a parked thread
 /// on an idle CPU took about 20 µs on the 2-vCPU test VM, paid twice per
@@ -482,7 +487,7 @@ impl Committer {
         let end = ring.next();
         let backoff = Backoff::new();
         let mut gathered = 0usize;
-        let mut lifted_here = false;
+        let mut last_lift: Option<Instant> = None;
         while idx < end && gathered < MAX_BATCH {
             if self.active.is_none() {
                 self.open_segment(idx)?;
@@ -536,8 +541,11 @@ impl Committer {
                     // frame after the hole around. With 16 writers on 2
                     // CPUs, lifting at every stale hole moved 15% of all
                     // records through the reorder area. At most once per
-                    // gather, so a durable waiter's spin here does not
-                    // rescan the ring on every turn.
+                    // HOLE_PATIENCE while a durable waiter holds the
+                    // committer here, so that it does not rescan the ring
+                    // on every turn, yet lifts what the other writers
+                    // publish meanwhile: once per gather left them to fill
+                    // the ring and wait for the hole.
                     let since = match self.stuck_at {
                         Some((at, since)) if at == idx => since,
                         _ => {
@@ -546,14 +554,21 @@ impl Committer {
                             now
                         }
                     };
-                    if !lifted_here && since.elapsed() >= HOLE_PATIENCE && self.crowded() {
-                        self.lift_past(idx, end);
-                        lifted_here = true;
+                    if last_lift.is_none_or(|t| t.elapsed() >= HOLE_PATIENCE)
+                        && since.elapsed() >= HOLE_PATIENCE
+                        && self.crowded()
+                    {
+                        self.lift_past(idx, ring.next());
+                        last_lift = Some(Instant::now());
                     }
                     if idx > must_reach {
                         break;
                     }
-                    backoff.snooze();
+                    if backoff.is_completed() {
+                        thread::park_timeout(HOLE_NAP);
+                    } else {
+                        backoff.snooze();
+                    }
                 }
             }
         }

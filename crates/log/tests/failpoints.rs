@@ -392,3 +392,59 @@ fn an_eviction_a_power_cut_left_unannounced_is_announced_by_the_next_open() {
     log.close().unwrap();
     scenario.teardown();
 }
+
+#[test]
+fn a_durable_wait_behind_a_hole_does_not_stall_the_other_writers() {
+    // Regression: while a durable waiter waited on a hole, the committer
+    // stayed in one gather and lifted past the hole only once in it. The
+    // frames published after that were never lifted: the other writers
+    // filled the ring and waited for the hole, though the reorder area had
+    // room for them.
+    let scenario = fail::FailScenario::setup();
+    let dir = tempfile::tempdir().unwrap();
+    let slots = 64;
+    let options = Options::default()
+        .segment_size(SEGMENT)
+        .ring_slots(slots)
+        .append_timeout(Duration::from_secs(2));
+    let log = Log::open(dir.path(), options).unwrap();
+    let log = &log;
+    let (reached, release) = hold_first_reservation();
+    let (results, stats) = std::thread::scope(|s| {
+        let held = s.spawn(|| log.append(&Record::new(RecordType::CREAT).name(b"held")));
+        reached
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the first append never reached the fail point");
+        let durable = s.spawn(|| log.append_durable(&Record::new(RecordType::UNLNK).name(b"d")));
+        // The durable waiter is in place, and the committer waits for it.
+        let (waiting, st) = wait_for(log, |_| log.last_appended() >= 2);
+        assert!(waiting, "the durable append never took its index: {st:?}");
+        std::thread::sleep(Duration::from_millis(20));
+        // Three rings' worth of small records: far fewer bytes than the
+        // reorder area holds (384 per slot), so none needs the hole.
+        let mut results = Vec::new();
+        for _ in 0..3 * slots {
+            let r = log.append(&Record::new(RecordType::CREAT).name(b"x"));
+            let stop = r.is_err();
+            results.push(r);
+            if stop {
+                break;
+            }
+        }
+        let stats = log.stats();
+        drop(release);
+        fail::remove(RESERVED);
+        let _ = held.join().unwrap().unwrap();
+        durable.join().unwrap().unwrap();
+        (results, stats)
+    });
+    if let Some(Err(e)) = results.last() {
+        panic!(
+            "append {} of {} stalled behind the hole: {e}; {stats:?}",
+            results.len(),
+            3 * slots
+        );
+    }
+    assert!(stats.lifted > 0, "{stats:?}");
+    scenario.teardown();
+}
