@@ -280,10 +280,24 @@ impl Committer {
                 || ring.is_published(taken))
     }
 
+    /// Since when the last gather has waited on a hole at the head of the
+    /// ring, if the hole is still there.
+    fn stuck_at_head(&self) -> Option<Instant> {
+        match self.stuck_at {
+            Some((at, since)) if at == self.inner.ring.taken() && !self.head_ready() => Some(since),
+            _ => None,
+        }
+    }
+
+    /// Work that will not wait for a batch window. A crowded ring is not,
+    /// while a hole holds its head: nothing can be taken until the hole is
+    /// filled, and a committer that came straight back would spin. The
+    /// writers wake it as they wait for room, and lifting comes then (see
+    /// `wait_for_work` for the first).
     fn urgent(&self) -> bool {
         self.inner.durable_wanted.load(Ordering::Acquire)
             > self.inner.durable.load(Ordering::Acquire)
-            || self.pending() >= self.inner.ring.capacity() / 2
+            || (self.pending() >= self.inner.ring.capacity() / 2 && self.stuck_at_head().is_none())
             || self.inner.closing.load(Ordering::Acquire)
     }
 
@@ -309,6 +323,14 @@ impl Committer {
         let retry = self
             .retry
             .map(|(at, _)| at.saturating_duration_since(Instant::now()));
+        // Back when a hole at the head has been there long enough to lift
+        // past, if the ring is crowded enough to. Lifting again after that
+        // comes with the writers' wakes as they wait for room.
+        let lift = self
+            .stuck_at_head()
+            .filter(|_| self.crowded())
+            .map(|since| HOLE_PATIENCE.saturating_sub(since.elapsed()))
+            .filter(|d| !d.is_zero());
         // With records pending, gather a batch for at most one flush
         // interval. With records gathered within the last interval, stay on
         // the timer for the rest of it before going idle, so a stream of
@@ -322,7 +344,10 @@ impl Committer {
                 .filter(|d| !d.is_zero())
         };
         if let Some(window) = window {
-            let d = [Some(window), sync_due, retry].into_iter().flatten().min();
+            let d = [Some(window), sync_due, retry, lift]
+                .into_iter()
+                .flatten()
+                .min();
             thread::park_timeout(d.unwrap_or(window));
             return;
         }

@@ -448,3 +448,65 @@ fn a_durable_wait_behind_a_hole_does_not_stall_the_other_writers() {
     assert!(stats.lifted > 0, "{stats:?}");
     scenario.teardown();
 }
+
+#[test]
+fn a_hole_with_the_reorder_area_full_does_not_make_the_committer_spin() {
+    // Regression: with half the ring waiting behind a hole and the reorder
+    // area full, the committer took that as urgent work, found none it
+    // could do, and came straight back: a CPU spent spinning, on a machine
+    // whose hole usually means that the writer holding it is waiting for
+    // a CPU. Measured in CPU time, not wall time: spinning, it used about
+    // all of the wait.
+    let scenario = fail::FailScenario::setup();
+    let dir = tempfile::tempdir().unwrap();
+    let slots = 64;
+    let options = Options::default()
+        .segment_size(SEGMENT)
+        .ring_slots(slots)
+        .append_timeout(Duration::from_secs(30));
+    let log = Log::open(dir.path(), options).unwrap();
+    let log = &log;
+    let (reached, release) = hold_first_reservation();
+    let (cpu, wall, st) = std::thread::scope(|s| {
+        let held = s.spawn(|| log.append(&Record::new(RecordType::CREAT).name(b"held")));
+        reached
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the first append never reached the fail point");
+        // Records of 2 KiB: a dozen fill the reorder area (384 bytes a
+        // slot), and the rest of the ring stays behind the hole.
+        let writer = s.spawn(|| {
+            let name = [b'n'; 2048];
+            (0..2 * slots)
+                .map(|_| log.append(&Record::new(RecordType::CREAT).name(&name)))
+                .filter(Result::is_ok)
+                .count()
+        });
+        let (full, st) = wait_for(log, |st| st.ring_full_waits > 0);
+        assert!(full, "the ring never filled: {st:?}");
+        let cpu_before = log.stats().committer_cpu_ns;
+        let start = Instant::now();
+        std::thread::sleep(Duration::from_millis(500));
+        let cpu = log
+            .stats()
+            .committer_cpu_ns
+            .zip(cpu_before)
+            .map(|(a, b)| Duration::from_nanos(a - b));
+        let wall = start.elapsed();
+        let st = log.stats();
+        drop(release);
+        fail::remove(RESERVED);
+        let _ = held.join().unwrap().unwrap();
+        assert_eq!(writer.join().unwrap(), 2 * slots, "appends failed");
+        (cpu, wall, st)
+    });
+    let Some(cpu) = cpu else {
+        eprintln!("skipped: no per-thread CPU time on this system");
+        scenario.teardown();
+        return;
+    };
+    assert!(
+        cpu < wall / 4,
+        "the committer used {cpu:?} of CPU in {wall:?} behind the hole: {st:?}"
+    );
+    scenario.teardown();
+}
