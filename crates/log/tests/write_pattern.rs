@@ -1,0 +1,336 @@
+//! The write pattern the log promises, checked call by call.
+//!
+//! docs/format.md ("The rules that make the format fragmentation-free")
+//! promises that a byte once written to a segment is never written again
+//! (rule 1) and that every durable commit, one that ends in `fdatasync`, is
+//! padded with zeros to a 4 KiB boundary (rule 3). The bytes left on disk
+//! cannot show either: a rewrite of the same bytes, or an `fdatasync` issued
+//! before the padding was written, leave the same file. So a `FileSystem`
+//! wrapper records every write and sync the log makes, in order, while
+//! several threads append plainly and durably and segments roll.
+//!
+//! The flush bound is checked too: a plain `append` reaches the OS (and so
+//! readers) within `Options::flush_interval`, with no sync, and it is that
+//! interval, not some other wake-up, that bounds it.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Barrier, Mutex};
+use std::time::Duration;
+
+use support::{Payload, eventually, mix};
+use weir_log::fs::{File, FileSystem};
+use weir_log::mem::MemFs;
+use weir_log::segment::{BLOCK, parse_segment_name};
+use weir_log::{Log, Options, Preallocation, Record, RecordType};
+
+#[derive(Debug, Clone, Copy)]
+enum Op {
+    /// `Write(start, end)`: the bytes `start..end` were written.
+    Write(u64, u64),
+    SyncData,
+    SyncAll,
+    /// A file renamed onto this path (a spare becoming a segment).
+    RenamedOnto,
+}
+
+/// Every write and sync, in the order the log made them, by path.
+type Journal = Arc<Mutex<Vec<(PathBuf, Op)>>>;
+
+fn note(journal: &Journal, path: &Path, op: Op) {
+    journal.lock().unwrap().push((path.to_path_buf(), op));
+}
+
+/// A `MemFs` that journals what is done to its files.
+#[derive(Debug, Clone, Default)]
+struct Recorder {
+    fs: MemFs,
+    journal: Journal,
+}
+
+/// A file of a [`Recorder`], named by the path it was opened at.
+#[derive(Debug)]
+struct Recorded(Box<dyn File>, PathBuf, Journal);
+
+impl Recorder {
+    fn wrap(&self, path: &Path, file: io::Result<Box<dyn File>>) -> io::Result<Box<dyn File>> {
+        Ok(Box::new(Recorded(file?, path.into(), self.journal.clone())))
+    }
+}
+
+impl File for Recorded {
+    fn write_at(&self, buf: &[u8], off: u64) -> io::Result<usize> {
+        let n = self.0.write_at(buf, off)?;
+        note(&self.2, &self.1, Op::Write(off, off + n as u64));
+        Ok(n)
+    }
+    fn read_at(&self, buf: &mut [u8], off: u64) -> io::Result<usize> {
+        self.0.read_at(buf, off)
+    }
+    fn sync_data(&self) -> io::Result<()> {
+        note(&self.2, &self.1, Op::SyncData);
+        self.0.sync_data()
+    }
+    fn sync_all(&self) -> io::Result<()> {
+        note(&self.2, &self.1, Op::SyncAll);
+        self.0.sync_all()
+    }
+    fn allocate(&self, len: u64) -> io::Result<()> {
+        self.0.allocate(len)
+    }
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.0.set_len(len)
+    }
+    fn len(&self) -> io::Result<u64> {
+        self.0.len()
+    }
+    fn allocated(&self) -> io::Result<u64> {
+        self.0.allocated()
+    }
+}
+
+impl FileSystem for Recorder {
+    fn create(&self, path: &Path) -> io::Result<Box<dyn File>> {
+        self.wrap(path, self.fs.create(path))
+    }
+    fn open_rw(&self, path: &Path) -> io::Result<Box<dyn File>> {
+        self.wrap(path, self.fs.open_rw(path))
+    }
+    fn open_read(&self, path: &Path) -> io::Result<Box<dyn File>> {
+        self.wrap(path, self.fs.open_read(path))
+    }
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        self.fs.remove(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        note(&self.journal, to, Op::RenamedOnto);
+        self.fs.rename(from, to)
+    }
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        self.fs.sync_dir(dir)
+    }
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        self.fs.create_dir_all(dir)
+    }
+    fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+        self.fs.list(dir)
+    }
+}
+
+/// What the journal shows, once both rules held throughout.
+#[derive(Debug, Default)]
+struct Tally {
+    segments: usize,
+    /// `fdatasync`s of segments: durable commits and seals.
+    data_syncs: usize,
+    /// Writes followed by another write to the same file, not by a sync:
+    /// flushes that reached the OS unpadded.
+    plain_writes: usize,
+}
+
+/// Checks rules 1 and 3 on every segment file the journal names.
+fn check_rules(journal: &[(PathBuf, Op)]) -> Tally {
+    let mut by_file: BTreeMap<&Path, Vec<Op>> = BTreeMap::new();
+    for (path, op) in journal {
+        if parse_segment_name(path).is_some() {
+            by_file.entry(path).or_default().push(*op);
+        }
+    }
+    let mut t = Tally {
+        segments: by_file.len(),
+        ..Tally::default()
+    };
+    for (path, ops) in &by_file {
+        let path = path.display();
+        let mut written: Vec<(u64, u64)> = Vec::new();
+        let mut high = 0;
+        for (k, op) in ops.iter().enumerate() {
+            match *op {
+                Op::Write(off, end) => {
+                    if let Some((a, b)) = written.iter().find(|&&(a, b)| off < b && a < end) {
+                        panic!("{path}: op {k} writes {off}..{end} over {a}..{b}, written before");
+                    }
+                    written.push((off, end));
+                    high = high.max(end);
+                    if matches!(ops.get(k + 1), Some(Op::Write(..))) {
+                        t.plain_writes += 1;
+                    }
+                }
+                Op::SyncData => {
+                    assert!(
+                        high.is_multiple_of(BLOCK),
+                        "{path}: op {k} is an fdatasync with data written up to {high}, \
+                         not a 4 KiB boundary: {ops:?}"
+                    );
+                    t.data_syncs += 1;
+                }
+                // A new segment's header and a seal's footer end in fsync;
+                // the format pads only commits that end in fdatasync.
+                Op::SyncAll => {}
+                // The per-path bookkeeping above assumes one file per name.
+                Op::RenamedOnto => panic!("{path}: a file was renamed onto a segment"),
+            }
+        }
+    }
+    t
+}
+
+const SALT: u64 = 0x7772_6974_6521;
+const THREADS: u64 = 4;
+const ROUNDS: u64 = 12;
+
+/// One thread of the workload; returns `(index, key)` of each record it
+/// appended. A record's target is its key, `t << 32 | seq`, and `Payload`
+/// derives the rest (up to about 6 KiB) from the key.
+fn writer(log: &Log, barrier: &Barrier, t: u64) -> Vec<(u64, u64)> {
+    let (mut placed, mut seq) = (Vec::new(), 0);
+    let mut next = || {
+        seq += 1;
+        (t << 32 | seq, Payload::new(SALT, t << 32 | seq))
+    };
+    for round in 0..ROUNDS {
+        // A burst of plain appends...
+        for _ in 0..3 + mix(t << 8 | round) % 10 {
+            let (key, p) = next();
+            placed.push((p.with(|r| log.append(r)).unwrap().index(), key));
+        }
+        // ...reaches the OS in a plain write: no durable wait is pending
+        // while the writers wait here.
+        if barrier.wait().is_leader() {
+            eventually("a plain burst is flushed", || {
+                log.last_index() == log.last_appended()
+            });
+        }
+        barrier.wait();
+        // Then durable appends, and tickets waited on after a plain append.
+        let mut ticket = None;
+        for j in 0..6 {
+            let (key, p) = next();
+            let index = match j % 3 {
+                0 => p.with(|r| log.append_durable(r)).unwrap().index(),
+                1 => {
+                    let a = p.with(|r| log.append(r)).unwrap();
+                    ticket = Some(a);
+                    a.index()
+                }
+                _ => {
+                    let i = p.with(|r| log.append(r)).unwrap().index();
+                    log.wait_durable(ticket.take().unwrap()).unwrap();
+                    i
+                }
+            };
+            placed.push((index, key));
+        }
+        barrier.wait();
+    }
+    placed
+}
+
+#[test]
+fn segments_are_written_once_and_durable_commits_end_on_a_block() {
+    let dir = tempfile::tempdir().unwrap(); // MemFs still locks the real directory
+    let fs = Recorder::default();
+    let opts = Options::default()
+        .fs(Arc::new(fs.clone()))
+        .segment_size(64 * 1024)
+        // No spare: its zeros are written before the file becomes a segment
+        // under another name, which per-path bookkeeping would misread.
+        .preallocation(Preallocation::Reserve)
+        // Only the workload's durable appends and seals sync, so the plain
+        // phases below end in plain writes.
+        .sync_interval(None);
+    let log = Log::open(dir.path(), opts.clone()).unwrap();
+    let barrier = Barrier::new(THREADS as usize);
+    let mut placed: Vec<(u64, u64)> = std::thread::scope(|s| {
+        let (log, barrier) = (&log, &barrier);
+        let writers: Vec<_> = (0..THREADS)
+            .map(|t| s.spawn(move || writer(log, barrier, t)))
+            .collect();
+        writers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect()
+    });
+    log.close().unwrap();
+    let t = check_rules(&fs.journal.lock().unwrap());
+    // Not vacuous: several segments rolled and sealed, at least 10 durable
+    // commits besides the (at most one per segment) seals' fdatasyncs, and
+    // plain flushes that left unpadded ends for the next commit to follow.
+    assert!(t.segments >= 4, "{t:?}");
+    assert!(t.data_syncs >= t.segments + 10, "{t:?}");
+    assert!(t.plain_writes >= (ROUNDS / 2) as usize, "{t:?}");
+
+    // Read everything back through a reopened log: gap-free from 1, and
+    // every record what its writer appended at that index.
+    placed.sort_unstable();
+    let log = Log::open(dir.path(), opts).unwrap();
+    let records: Vec<_> = log.reader(1).collect::<Result<_, _>>().unwrap();
+    assert_eq!(records.len(), placed.len());
+    for (r, &(index, key)) in records.iter().zip(&placed) {
+        assert_eq!(r.index, index);
+        assert!(Payload::new(SALT, key).matches(r), "record {index}: {r:?}");
+    }
+    log.close().unwrap();
+    let v = weir_log::verify(&fs.fs, dir.path(), |_, _| {}).unwrap();
+    assert!(v.problem.is_none(), "{v:?}");
+    // The reopened log followed the rules too.
+    check_rules(&fs.journal.lock().unwrap());
+}
+
+/// Opens a log that only the flush (or `sync`) makes appends visible in,
+/// and appends 3 records to it straight away. An open counts as a gather,
+/// so the committer starts on its flush timer (`Committer::new`), and none
+/// of these appends wakes it: they reach the OS when the timer ends.
+fn open_and_append(dir: &Path, flush_interval: Duration) -> Log {
+    let opts = Options::default()
+        .flush_interval(flush_interval)
+        .sync_interval(None);
+    let log = Log::open(dir, opts).unwrap();
+    append(&log, 3);
+    log
+}
+
+fn append(log: &Log, n: u8) {
+    for k in 0..n {
+        let _ = log
+            .append(&Record::new(RecordType::MARK).name(&[k]))
+            .unwrap();
+    }
+}
+
+fn visible(log: &Log) -> u64 {
+    log.reader(1).map(Result::unwrap).count() as u64
+}
+
+#[test]
+fn plain_appends_reach_readers_within_the_flush_interval() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = open_and_append(dir.path(), Duration::from_millis(20));
+    // A bound on a hang, not a speed: the interval is 20 ms.
+    eventually("plain appends become visible", || log.last_index() == 3);
+    // Two more right after that write: the committer is on its timer again.
+    append(&log, 2);
+    eventually("plain appends become visible", || log.last_index() == 5);
+    assert_eq!(visible(&log), 5);
+    // The flush wrote them; no fsync was made.
+    let st = log.stats();
+    assert_eq!((st.durable_index, st.syncs), (0, 0), "{st:?}");
+    log.close().unwrap();
+}
+
+#[test]
+fn plain_appends_wait_for_the_flush_interval_not_for_anything_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = open_and_append(dir.path(), Duration::from_secs(60));
+    std::thread::sleep(Duration::from_millis(300));
+    // Neither flushed nor visible: nothing but the 60 s timer (or a sync)
+    // would write them.
+    assert_eq!((log.last_index(), visible(&log)), (0, 0));
+    // An explicit sync does not wait for the timer.
+    assert_eq!(log.sync().unwrap().unwrap().index(), 3);
+    assert_eq!((log.last_index(), visible(&log)), (3, 3));
+    log.close().unwrap();
+}
