@@ -1,12 +1,13 @@
 //! End-to-end tests of `weir log`: write and tail (with bytes that are not
-//! UTF-8), consumers across invocations, masks, verify on a damaged
-//! segment, the writer lock seen from a second process, and a closed
+//! UTF-8), consumers across invocations, masks, following with and
+//! without a consumer, verify on a damaged segment and its progress bar on
+//! a terminal, the writer lock seen from a second process, and a closed
 //! stdout.
 
 mod support;
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 
 use serde_json::json;
 use support::{Weir, names};
@@ -394,4 +395,86 @@ fn masks_may_start_with_a_removal() {
     w.write(&["--type", "CREAT"], &[b"seen"]);
     let read = w.tail_json(&["--consumer", "c"]);
     assert_eq!(names(&read), vec![b"seen".to_vec()]);
+}
+
+#[test]
+fn follow_with_a_consumer_starts_at_its_cursor_and_keeps_its_mask() {
+    use rustix::process::{Pid, Signal, kill_process};
+    let w = Weir::new();
+    w.ok(
+        &["log", "consumer", "register", "c", "--mask", "CREAT"],
+        b"",
+    );
+    w.write(&["--type", "CREAT"], &[b"a", b"b"]);
+    w.ok(&["log", "consumer", "clear", "c", "1"], b"");
+    let mut tail = w
+        .cmd(&["log", "tail", "--consumer", "c", "--follow", "--json"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(tail.stdout.take().unwrap()).lines();
+    let mut next = || {
+        let l = lines.next().expect("a line").expect("read");
+        let v: serde_json::Value = serde_json::from_str(&l).unwrap();
+        (v["index"].as_u64().unwrap(), v["name"].clone())
+    };
+    // The cursor is past 1, so the first record is 2.
+    assert_eq!(next(), (2, json!("b")));
+    // Written by another process after tail caught up: the MARK is not in
+    // the consumer's mask, the CREAT after it is.
+    w.write(&[], &[b"m"]);
+    w.write(&["--type", "CREAT"], &[b"c"]);
+    assert_eq!(next(), (4, json!("c")));
+
+    kill_process(Pid::from_child(&tail), Signal::INT).unwrap();
+    assert!(tail.wait().unwrap().success(), "tail -f after SIGINT");
+    // Following reads; it does not clear.
+    assert_eq!(consumers(&w)[0]["cleared"], json!(1));
+}
+
+#[test]
+fn verify_draws_its_progress_bar_only_on_a_terminal() {
+    // `script` runs the command on a pseudo-terminal and copies what it
+    // draws there to its own stdout.
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipped: script(1) (util-linux) is not installed");
+        return;
+    }
+    let w = Weir::new();
+    let lines: Vec<Vec<u8>> = (0..2000)
+        .map(|k| format!("line {k}").into_bytes())
+        .collect();
+    let lines: Vec<&[u8]> = lines.iter().map(Vec::as_slice).collect();
+    w.write(&[], &lines);
+
+    let piped = w.run(&["log", "verify"], b"");
+    assert!(piped.status.success());
+    assert!(
+        !String::from_utf8_lossy(&piped.stderr).contains("verifying"),
+        "a bar on a pipe: {piped:?}"
+    );
+
+    let verify = w.cmd(&["log", "verify"]);
+    let line: Vec<String> = std::iter::once(verify.get_program())
+        .chain(verify.get_args())
+        .map(|a| shell_quote(&a.to_string_lossy()))
+        .collect();
+    let out = Command::new("script")
+        .args(["-qec", &line.join(" "), "/dev/null"])
+        .env("WEIR_SOCKET", w.socket())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        screen.contains("verifying"),
+        "no bar on a terminal: {screen:?}"
+    );
+    assert!(screen.contains("indexes 1-2000: ok"), "{screen:?}");
+}
+
+/// `s` as one word for `sh -c`.
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
 }
