@@ -17,7 +17,10 @@
 //! interleaved pass follows (see `interleave`): the cases take turns in
 //! 100 ms phases inside one process, and the median of the per-cycle ratios,
 //! with its 95% confidence interval, is the headline `min_ratio_weir`. The
-//! rounds' figures are reported beside it.
+//! rounds' figures are reported beside it. The same phases also give the
+//! process's CPU per operation, weir's over the no-log case's: the log's
+//! cost in CPU, which the noise in throughput hides, and the share of the
+//! CPUs each case kept busy, which shows any time they stood idle.
 //!
 //! Each weir round also reports its commit thread's CPU time per record
 //! (`Stats::committer_cpu_ns`): the part of weir's cost that runs beside
@@ -515,6 +518,23 @@ pub(crate) fn run(a: Args) -> Result<()> {
             "  min interleaved ratio: weir {:.3}, mutex {:.3}",
             inter.min[0], inter.min[1]
         );
+        println!();
+        println!("  the same phases: the process's CPU per operation, weir over none (median per");
+        println!("  cycle, with its 95% interval), and the share of the CPUs each case kept busy");
+        println!(
+            "  {:>3} {:>9} {:>15} | {:>6} {:>6} {:>6}",
+            "N", "weir CPU", "95% interval", "none", "weir", "mutex"
+        );
+        for (n, (c, busy)) in &inter.cpu {
+            println!(
+                "  {n:>3} {:>9.3} {:>15} | {:>6.3} {:>6.3} {:>6.3}",
+                c.median,
+                ci(c),
+                busy[0],
+                busy[1],
+                busy[2]
+            );
+        }
     }
     // The headline is the interleaved pass's: its ratios are taken within
     // one cycle of short phases, where the rounds' compare runs seconds
@@ -597,12 +617,16 @@ impl Spread {
 struct InterleavedSummary {
     /// N -> the per-cycle ratios of weir and of the mutex log.
     rows: BTreeMap<usize, [Spread; 2]>,
+    /// N -> weir's CPU per operation over the no-log case's, per cycle,
+    /// and the median share of the CPUs each case kept busy.
+    cpu: BTreeMap<usize, (Spread, [f64; 3])>,
     /// The lowest median over N, for weir and mutex.
     min: [f64; 2],
 }
 
 fn interleaved_summary(phases: &BTreeMap<usize, interleave::Phases>) -> InterleavedSummary {
     let mut rows = BTreeMap::new();
+    let mut cpu = BTreeMap::new();
     let mut min = [f64::INFINITY; 2];
     for (&n, p) in phases {
         let row = [1, 2].map(|ci| Spread::of(&p.paired(ci)));
@@ -610,8 +634,15 @@ fn interleaved_summary(phases: &BTreeMap<usize, interleave::Phases>) -> Interlea
             min[i] = min[i].min(row[i].median);
         }
         rows.insert(n, row);
+        cpu.insert(
+            n,
+            (
+                Spread::of(&p.cpu_paired(1)),
+                p.busy.each_ref().map(|b| median(b)),
+            ),
+        );
     }
-    InterleavedSummary { rows, min }
+    InterleavedSummary { rows, cpu, min }
 }
 
 impl InterleavedSummary {
@@ -649,6 +680,19 @@ impl InterleavedSummary {
             "quartiles_mutex": per_n(1, as_quartiles),
             "median_ci95_weir": per_n(0, as_ci),
             "median_ci95_mutex": per_n(1, as_ci),
+            "cpu_per_op_ratio_weir": self
+                .cpu
+                .iter()
+                .map(|(n, (s, _))| (n.to_string(), json!(round(s.median, 3))))
+                .collect::<Map<String, serde_json::Value>>(),
+            "busy_share": self
+                .cpu
+                .iter()
+                .map(|(n, (_, b))| {
+                    let [none, weir, mutex] = b.map(|x| round(x, 3));
+                    (n.to_string(), json!({"none": none, "weir": weir, "mutex": mutex}))
+                })
+                .collect::<Map<String, serde_json::Value>>(),
             "min_ratio_weir": round(self.min[0], 3),
             "min_ratio_mutex": round(self.min[1], 3),
         })
@@ -666,12 +710,20 @@ mod tests {
             1,
             interleave::Phases {
                 rates: [vec![100.0; 3], vec![97.0, 96.0, 99.0], vec![70.0; 3]],
+                cpu_per_op: [
+                    vec![1000.0; 3],
+                    vec![1030.0, 1040.0, 1050.0],
+                    vec![1300.0; 3],
+                ],
+                busy: [vec![1.0; 3], vec![0.98; 3], vec![0.7; 3]],
             },
         );
         phases.insert(
             2,
             interleave::Phases {
                 rates: [vec![200.0; 3], vec![188.0, 190.0, 192.0], vec![150.0; 3]],
+                cpu_per_op: [vec![1000.0; 3], vec![1050.0; 3], vec![1300.0; 3]],
+                busy: [vec![1.0; 3], vec![0.99; 3], vec![0.7; 3]],
             },
         );
         let s = interleaved_summary(&phases);
@@ -683,6 +735,8 @@ mod tests {
         assert!(j["median_ci95_weir"]["2"].is_null());
         let (n, worst) = s.worst_weir().unwrap();
         assert_eq!((n, worst.median), (2, 0.95));
+        assert_eq!(j["cpu_per_op_ratio_weir"]["1"], json!(1.04));
+        assert_eq!(j["busy_share"]["2"]["weir"], json!(0.99));
         assert!(
             interleaved_summary(&BTreeMap::new())
                 .json(3.0, 100)
@@ -698,6 +752,8 @@ mod tests {
             4,
             interleave::Phases {
                 rates: [vec![100.0; 20], weir, vec![70.0; 20]],
+                cpu_per_op: [vec![1.0; 20], vec![1.0; 20], vec![1.0; 20]],
+                busy: [vec![1.0; 20], vec![1.0; 20], vec![1.0; 20]],
             },
         );
         let j = interleaved_summary(&phases).json(3.0, 100);

@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, anyhow};
 
+use crate::timed;
+
 /// The phase value that tells the workers to stop the current phase.
 const BETWEEN: usize = usize::MAX - 1;
 /// The phase value that tells the workers to exit.
@@ -40,6 +42,12 @@ pub(crate) struct Measured {
     /// Per case, the rate (operations per second) of each of its phases,
     /// one per cycle.
     pub(crate) rates: Vec<Vec<f64>>,
+    /// Per case, the process's CPU time (every thread of it) in each of
+    /// its phases, in seconds, one per cycle: with the rates, the CPU per
+    /// operation and how busy the CPUs were.
+    pub(crate) cpu_s: Vec<Vec<f64>>,
+    /// Per case, the length of each of its phases in seconds.
+    pub(crate) secs: Vec<Vec<f64>>,
     /// Per case, the operations of all its phases.
     pub(crate) totals: Vec<u64>,
 }
@@ -84,6 +92,8 @@ impl Pass {
         };
         let mut m = Measured {
             rates: vec![Vec::new(); self.cases],
+            cpu_s: vec![Vec::new(); self.cases],
+            secs: vec![Vec::new(); self.cases],
             totals: vec![0; self.cases],
         };
         let run = std::thread::scope(|s| -> Result<()> {
@@ -127,11 +137,13 @@ impl Pass {
                 before(case)?;
                 shared.phase.store(case, Ordering::Release);
                 let t0 = Instant::now();
+                let cpu0 = timed::process_cpu_s();
                 shared.turn.wait();
                 std::thread::sleep(self.phase);
                 shared.phase.store(BETWEEN, Ordering::Release);
                 shared.turn.wait();
                 after(case)?;
+                let cpu = timed::process_cpu_s() - cpu0;
                 let dt = t0.elapsed().as_secs_f64();
                 if shared.failed.load(Ordering::Acquire) {
                     return Err(anyhow!("a worker failed"));
@@ -139,6 +151,8 @@ impl Pass {
                 let ops: u64 = shared.ops.iter().map(|o| o.load(Ordering::Acquire)).sum();
                 m.totals[case] += ops;
                 m.rates[case].push(ops as f64 / dt);
+                m.cpu_s[case].push(cpu);
+                m.secs[case].push(dt);
             }
             first = (first + 1) % self.cases;
         }

@@ -68,7 +68,8 @@ pub(crate) fn clock_ns(id: ClockId) -> u64 {
     u64::try_from(t.tv_sec).unwrap_or(0) * 1_000_000_000 + u64::try_from(t.tv_nsec).unwrap_or(0)
 }
 
-fn process_cpu_s() -> f64 {
+/// The CPU time of every thread of this process so far, in seconds.
+pub(crate) fn process_cpu_s() -> f64 {
     clock_ns(ClockId::ProcessCPUTime) as f64 / 1e9
 }
 

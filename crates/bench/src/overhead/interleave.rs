@@ -39,17 +39,29 @@ pub(crate) struct Phases {
     /// Per case (in [`Case::ALL`] order), the rate of each of its phases,
     /// one per cycle.
     pub(crate) rates: [Vec<f64>; 3],
+    /// Per case, the process's CPU ns per operation in each of its phases
+    /// (weir's committer included).
+    pub(crate) cpu_per_op: [Vec<f64>; 3],
+    /// Per case, the share of the machine's CPUs the process kept busy in
+    /// each of its phases.
+    pub(crate) busy: [Vec<f64>; 3],
 }
 
 impl Phases {
     /// `case`'s rate over the no-changelog rate of the same cycle, per cycle.
     pub(crate) fn paired(&self, case: usize) -> Vec<f64> {
-        self.rates[case]
-            .iter()
-            .zip(&self.rates[0])
-            .map(|(c, none)| c / none)
-            .collect()
+        ratios(&self.rates[case], &self.rates[0])
     }
+
+    /// `case`'s CPU per operation over the no-changelog case's, per cycle:
+    /// what the log costs in CPU, apart from any time the CPUs stood idle.
+    pub(crate) fn cpu_paired(&self, case: usize) -> Vec<f64> {
+        ratios(&self.cpu_per_op[case], &self.cpu_per_op[0])
+    }
+}
+
+fn ratios(a: &[f64], b: &[f64]) -> Vec<f64> {
+    a.iter().zip(b).map(|(x, y)| x / y).collect()
 }
 
 /// Runs `n` threads for about `secs` seconds of cycles of `phase` per case,
@@ -99,11 +111,21 @@ pub(crate) fn run(
             m.totals[2]
         );
     }
-    let rates = m
-        .rates
-        .try_into()
-        .map_err(|_| anyhow!("a pass of three cases gave another number"))?;
-    Ok(Phases { rates })
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let per_case = |f: &dyn Fn(usize, usize) -> f64| -> Result<[Vec<f64>; 3]> {
+        (0..Case::ALL.len())
+            .map(|c| (0..m.rates[c].len()).map(|k| f(c, k)).collect())
+            .collect::<Vec<Vec<f64>>>()
+            .try_into()
+            .map_err(|_| anyhow!("a pass of three cases gave another number"))
+    };
+    // Operations in a phase: its rate times its length.
+    let ops = |c: usize, k: usize| m.rates[c][k] * m.secs[c][k];
+    Ok(Phases {
+        rates: per_case(&|c, k| m.rates[c][k])?,
+        cpu_per_op: per_case(&|c, k| m.cpu_s[c][k] * 1e9 / ops(c, k).max(1.0))?,
+        busy: per_case(&|c, k| m.cpu_s[c][k] / (m.secs[c][k] * cpus))?,
+    })
 }
 
 #[cfg(test)]
@@ -124,7 +146,7 @@ mod tests {
         .unwrap();
         let cycles = p.rates[0].len();
         assert!(cycles >= 1);
-        for r in &p.rates {
+        for r in p.rates.iter().chain(&p.cpu_per_op).chain(&p.busy) {
             assert_eq!(r.len(), cycles);
             // Not every phase: a loaded machine may not run the workers
             // within one phase.
@@ -138,8 +160,11 @@ mod tests {
         // the same cycle stay put, where a ratio of overall medians would not.
         let p = Phases {
             rates: [vec![100.0, 50.0], vec![95.0, 47.5], vec![70.0, 36.0]],
+            cpu_per_op: [vec![1000.0, 2000.0], vec![1040.0, 2100.0], vec![0.0; 2]],
+            busy: [vec![1.0; 2], vec![1.0; 2], vec![0.7; 2]],
         };
         assert_eq!(p.paired(1), vec![0.95, 0.95]);
         assert_eq!(p.paired(2), vec![0.7, 0.72]);
+        assert_eq!(p.cpu_paired(1), vec![1.04, 1.05]);
     }
 }
