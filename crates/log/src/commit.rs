@@ -157,6 +157,11 @@ impl Committer {
         };
         let spares = Spares::open(&*opts.fs, &inner.dir, zero_fill, opts.segment_size);
         let last_of_type = LastOfType::new(inner.ring.taken());
+        // An open is an idle spell like any other: the first record after
+        // it is written at once, not after a flush interval.
+        let last_gather = Instant::now()
+            .checked_sub(opts.flush_interval)
+            .unwrap_or_else(Instant::now);
         let marks = retention::PendingMarks::owed_at_open(
             &inner.consumers.lock().unwrap_or_else(|p| p.into_inner()),
         );
@@ -164,7 +169,7 @@ impl Committer {
             inner,
             active,
             last_sync: Instant::now(),
-            last_gather: Instant::now(),
+            last_gather,
             last_maintenance: Instant::now(),
             retry: None,
             marks,
@@ -336,7 +341,15 @@ impl Committer {
         // the timer for the rest of it before going idle, so a stream of
         // appends does not have to wake the committer every few records.
         let since = self.last_gather.elapsed();
-        let window = if self.pending() > 0 || self.head_ready() {
+        let head_ready = self.head_ready();
+        // Records that arrived after an idle spell, before the committer
+        // parked (after an open, say), are written at once, as they would
+        // have been had they woken it. Only a placeable head counts: a
+        // hole would gather nothing, and the committer would come back.
+        if head_ready && since >= opts.flush_interval {
+            return;
+        }
+        let window = if self.pending() > 0 || head_ready {
             Some(opts.flush_interval)
         } else {
             opts.flush_interval

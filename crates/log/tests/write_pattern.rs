@@ -11,7 +11,8 @@
 //!
 //! The flush bound is checked too: a plain `append` reaches the OS (and so
 //! readers) within `Options::flush_interval`, with no sync, and it is that
-//! interval, not some other wake-up, that bounds it.
+//! interval, not some other wake-up, that bounds it; the first record after
+//! an open, an idle spell like any other, is written at once.
 
 mod support;
 
@@ -280,16 +281,25 @@ fn segments_are_written_once_and_durable_commits_end_on_a_block() {
     check_rules(&fs.journal.lock().unwrap());
 }
 
-/// Opens a log that only the flush (or `sync`) makes appends visible in,
-/// and appends 3 records to it straight away. An open counts as a gather,
-/// so the committer starts on its flush timer (`Committer::new`), and none
-/// of these appends wakes it: they reach the OS when the timer ends.
-fn open_and_append(dir: &Path, flush_interval: Duration) -> Log {
+/// Opens a log with `flush_interval` and no sync interval, appends one
+/// record, and waits for it: an open is an idle spell, so the first record
+/// after it is written at once. The committer then waits on its flush
+/// timer, and the next appends do not wake it.
+fn open_and_append_one(dir: &Path, flush_interval: Duration) -> Log {
     let opts = Options::default()
         .flush_interval(flush_interval)
         .sync_interval(None);
     let log = Log::open(dir, opts).unwrap();
-    append(&log, 3);
+    append(&log, 1);
+    // A bound on a hang, not a speed. With a 60 s interval this fails if
+    // the first record waited for the timer (a regression: a fresh log's
+    // committer started on its flush timer, not idle).
+    eventually("the first record after the open is written", || {
+        log.last_index() == 1
+    });
+    // Let the wake that write took be spent before the next appends: a
+    // wake left over would end the committer's next timed wait early.
+    std::thread::sleep(Duration::from_millis(50));
     log
 }
 
@@ -308,14 +318,15 @@ fn visible(log: &Log) -> u64 {
 #[test]
 fn plain_appends_reach_readers_within_the_flush_interval() {
     let dir = tempfile::tempdir().unwrap();
-    let log = open_and_append(dir.path(), Duration::from_millis(20));
+    let log = open_and_append_one(dir.path(), Duration::from_millis(20));
+    append(&log, 2);
     // A bound on a hang, not a speed: the interval is 20 ms.
     eventually("plain appends become visible", || log.last_index() == 3);
     // Two more right after that write: the committer is on its timer again.
     append(&log, 2);
     eventually("plain appends become visible", || log.last_index() == 5);
     assert_eq!(visible(&log), 5);
-    // The flush wrote them; no fsync was made.
+    // The flushes wrote them; no fsync was made.
     let st = log.stats();
     assert_eq!((st.durable_index, st.syncs), (0, 0), "{st:?}");
     log.close().unwrap();
@@ -324,11 +335,12 @@ fn plain_appends_reach_readers_within_the_flush_interval() {
 #[test]
 fn plain_appends_wait_for_the_flush_interval_not_for_anything_else() {
     let dir = tempfile::tempdir().unwrap();
-    let log = open_and_append(dir.path(), Duration::from_secs(60));
+    let log = open_and_append_one(dir.path(), Duration::from_secs(60));
+    append(&log, 2);
     std::thread::sleep(Duration::from_millis(300));
     // Neither flushed nor visible: nothing but the 60 s timer (or a sync)
     // would write them.
-    assert_eq!((log.last_index(), visible(&log)), (0, 0));
+    assert_eq!((log.last_index(), visible(&log)), (1, 1));
     // An explicit sync does not wait for the timer.
     assert_eq!(log.sync().unwrap().unwrap().index(), 3);
     assert_eq!((log.last_index(), visible(&log)), (3, 3));
