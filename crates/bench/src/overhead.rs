@@ -516,7 +516,8 @@ pub(crate) fn run(a: Args) -> Result<()> {
         }
         println!(
             "  min interleaved ratio: weir {:.3}, mutex {:.3}",
-            inter.min[0], inter.min[1]
+            inter.min()[0],
+            inter.min()[1]
         );
         println!();
         println!("  the same phases: the process's CPU per operation, weir over none (median per");
@@ -543,7 +544,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let (headline, from) = if phases.is_empty() {
         (min_ratio, "rounds")
     } else {
-        (inter.min, "interleaved")
+        (inter.min(), "interleaved")
     };
     println!(
         "  min_ratio_weir {:.3}, min_ratio_mutex {:.3} (from the {from}); target for weir: >= 0.95",
@@ -620,20 +621,13 @@ struct InterleavedSummary {
     /// N -> weir's CPU per operation over the no-log case's, per cycle,
     /// and the median share of the CPUs each case kept busy.
     cpu: BTreeMap<usize, (Spread, [f64; 3])>,
-    /// The lowest median over N, for weir and mutex.
-    min: [f64; 2],
 }
 
 fn interleaved_summary(phases: &BTreeMap<usize, interleave::Phases>) -> InterleavedSummary {
     let mut rows = BTreeMap::new();
     let mut cpu = BTreeMap::new();
-    let mut min = [f64::INFINITY; 2];
     for (&n, p) in phases {
-        let row = [1, 2].map(|ci| Spread::of(&p.paired(ci)));
-        for i in 0..2 {
-            min[i] = min[i].min(row[i].median);
-        }
-        rows.insert(n, row);
+        rows.insert(n, [1, 2].map(|ci| Spread::of(&p.paired(ci))));
         cpu.insert(
             n,
             (
@@ -642,10 +636,20 @@ fn interleaved_summary(phases: &BTreeMap<usize, interleave::Phases>) -> Interlea
             ),
         );
     }
-    InterleavedSummary { rows, cpu, min }
+    InterleavedSummary { rows, cpu }
 }
 
 impl InterleavedSummary {
+    /// The lowest median over N, for weir and mutex.
+    fn min(&self) -> [f64; 2] {
+        [0, 1].map(|i| {
+            self.rows
+                .values()
+                .map(|row| row[i].median)
+                .fold(f64::INFINITY, f64::min)
+        })
+    }
+
     /// The N whose weir median is the lowest, and that median's interval.
     fn worst_weir(&self) -> Option<(usize, Spread)> {
         self.rows
@@ -693,8 +697,8 @@ impl InterleavedSummary {
                     (n.to_string(), json!({"none": none, "weir": weir, "mutex": mutex}))
                 })
                 .collect::<Map<String, serde_json::Value>>(),
-            "min_ratio_weir": round(self.min[0], 3),
-            "min_ratio_mutex": round(self.min[1], 3),
+            "min_ratio_weir": round(self.min()[0], 3),
+            "min_ratio_mutex": round(self.min()[1], 3),
         })
     }
 }
@@ -727,7 +731,7 @@ mod tests {
             },
         );
         let s = interleaved_summary(&phases);
-        assert_eq!(s.min, [0.95, 0.7]);
+        assert_eq!(s.min(), [0.95, 0.7]);
         let j = s.json(3.0, 100);
         assert_eq!(j["min_ratio_weir"], json!(0.95));
         assert_eq!(j["paired_ratio_weir"]["1"], json!(0.97));
