@@ -14,7 +14,9 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use support::{ENOSPC, Payload, check_log, read_dir, scan_segment, segment_files, within};
+use support::{
+    ENOSPC, Payload, check_log, check_sequence, read_dir, scan_segment, segment_files, within,
+};
 use weir_log::fault::FaultyFs;
 use weir_log::segment::parse_segment_name;
 use weir_log::{Appended, Error, Log, Options, Preallocation};
@@ -39,14 +41,6 @@ fn append(log: &Log, i: u64) -> Appended {
     let a = Payload::new(SALT, i).with(|r| log.append(r)).unwrap();
     assert_eq!(a.index(), i);
     a
-}
-
-/// Checks that `recs` are `1..=recs.len()`, each with its payload.
-fn check_prefix(recs: &[weir_log::LogRecord]) {
-    for (k, r) in recs.iter().enumerate() {
-        assert_eq!(r.index, k as u64 + 1);
-        assert!(Payload::new(SALT, r.index).matches(r), "{r:?}");
-    }
 }
 
 #[test]
@@ -93,10 +87,10 @@ fn enospc_mid_commit_fails_the_writer_and_heals_without_loss() {
         // never a torn one.
         let live: Vec<_> = log.reader(1).map(Result::unwrap).collect();
         assert_eq!(live.len() as u64, committed);
-        check_prefix(&live);
+        check_sequence(&live, SALT);
         let on_disk = read_dir(dir.path());
         assert!(on_disk.len() as u64 >= committed);
-        check_prefix(&on_disk);
+        check_sequence(&on_disk, SALT);
 
         // Appendable while the disk is full.
         pending.extend((201..=250).map(|i| append(&log, i)));
@@ -109,14 +103,14 @@ fn enospc_mid_commit_fails_the_writer_and_heals_without_loss() {
         // log, then from the directory (with `verify`), then reopened.
         let all: Vec<_> = log.reader(1).map(Result::unwrap).collect();
         assert_eq!(all.len(), 250);
-        check_prefix(&all);
+        check_sequence(&all, SALT);
         log.close().unwrap();
         assert_eq!(check_log(dir.path(), SALT, 250), 250);
         let log = Log::open(dir.path(), opts(&FaultyFs::new())).unwrap();
         assert_eq!(log.recovery().next_index, 251);
         let again: Vec<_> = log.reader(1).map(Result::unwrap).collect();
         assert_eq!(again.len(), 250);
-        check_prefix(&again);
+        check_sequence(&again, SALT);
         log.close().unwrap();
     });
 }

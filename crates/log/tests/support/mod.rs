@@ -3,7 +3,8 @@
 //! - [`Payload`]: the record a workload writes for an index, derived from a
 //!   salt and the index alone, so a test can say what every index must hold
 //!   without remembering what it wrote.
-//! - [`check_log`]: reads a whole log directory and checks it against that
+//! - [`check_sequence`] checks records against that model, and
+//!   [`check_log`] reads a whole log directory and checks it against that
 //!   model: gap-free from 1, every record exact, `verify` clean.
 //! - [`scan_segment`] and [`predict`]: a small scanner written from
 //!   `docs/format.md`, separate from the crate's own, and the recovery it
@@ -128,24 +129,25 @@ pub fn read_dir(dir: &Path) -> Vec<LogRecord> {
         .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
 }
 
-/// Checks the log in `dir` against the workload model: indexes 1..=n with no
-/// gap, each record exactly `Payload::new(salt, index)`, `n >= at_least`, and
-/// `verify` clean. Returns `n`.
-pub fn check_log(dir: &Path, salt: u64, at_least: u64) -> u64 {
-    let recs = read_dir(dir);
+/// Checks `recs` against the workload model: indexes 1..=len with no gap,
+/// each record exactly `Payload::new(salt, index)`.
+pub fn check_sequence(recs: &[LogRecord], salt: u64) {
     for (k, r) in recs.iter().enumerate() {
-        assert_eq!(
-            r.index,
-            k as u64 + 1,
-            "index out of sequence in {}",
-            dir.display()
-        );
+        assert_eq!(r.index, k as u64 + 1, "index out of sequence");
         assert!(
             Payload::new(salt, r.index).matches(r),
             "record {} is not what the workload wrote: {r:?}",
             r.index
         );
     }
+}
+
+/// Checks the log in `dir` against the workload model: indexes 1..=n with no
+/// gap, each record exactly `Payload::new(salt, index)`, `n >= at_least`, and
+/// `verify` clean. Returns `n`.
+pub fn check_log(dir: &Path, salt: u64, at_least: u64) -> u64 {
+    let recs = read_dir(dir);
+    check_sequence(&recs, salt);
     let n = recs.len() as u64;
     assert!(
         n >= at_least,
