@@ -111,6 +111,14 @@ pub(crate) struct Inner {
     pub(crate) durable: AtomicU64,
     /// The highest index some waiter wants durable.
     pub(crate) durable_wanted: AtomicU64,
+    /// The highest index some caller wants written to the OS now, ahead
+    /// of the flush interval (a consumer clearing what it just appended).
+    pub(crate) commit_wanted: AtomicU64,
+    /// Kicks of the committer so far. A kick also leaves an unpark token
+    /// when the committer is awake; counting them lets the committer tell
+    /// a wake that asks for something from that stale token, which used to
+    /// cut its batch window short and write early.
+    pub(crate) wakes: AtomicU64,
     /// The oldest index still in the log.
     pub(crate) first_index: AtomicU64,
     pub(crate) poisoned: AtomicBool,
@@ -185,7 +193,10 @@ impl Inner {
         self.commit_cv.notify_all();
     }
 
+    /// Wakes the committer to look at its work again.
     pub(crate) fn kick(&self) {
+        // Before the unpark: a committer that wakes finds the count moved.
+        self.wakes.fetch_add(1, Ordering::SeqCst);
         if let Some(t) = self.committer.get() {
             t.unpark();
         }
@@ -525,6 +536,8 @@ impl Log {
             committed: AtomicU64::new(next - 1),
             durable: AtomicU64::new(next - 1),
             durable_wanted: AtomicU64::new(0),
+            commit_wanted: AtomicU64::new(0),
+            wakes: AtomicU64::new(0),
             first_index: AtomicU64::new(rec.segments.first().map_or(next, |s| s.base)),
             poisoned: AtomicBool::new(false),
             closing: AtomicBool::new(false),

@@ -40,6 +40,9 @@ impl Committer {
     /// Parks until there is work: a batch window after a record arrives, at
     /// once for urgent work, and idle otherwise.
     pub(super) fn wait_for_work(&mut self) {
+        // Kicks from here on ask for something this look may miss; an
+        // unpark token left by an earlier one does not.
+        let seen = self.inner.wakes.load(Ordering::SeqCst);
         if self.urgent() {
             return;
         }
@@ -87,8 +90,9 @@ impl Committer {
             let d = [Some(window), sync_due, retry, lift]
                 .into_iter()
                 .flatten()
-                .min();
-            thread::park_timeout(d.unwrap_or(window));
+                .min()
+                .unwrap_or(window);
+            self.park_window(Instant::now() + d, seen);
             return;
         }
         self.inner.committer_idle.store(true, Ordering::SeqCst);
@@ -104,6 +108,35 @@ impl Committer {
         thread::park_timeout(d);
         // The first record after idleness is written at once.
         self.inner.committer_idle.store(false, Ordering::SeqCst);
+    }
+
+    /// Sleeps until `deadline`, or until a kick after `seen` or work that
+    /// will not wait for the window. A wake for neither (the unpark token
+    /// of a kick this committer had already served, or a spurious one)
+    /// sleeps again: it used to end the window, and write a batch early.
+    fn park_window(&self, deadline: Instant, seen: u64) {
+        loop {
+            if self.inner.wakes.load(Ordering::SeqCst) != seen
+                || self.urgent()
+                || self.commit_wanted()
+            {
+                return;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return;
+            }
+            thread::park_timeout(deadline - now);
+        }
+    }
+
+    /// Whether a caller waits for a record to be written that can be
+    /// written now. Not while a hole holds the head: the committer could
+    /// place nothing and would come straight back.
+    fn commit_wanted(&self) -> bool {
+        self.inner.commit_wanted.load(Ordering::Acquire)
+            > self.inner.committed.load(Ordering::Acquire)
+            && self.head_ready()
     }
 
     /// After an fsync that satisfied durable waiters, looks for the next
@@ -173,3 +206,6 @@ impl Committer {
         inner.gather_target.store(0, Ordering::SeqCst);
     }
 }
+
+#[cfg(test)]
+mod tests;

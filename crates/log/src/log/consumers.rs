@@ -97,6 +97,7 @@ impl Log {
         if upto <= inner.last_committed() || upto >= inner.ring.next() {
             return;
         }
+        inner.commit_wanted.fetch_max(upto, Ordering::SeqCst);
         inner.kick();
         let deadline = Instant::now() + CLEAR_COMMIT_WAIT;
         let mut g = inner.lock_wait();
