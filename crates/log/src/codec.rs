@@ -150,6 +150,22 @@ pub(crate) fn encode_unsealed_to(r: &Record<'_>, index: u64, time_ns: u64, out: 
     assert_eq!(w.at, len, "the buffer is not the encoded length");
 }
 
+/// Where a frame's index sits: bytes 8..16 of the header.
+pub(crate) const INDEX_AT: std::ops::Range<usize> = 8..16;
+
+/// Sets the index of an unsealed frame. The append path encodes a small
+/// frame before it has its index, so that the encoding overlaps the wait
+/// for the index counter's cache line, and fills the index in after.
+///
+/// # Panics
+///
+/// If `frame` is shorter than a header.
+#[inline]
+pub(crate) fn set_index(frame: &mut [u8], index: u64) {
+    assert!(frame.len() >= HEADER_LEN, "not a frame");
+    frame[INDEX_AT].copy_from_slice(&index.to_le_bytes());
+}
+
 /// Computes the CRC of a whole frame and stores it in bytes 4..8. Sealing
 /// twice gives the same bytes: the CRC does not cover its own field.
 ///

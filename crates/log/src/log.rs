@@ -290,28 +290,26 @@ impl Inner {
     /// Appends without waiting for room: used by the committer for MARKs.
     pub(crate) fn try_append(&self, r: &Record<'_>) -> Option<u64> {
         let len = self.encoded_len(r).ok()?;
-        let time = record_time_ns();
+        let draft = Draft::new(r, len);
         let res = self.ring.try_reserve(len)?;
-        encode_and_publish(&self.ring, r, res, time, len);
+        draft.publish(&self.ring, r, res);
         Some(res.index)
     }
 
     pub(crate) fn append(&self, r: &Record<'_>) -> Result<u64> {
         // The counter's line is usually in another core's cache or the
-        // shared one: fetching it now overlaps the fetch with the checks
-        // and the clock below.
+        // shared one: fetching it now overlaps the fetch with the checks,
+        // the clock and the encoding below.
         self.ring.prefetch_reserve();
         let len = self.encoded_len(r)?;
         self.check_open()?;
-        // The time is read before the reservation, whose wait for the
-        // counter's line it then overlaps; a writer that had to wait for
-        // room reads it again.
-        let mut time = record_time_ns();
+        let mut draft = Draft::new(r, len);
         let res = match self.ring.try_reserve(len) {
             Some(res) => res,
             None => {
                 let res = self.reserve_waiting(len)?;
-                time = record_time_ns();
+                // The record's time is when it got its place.
+                draft = Draft::new(r, len);
                 res
             }
         };
@@ -322,7 +320,7 @@ impl Inner {
         // a writer preempted here is the hole the committer lifts past.
         fail_point!("weir_log::append::reserved");
         let (idx, spilled) = (res.index, res.spill);
-        encode_and_publish(&self.ring, r, res, time, len);
+        draft.publish(&self.ring, r, res);
         // Wake the committer when this record starts a batch after idleness,
         // and every quarter ring of appends, so that it drains (or lifts
         // past a hole) well before the ring fills. The SeqCst load pairs
@@ -368,24 +366,56 @@ thread_local! {
     static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
-fn encode_and_publish(ring: &Ring, r: &Record<'_>, res: Reservation, time: u64, len: usize) {
-    if len <= INLINE && !res.spill {
-        // The common case: encode on the stack, straight into the words
-        // the slot will hold.
-        let mut buf = [0u8; INLINE];
-        codec::encode_unsealed_to(r, res.index, time, &mut buf[..len]);
-        ring.publish_inline(res.index, &buf, len);
-        return;
-    }
-    SCRATCH.with(|s| {
-        let mut buf = s.borrow_mut();
-        buf.clear();
-        codec::encode_unsealed_into(r, res.index, time, len, &mut buf);
-        ring.publish(res, &buf);
-        if buf.capacity() > 64 * 1024 {
-            *buf = Vec::new();
+/// A record's frame before it has its index, with its time taken.
+///
+/// A small frame (the common case) is encoded here, on the stack, before
+/// the reservation: the encoding then overlaps the wait for the index
+/// counter's cache line, which comes from the other core on almost every
+/// contended append, and only the index is filled in after. A larger frame
+/// is encoded once its index is known, in the thread's scratch buffer.
+struct Draft {
+    time: u64,
+    len: usize,
+    buf: [u8; INLINE],
+}
+
+impl Draft {
+    #[inline]
+    fn new(r: &Record<'_>, len: usize) -> Draft {
+        let mut d = Draft {
+            time: record_time_ns(),
+            len,
+            buf: [0; INLINE],
+        };
+        if let Some(frame) = d.buf.get_mut(..len) {
+            codec::encode_unsealed_to(r, 0, d.time, frame);
         }
-    });
+        d
+    }
+
+    /// Gives the frame its reserved index and publishes it. `r` is the
+    /// record the draft was made from.
+    #[inline]
+    fn publish(mut self, ring: &Ring, r: &Record<'_>, res: Reservation) {
+        if self.len <= INLINE {
+            codec::set_index(&mut self.buf[..self.len], res.index);
+            if res.spill {
+                ring.publish(res, &self.buf[..self.len]);
+            } else {
+                ring.publish_inline(res.index, &self.buf, self.len);
+            }
+            return;
+        }
+        SCRATCH.with(|s| {
+            let mut buf = s.borrow_mut();
+            buf.clear();
+            codec::encode_unsealed_into(r, res.index, self.time, self.len, &mut buf);
+            ring.publish(res, &buf);
+            if buf.capacity() > 64 * 1024 {
+                *buf = Vec::new();
+            }
+        });
+    }
 }
 
 /// Proof that a record has its index and its place in the order. It reaches

@@ -38,7 +38,7 @@ const WORDS: usize = INLINE / 8;
 /// (and its CRC field, still zero: the committer seals frames).
 const READY: usize = 1;
 
-const _: () = assert!(READY * 8 + 8 <= crate::codec::HEADER_LEN);
+const _: () = assert!(READY * 8 == crate::codec::INDEX_AT.start);
 
 /// One record's place in the ring: the frame itself, as 128 bytes of words.
 ///

@@ -46,7 +46,7 @@ impl<'a> Hole<'a> {
         if let Some(res) = self.held.take() {
             let record = Record::new(RecordType::UNLNK).name(b"hole");
             let len = codec::encoded_len(&record).unwrap();
-            encode_and_publish(&self.log.inner.ring, &record, res, now_ns(), len);
+            Draft::new(&record, len).publish(&self.log.inner.ring, &record, res);
         }
     }
 }
