@@ -6,7 +6,6 @@
 //! waiters, consumers, readers moving between segments, and the committer,
 //! never by a plain `append`.
 
-use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, RwLock};
@@ -14,7 +13,6 @@ use std::thread::{JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
 pub(crate) use crate::clock::now_ns;
-use crate::clock::record_time_ns;
 use crate::consumers::Consumers;
 use crate::error::{Error, Result, StallCause};
 use crate::latency::{Histogram, SharedHistogram};
@@ -22,8 +20,9 @@ use crate::options::Options;
 use crate::reader::Reader;
 use crate::record::Record;
 use crate::recovery::{self, RecoveryReport};
-use crate::ring::{INLINE, Reservation, Ring};
+use crate::ring::{Reservation, Ring};
 use crate::{codec, commit};
+use draft::Draft;
 
 /// Calls `done` until it holds or `until` passes, yielding the CPU between
 /// calls rather than spinning, so that on a busy CPU the thread being
@@ -357,64 +356,6 @@ impl Inner {
 
     pub(crate) fn last_committed(&self) -> u64 {
         self.committed.load(Ordering::Acquire)
-    }
-}
-
-thread_local! {
-    /// Each writer thread encodes into its own buffer, then copies the frame
-    /// into its ring slot.
-    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-}
-
-/// A record's frame before it has its index, with its time taken.
-///
-/// A small frame (the common case) is encoded here, on the stack, before
-/// the reservation: the encoding then overlaps the wait for the index
-/// counter's cache line, which comes from the other core on almost every
-/// contended append, and only the index is filled in after. A larger frame
-/// is encoded once its index is known, in the thread's scratch buffer.
-struct Draft {
-    time: u64,
-    len: usize,
-    buf: [u8; INLINE],
-}
-
-impl Draft {
-    #[inline]
-    fn new(r: &Record<'_>, len: usize) -> Draft {
-        let mut d = Draft {
-            time: record_time_ns(),
-            len,
-            buf: [0; INLINE],
-        };
-        if let Some(frame) = d.buf.get_mut(..len) {
-            codec::encode_unsealed_to(r, 0, d.time, frame);
-        }
-        d
-    }
-
-    /// Gives the frame its reserved index and publishes it. `r` is the
-    /// record the draft was made from.
-    #[inline]
-    fn publish(mut self, ring: &Ring, r: &Record<'_>, res: Reservation) {
-        if self.len <= INLINE {
-            codec::set_index(&mut self.buf[..self.len], res.index);
-            if res.spill {
-                ring.publish(res, &self.buf[..self.len]);
-            } else {
-                ring.publish_inline(res.index, &self.buf, self.len);
-            }
-            return;
-        }
-        SCRATCH.with(|s| {
-            let mut buf = s.borrow_mut();
-            buf.clear();
-            codec::encode_unsealed_into(r, res.index, self.time, self.len, &mut buf);
-            ring.publish(res, &buf);
-            if buf.capacity() > 64 * 1024 {
-                *buf = Vec::new();
-            }
-        });
     }
 }
 
@@ -805,6 +746,7 @@ fn take_lock(dir: &Path) -> Result<std::fs::File> {
 }
 
 mod consumers;
+mod draft;
 mod durable;
 mod poll;
 #[cfg(test)]
