@@ -15,7 +15,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use support::{
-    ENOSPC, Payload, check_log, check_sequence, read_dir, scan_segment, segment_files, within,
+    ENOSPC, Payload, check_log, check_sequence, read_dir, scan_segment, segment_files,
+    wait_until_durable, within,
 };
 use weir_log::fault::FaultyFs;
 use weir_log::segment::parse_segment_name;
@@ -96,7 +97,7 @@ fn enospc_mid_commit_fails_the_writer_and_heals_without_loss() {
         pending.extend((201..=250).map(|i| append(&log, i)));
         fs.heal();
         for a in pending {
-            wait_until_durable(&log, a);
+            wait_until_durable(&log, a, |e| matches!(e, Error::NoSpace));
         }
 
         // Every record once, in order, with its payload: through the open
@@ -113,17 +114,4 @@ fn enospc_mid_commit_fails_the_writer_and_heals_without_loss() {
         check_sequence(&again, SALT);
         log.close().unwrap();
     });
-}
-
-/// Waits for `a` to become durable; a wait that began before the heal may
-/// still see the last retry fail.
-fn wait_until_durable(log: &Log, a: Appended) {
-    for _ in 0..10 {
-        match log.wait_durable(a) {
-            Ok(_) => return,
-            Err(Error::NoSpace) => continue,
-            Err(e) => panic!("waiting for {}: {e}", a.index()),
-        }
-    }
-    panic!("record {} never became durable after the heal", a.index());
 }

@@ -13,6 +13,8 @@
 //!   instead of hanging it; [`eventually`], a poll for what the committer
 //!   does on its own time.
 //! - [`fill`]: appends a run of 500-byte records.
+//! - [`wait_until_durable`]: waits out the failed retries a healed fault
+//!   may still report.
 #![allow(dead_code, unreachable_pub)] // each test binary uses a subset
 
 use std::path::{Path, PathBuf};
@@ -23,7 +25,7 @@ use weir_log::codec::{self, DecodeError};
 use weir_log::fs::StdFs;
 use weir_log::segment::parse_segment_name;
 use weir_log::segment::{BLOCK, HEADER_LEN, SegmentHeader};
-use weir_log::{Field, LogRecord, Reader, Record, RecordType, TornTail};
+use weir_log::{Appended, Error, Field, Log, LogRecord, Reader, Record, RecordType, TornTail};
 
 /// ENOSPC.
 pub const ENOSPC: i32 = rustix::io::Errno::NOSPC.raw_os_error();
@@ -404,4 +406,22 @@ pub fn predict(dir: &Path) -> Expect {
     e.next_index = s.next_index;
     e.sealed_tail = s.torn() || !s.end.is_multiple_of(BLOCK);
     e
+}
+
+/// Waits for `a` to become durable after a fault was healed: a wait that
+/// began before the heal may still see the last retry fail, with an error
+/// `retryable` accepts. Any other error, or ten retryable ones, fails the
+/// test.
+pub fn wait_until_durable(log: &Log, a: Appended, retryable: impl Fn(&Error) -> bool) {
+    for _ in 0..10 {
+        match log.wait_durable(a) {
+            Ok(d) => return assert_eq!(d.index(), a.index()),
+            Err(e) if retryable(&e) => continue,
+            Err(e) => panic!("waiting for {}: {e}", a.index()),
+        }
+    }
+    panic!(
+        "record {} never became durable after the fault was healed",
+        a.index()
+    );
 }
