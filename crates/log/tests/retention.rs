@@ -8,14 +8,13 @@
 
 mod support;
 
-use std::collections::HashMap;
-use std::io;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use support::peak_fs::PeakFs;
 use support::{eventually, fill};
-use weir_log::fs::{FileSystem, StdFs};
+use weir_log::fs::StdFs;
 use weir_log::segment::parse_segment_name;
 use weir_log::{
     Error, FullPolicy, Log, LogRecord, Options, Preallocation, Reader, Record, RecordType,
@@ -441,102 +440,6 @@ fn drop_oldest_keeps_consumers_and_marks_the_drop() {
     assert!(log.last_index() > last);
 }
 
-/// A filesystem that tracks the total length of segment files after every
-/// operation and remembers the peak, so a size bound can be checked exactly
-/// rather than by sampling.
-#[derive(Debug)]
-struct PeakFs {
-    inner: weir_log::mem::MemFs,
-    sizes: Arc<Mutex<(HashMap<PathBuf, u64>, u64)>>,
-}
-
-#[derive(Debug)]
-struct PeakFile {
-    inner: Box<dyn weir_log::fs::File>,
-    path: PathBuf,
-    sizes: Arc<Mutex<(HashMap<PathBuf, u64>, u64)>>,
-}
-
-impl PeakFile {
-    fn note(&self) {
-        if parse_segment_name(&self.path).is_none() {
-            return;
-        }
-        let len = self.inner.len().unwrap_or(0);
-        let mut s = self.sizes.lock().unwrap();
-        s.0.insert(self.path.clone(), len);
-        let total = s.0.values().sum();
-        s.1 = s.1.max(total);
-    }
-}
-
-impl weir_log::fs::File for PeakFile {
-    fn write_at(&self, buf: &[u8], off: u64) -> io::Result<usize> {
-        let n = self.inner.write_at(buf, off)?;
-        self.note();
-        Ok(n)
-    }
-    fn read_at(&self, buf: &mut [u8], off: u64) -> io::Result<usize> {
-        self.inner.read_at(buf, off)
-    }
-    fn sync_data(&self) -> io::Result<()> {
-        self.inner.sync_data()
-    }
-    fn sync_all(&self) -> io::Result<()> {
-        self.inner.sync_all()
-    }
-    fn allocate(&self, len: u64) -> io::Result<()> {
-        self.inner.allocate(len)?;
-        self.note();
-        Ok(())
-    }
-    fn set_len(&self, len: u64) -> io::Result<()> {
-        self.inner.set_len(len)?;
-        self.note();
-        Ok(())
-    }
-    fn len(&self) -> io::Result<u64> {
-        self.inner.len()
-    }
-    fn allocated(&self) -> io::Result<u64> {
-        self.inner.allocated()
-    }
-}
-
-impl FileSystem for PeakFs {
-    fn create(&self, path: &Path) -> io::Result<Box<dyn weir_log::fs::File>> {
-        let inner = self.inner.create(path)?;
-        Ok(Box::new(PeakFile {
-            inner,
-            path: path.to_path_buf(),
-            sizes: self.sizes.clone(),
-        }))
-    }
-    fn open_rw(&self, path: &Path) -> io::Result<Box<dyn weir_log::fs::File>> {
-        self.inner.open_rw(path)
-    }
-    fn open_read(&self, path: &Path) -> io::Result<Box<dyn weir_log::fs::File>> {
-        self.inner.open_read(path)
-    }
-    fn remove(&self, path: &Path) -> io::Result<()> {
-        self.inner.remove(path)?;
-        self.sizes.lock().unwrap().0.remove(path);
-        Ok(())
-    }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
-        self.inner.list(dir)
-    }
-}
-
 #[test]
 fn a_burst_of_appends_never_takes_the_log_far_past_its_size_limit() {
     // Regression: `commit.rs` rolled as many segments as one gathered batch
@@ -546,15 +449,11 @@ fn a_burst_of_appends_never_takes_the_log_far_past_its_size_limit() {
     // after every roll. The bound is the limit plus the active segment and
     // the one being created.
     let dir = tempfile::tempdir().unwrap();
-    let sizes = Arc::new(Mutex::new((HashMap::new(), 0)));
-    let fs = Arc::new(PeakFs {
-        inner: weir_log::mem::MemFs::new(),
-        sizes: sizes.clone(),
-    });
+    let fs = Arc::new(PeakFs::new());
     let opts = Options::default()
         .segment_size(SEG)
         .retention(retention(4, FullPolicy::EvictMostIdle))
-        .fs(fs);
+        .fs(fs.clone());
     let log = Log::open(dir.path(), opts).unwrap();
     let name = [b'b'; 500];
     for _ in 0..20_000 {
@@ -563,7 +462,7 @@ fn a_burst_of_appends_never_takes_the_log_far_past_its_size_limit() {
             .unwrap();
     }
     log.close().unwrap();
-    let peak = sizes.lock().unwrap().1;
+    let peak = fs.peak();
     assert!(
         peak <= 6 * SEG,
         "segments reached {peak} bytes with a limit of {}",

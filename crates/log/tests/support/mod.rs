@@ -13,9 +13,13 @@
 //!   instead of hanging it; [`eventually`], a poll for what the committer
 //!   does on its own time.
 //! - [`fill`]: appends a run of 500-byte records.
+//! - [`peak_fs::PeakFs`]: a filesystem that keeps the peak size of the
+//!   segment files.
 //! - [`wait_until_durable`]: waits out the failed retries a healed fault
 //!   may still report.
 #![allow(dead_code, unreachable_pub)] // each test binary uses a subset
+
+pub mod peak_fs;
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
