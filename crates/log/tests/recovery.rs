@@ -5,14 +5,14 @@
 
 mod support;
 
-use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use support::observed::{NameOp, Observed, Observer};
 use support::{Payload, segment_files};
-use weir_log::fs::{File, FileSystem, StdFs};
+use weir_log::fs::StdFs;
 use weir_log::segment::{FORMAT_VERSION, SegmentHeader, segment_path};
 use weir_log::{Error, Log, Options, Reader, TypeMask};
 
@@ -399,35 +399,15 @@ fn hostile_length_words_after_a_tail_do_not_multiply_the_reads_of_an_open() {
     log.close().unwrap();
 }
 
-/// A `FileSystem` that counts the directory fsyncs it is asked for.
+/// Counts the directory fsyncs the log asks for.
 #[derive(Debug, Default)]
-struct CountingDirSyncs(AtomicU64);
+struct DirSyncs(AtomicU64);
 
-impl FileSystem for CountingDirSyncs {
-    fn create(&self, p: &Path) -> io::Result<Box<dyn File>> {
-        StdFs.create(p)
-    }
-    fn open_rw(&self, p: &Path) -> io::Result<Box<dyn File>> {
-        StdFs.open_rw(p)
-    }
-    fn open_read(&self, p: &Path) -> io::Result<Box<dyn File>> {
-        StdFs.open_read(p)
-    }
-    fn remove(&self, p: &Path) -> io::Result<()> {
-        StdFs.remove(p)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        StdFs.rename(from, to)
-    }
-    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        self.0.fetch_add(1, Ordering::SeqCst);
-        StdFs.sync_dir(dir)
-    }
-    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        StdFs.create_dir_all(dir)
-    }
-    fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
-        StdFs.list(dir)
+impl Observer for DirSyncs {
+    fn name_op(&self, op: NameOp<'_>) {
+        if let NameOp::SyncDir(_) = op {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
     }
 }
 
@@ -440,11 +420,12 @@ fn open_syncs_the_directory_before_commits_go_into_the_tail() {
     // power cut could take away with every record in it.
     let dir = tempfile::tempdir().unwrap();
     sealed_records_then_empty_tail(dir.path(), 9, 6);
-    let fs = Arc::new(CountingDirSyncs::default());
-    let log = Log::open(dir.path(), opts().fs(fs.clone())).unwrap();
+    let syncs = Arc::new(DirSyncs::default());
+    let fs = Arc::new(Observed::new(Arc::new(StdFs), syncs.clone()));
+    let log = Log::open(dir.path(), opts().fs(fs)).unwrap();
     assert_eq!(log.recovery().next_index, 6);
     assert!(
-        fs.0.load(Ordering::SeqCst) >= 1,
+        syncs.0.load(Ordering::SeqCst) >= 1,
         "the open synced no directory before it took commits"
     );
     append_durable(&log, 9, 6, 2);

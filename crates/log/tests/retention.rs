@@ -12,9 +12,11 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use support::peak_fs::PeakFs;
+use support::observed::Observed;
+use support::peak_fs::SegmentPeak;
 use support::{eventually, fill};
 use weir_log::fs::StdFs;
+use weir_log::mem::MemFs;
 use weir_log::segment::parse_segment_name;
 use weir_log::{
     Error, FullPolicy, Log, LogRecord, Options, Preallocation, Reader, Record, RecordType,
@@ -449,11 +451,14 @@ fn a_burst_of_appends_never_takes_the_log_far_past_its_size_limit() {
     // after every roll. The bound is the limit plus the active segment and
     // the one being created.
     let dir = tempfile::tempdir().unwrap();
-    let fs = Arc::new(PeakFs::new());
+    let segments = Arc::new(SegmentPeak::default());
     let opts = Options::default()
         .segment_size(SEG)
         .retention(retention(4, FullPolicy::EvictMostIdle))
-        .fs(fs.clone());
+        .fs(Arc::new(Observed::new(
+            Arc::new(MemFs::new()),
+            segments.clone(),
+        )));
     let log = Log::open(dir.path(), opts).unwrap();
     let name = [b'b'; 500];
     for _ in 0..20_000 {
@@ -462,7 +467,7 @@ fn a_burst_of_appends_never_takes_the_log_far_past_its_size_limit() {
             .unwrap();
     }
     log.close().unwrap();
-    let peak = fs.peak();
+    let peak = segments.peak();
     assert!(
         peak <= 6 * SEG,
         "segments reached {peak} bytes with a limit of {}",

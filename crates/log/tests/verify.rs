@@ -14,9 +14,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use support::observed::{Observed, Observer};
 use support::{footer, scan_segment, segment_files};
 use weir_log::codec::{self, DecodeError};
-use weir_log::fs::{File, FileSystem, StdFs};
+use weir_log::fs::StdFs;
 use weir_log::segment::{
     BLOCK, FORMAT_VERSION, Footer, HEADER_LEN, SegmentHeader, TRAILER_LEN, align_up, segment_path,
 };
@@ -192,77 +193,11 @@ impl Hook {
     }
 }
 
-#[derive(Debug)]
-struct HookFs(Arc<Hook>);
-
-#[derive(Debug)]
-struct HookFile {
-    inner: Box<dyn File>,
-    path: PathBuf,
-    hook: Arc<Hook>,
-}
-
-impl File for HookFile {
-    fn write_at(&self, buf: &[u8], off: u64) -> std::io::Result<usize> {
-        self.inner.write_at(buf, off)
-    }
-    fn read_at(&self, buf: &mut [u8], off: u64) -> std::io::Result<usize> {
-        if self.path == self.hook.path
-            && self.hook.at.contains(&off)
-            && !self.hook.fired.swap(true, Ordering::SeqCst)
-        {
-            self.hook.fire();
+impl Observer for Hook {
+    fn before_read(&self, path: &Path, off: u64) {
+        if path == self.path && self.at.contains(&off) && !self.fired.swap(true, Ordering::SeqCst) {
+            self.fire();
         }
-        self.inner.read_at(buf, off)
-    }
-    fn sync_data(&self) -> std::io::Result<()> {
-        self.inner.sync_data()
-    }
-    fn sync_all(&self) -> std::io::Result<()> {
-        self.inner.sync_all()
-    }
-    fn allocate(&self, len: u64) -> std::io::Result<()> {
-        self.inner.allocate(len)
-    }
-    fn set_len(&self, len: u64) -> std::io::Result<()> {
-        self.inner.set_len(len)
-    }
-    fn len(&self) -> std::io::Result<u64> {
-        self.inner.len()
-    }
-    fn allocated(&self) -> std::io::Result<u64> {
-        self.inner.allocated()
-    }
-}
-
-impl FileSystem for HookFs {
-    fn create(&self, path: &Path) -> std::io::Result<Box<dyn File>> {
-        StdFs.create(path)
-    }
-    fn open_rw(&self, path: &Path) -> std::io::Result<Box<dyn File>> {
-        StdFs.open_rw(path)
-    }
-    fn open_read(&self, path: &Path) -> std::io::Result<Box<dyn File>> {
-        Ok(Box::new(HookFile {
-            inner: StdFs.open_read(path)?,
-            path: path.to_path_buf(),
-            hook: self.0.clone(),
-        }))
-    }
-    fn remove(&self, path: &Path) -> std::io::Result<()> {
-        StdFs.remove(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
-        StdFs.rename(from, to)
-    }
-    fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
-        StdFs.sync_dir(dir)
-    }
-    fn create_dir_all(&self, dir: &Path) -> std::io::Result<()> {
-        StdFs.create_dir_all(dir)
-    }
-    fn list(&self, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
-        StdFs.list(dir)
     }
 }
 
@@ -284,7 +219,12 @@ fn verify_beside_a_writer(
         truncate,
         fired: AtomicBool::new(false),
     });
-    let v = weir_log::verify(&HookFs(hook.clone()), dir.path(), |_, _| {}).unwrap();
+    let v = weir_log::verify(
+        &Observed::new(Arc::new(StdFs), hook.clone()),
+        dir.path(),
+        |_, _| {},
+    )
+    .unwrap();
     assert!(
         hook.fired.load(Ordering::SeqCst),
         "the writer never acted: {v:?}"

@@ -17,13 +17,13 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::Duration;
 
+use support::observed::{FileOp, NameOp, Observed, Observer};
 use support::{Payload, eventually, mix};
-use weir_log::fs::{File, FileSystem};
+use weir_log::fs::File;
 use weir_log::mem::MemFs;
 use weir_log::segment::{BLOCK, parse_segment_name};
 use weir_log::{Log, Options, Preallocation, Record, RecordType};
@@ -38,86 +38,27 @@ enum Op {
     RenamedOnto,
 }
 
-/// Every write and sync, in the order the log made them, by path.
-type Journal = Arc<Mutex<Vec<(PathBuf, Op)>>>;
+/// Every write and sync the log made, in order, by path.
+#[derive(Debug, Default)]
+struct Journal(Mutex<Vec<(PathBuf, Op)>>);
 
-fn note(journal: &Journal, path: &Path, op: Op) {
-    journal.lock().unwrap().push((path.to_path_buf(), op));
-}
-
-/// A `MemFs` that journals what is done to its files.
-#[derive(Debug, Clone, Default)]
-struct Recorder {
-    fs: MemFs,
-    journal: Journal,
-}
-
-/// A file of a [`Recorder`], named by the path it was opened at.
-#[derive(Debug)]
-struct Recorded(Box<dyn File>, PathBuf, Journal);
-
-impl Recorder {
-    fn wrap(&self, path: &Path, file: io::Result<Box<dyn File>>) -> io::Result<Box<dyn File>> {
-        Ok(Box::new(Recorded(file?, path.into(), self.journal.clone())))
+impl Observer for Journal {
+    fn file_op(&self, path: &Path, _: &dyn File, op: FileOp) {
+        let op = match op {
+            FileOp::Write { off, n } => Op::Write(off, off + n as u64),
+            FileOp::SyncData => Op::SyncData,
+            FileOp::SyncAll => Op::SyncAll,
+            FileOp::Allocate(_) | FileOp::SetLen(_) => return,
+        };
+        self.0.lock().unwrap().push((path.to_path_buf(), op));
     }
-}
-
-impl File for Recorded {
-    fn write_at(&self, buf: &[u8], off: u64) -> io::Result<usize> {
-        let n = self.0.write_at(buf, off)?;
-        note(&self.2, &self.1, Op::Write(off, off + n as u64));
-        Ok(n)
-    }
-    fn read_at(&self, buf: &mut [u8], off: u64) -> io::Result<usize> {
-        self.0.read_at(buf, off)
-    }
-    fn sync_data(&self) -> io::Result<()> {
-        note(&self.2, &self.1, Op::SyncData);
-        self.0.sync_data()
-    }
-    fn sync_all(&self) -> io::Result<()> {
-        note(&self.2, &self.1, Op::SyncAll);
-        self.0.sync_all()
-    }
-    fn allocate(&self, len: u64) -> io::Result<()> {
-        self.0.allocate(len)
-    }
-    fn set_len(&self, len: u64) -> io::Result<()> {
-        self.0.set_len(len)
-    }
-    fn len(&self) -> io::Result<u64> {
-        self.0.len()
-    }
-    fn allocated(&self) -> io::Result<u64> {
-        self.0.allocated()
-    }
-}
-
-impl FileSystem for Recorder {
-    fn create(&self, path: &Path) -> io::Result<Box<dyn File>> {
-        self.wrap(path, self.fs.create(path))
-    }
-    fn open_rw(&self, path: &Path) -> io::Result<Box<dyn File>> {
-        self.wrap(path, self.fs.open_rw(path))
-    }
-    fn open_read(&self, path: &Path) -> io::Result<Box<dyn File>> {
-        self.wrap(path, self.fs.open_read(path))
-    }
-    fn remove(&self, path: &Path) -> io::Result<()> {
-        self.fs.remove(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        note(&self.journal, to, Op::RenamedOnto);
-        self.fs.rename(from, to)
-    }
-    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        self.fs.sync_dir(dir)
-    }
-    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        self.fs.create_dir_all(dir)
-    }
-    fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
-        self.fs.list(dir)
+    fn name_op(&self, op: NameOp<'_>) {
+        if let NameOp::Rename { to, .. } = op {
+            self.0
+                .lock()
+                .unwrap()
+                .push((to.to_path_buf(), Op::RenamedOnto));
+        }
     }
 }
 
@@ -233,9 +174,10 @@ fn writer(log: &Log, barrier: &Barrier, t: u64) -> Vec<(u64, u64)> {
 #[test]
 fn segments_are_written_once_and_durable_commits_end_on_a_block() {
     let dir = tempfile::tempdir().unwrap(); // MemFs still locks the real directory
-    let fs = Recorder::default();
+    let mem = Arc::new(MemFs::new());
+    let journal = Arc::new(Journal::default());
     let opts = Options::default()
-        .fs(Arc::new(fs.clone()))
+        .fs(Arc::new(Observed::new(mem.clone(), journal.clone())))
         .segment_size(64 * 1024)
         // No spare: its zeros are written before the file becomes a segment
         // under another name, which per-path bookkeeping would misread.
@@ -256,7 +198,7 @@ fn segments_are_written_once_and_durable_commits_end_on_a_block() {
             .collect()
     });
     log.close().unwrap();
-    let t = check_rules(&fs.journal.lock().unwrap());
+    let t = check_rules(&journal.0.lock().unwrap());
     // Not vacuous: several segments rolled and sealed, at least 10 durable
     // commits besides the (at most one per segment) seals' fdatasyncs, and
     // plain flushes that left unpadded ends for the next commit to follow.
@@ -275,10 +217,10 @@ fn segments_are_written_once_and_durable_commits_end_on_a_block() {
         assert!(Payload::new(SALT, key).matches(r), "record {index}: {r:?}");
     }
     log.close().unwrap();
-    let v = weir_log::verify(&fs.fs, dir.path(), |_, _| {}).unwrap();
+    let v = weir_log::verify(&*mem, dir.path(), |_, _| {}).unwrap();
     assert!(v.problem.is_none(), "{v:?}");
     // The reopened log followed the rules too.
-    check_rules(&fs.journal.lock().unwrap());
+    check_rules(&journal.0.lock().unwrap());
 }
 
 /// Opens a log with `flush_interval` and no sync interval, appends one

@@ -13,12 +13,15 @@
 //!   instead of hanging it; [`eventually`], a poll for what the committer
 //!   does on its own time.
 //! - [`fill`]: appends a run of 500-byte records.
-//! - [`peak_fs::PeakFs`]: a filesystem that keeps the peak size of the
+//! - [`observed::Observed`]: a filesystem that passes every call through
+//!   and tells a test's [`observed::Observer`] what was done;
+//!   [`peak_fs::SegmentPeak`] is one, which keeps the peak size of the
 //!   segment files.
 //! - [`wait_until_durable`]: waits out the failed retries a healed fault
 //!   may still report.
 #![allow(dead_code, unreachable_pub)] // each test binary uses a subset
 
+pub mod observed;
 pub mod peak_fs;
 
 use std::path::{Path, PathBuf};
