@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use support::observed::Observed;
-use support::peak_fs::SegmentPeak;
+use support::segment_peak::SegmentPeak;
 use support::{eventually, fill};
 use weir_log::fs::StdFs;
 use weir_log::mem::MemFs;

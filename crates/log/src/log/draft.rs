@@ -9,8 +9,8 @@ use crate::record::Record;
 use crate::ring::{INLINE, Reservation, Ring};
 
 thread_local! {
-    /// Each writer thread encodes into its own buffer, then copies the frame
-    /// into its ring slot.
+    /// Each writer thread encodes a frame too large for the stack into its
+    /// own buffer, then publishes it from there.
     static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 

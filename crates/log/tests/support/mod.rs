@@ -15,14 +15,14 @@
 //! - [`fill`]: appends a run of 500-byte records.
 //! - [`observed::Observed`]: a filesystem that passes every call through
 //!   and tells a test's [`observed::Observer`] what was done;
-//!   [`peak_fs::SegmentPeak`] is one, which keeps the peak size of the
+//!   [`segment_peak::SegmentPeak`] is one, which keeps the peak size of the
 //!   segment files.
 //! - [`wait_until_durable`]: waits out the failed retries a healed fault
 //!   may still report.
 #![allow(dead_code, unreachable_pub)] // each test binary uses a subset
 
 pub mod observed;
-pub mod peak_fs;
+pub mod segment_peak;
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
