@@ -1,5 +1,6 @@
 //! What weir knows about a VG from its metadata: [`VgMeta`], its PVs
-//! ([`PvMeta`]) and LVs ([`LvMeta`]), and LVM's 32-character [`Uuid`].
+//! ([`PvMeta`]) and LVs ([`LvMeta`], with their [`LvSegment`]s), and LVM's
+//! 32-character [`Uuid`].
 //!
 //! Sizes are kept in the units the metadata uses (512-byte sectors, and
 //! extents); the `*_bytes` helpers convert, saturating, since a hostile text
@@ -120,6 +121,60 @@ pub struct LvMeta {
     pub visible: bool,
     /// The sum of its segments' `extent_count`.
     pub extents: u64,
+    /// `allocation_policy`, when the text states one (LVM's default is
+    /// `inherit`).
+    pub allocation_policy: Option<String>,
+    /// Its segments, in text order.
+    pub segments: Vec<LvSegment>,
+}
+
+/// One segment of an LV: a run of its logical extents and where they are.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LvSegment {
+    /// `start_extent`: the LV's first extent this segment maps.
+    pub start_extent: u64,
+    /// `extent_count`.
+    pub extent_count: u64,
+    /// `type`, as the text writes it: `striped` (linear when it has one
+    /// stripe), `mirror`, `raid1`, `thin`, `thin-pool`, `snapshot`, ...
+    pub seg_type: String,
+    /// `stripe_count` of a striped segment; 0 for other types.
+    pub stripe_count: u64,
+    /// `stripe_size`, in sectors; 0 when the text has none (linear).
+    pub stripe_size: u64,
+    /// The areas it maps onto: `stripes` or `mirrors` as (volume, first
+    /// extent) pairs, or the `raids` LVs (first extent 0), in text order.
+    pub areas: Vec<SegArea>,
+}
+
+/// One area of a segment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SegArea {
+    /// The volume it is on.
+    pub on: AreaOn,
+    /// Its first extent on that volume.
+    pub start: u64,
+}
+
+/// What a segment area is on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AreaOn {
+    /// A PV of the VG, by uuid.
+    Pv(Uuid),
+    /// Another LV of the VG, by name (a mirror or RAID image, a pool).
+    Lv(String),
+}
+
+impl LvMeta {
+    /// LVM's `segtype` of a segment: `linear` for a striped segment with
+    /// one stripe, else the text's type.
+    pub fn seg_type_name(seg: &LvSegment) -> &str {
+        if seg.seg_type == "striped" && seg.stripe_count == 1 {
+            "linear"
+        } else {
+            &seg.seg_type
+        }
+    }
 }
 
 impl VgMeta {

@@ -43,6 +43,8 @@ fn vg(name: &str, id: u32, seqno: u64, pvs: &[u32]) -> Arc<VgMeta> {
             status: vec!["VISIBLE".into()],
             visible: true,
             extents: 4,
+            allocation_policy: None,
+            segments: Vec::new(),
         }],
     })
 }

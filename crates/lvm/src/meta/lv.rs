@@ -7,12 +7,16 @@
 //! (stacked segments); only PVs get extents counted. Other segment types
 //! (`mirrors`, `raids`, thin, cache) name LVs, whose own segments hold
 //! the stripes, so nothing is counted twice.
+//!
+//! Each segment is kept too ([`LvSegment`]): its type, stripes and areas,
+//! with PV keys resolved to PV uuids, for `lvs` and for telling what an
+//! update changed.
 
 use std::collections::{HashMap, HashSet};
 
 use super::fields::At;
 use super::{MetaError, NameKind, names, show};
-use crate::model::{LvMeta, PvMeta};
+use crate::model::{AreaOn, LvMeta, LvSegment, PvMeta, SegArea};
 use crate::text::Scalar;
 
 /// Reads every LV, in text order, and adds each stripe's extents to its
@@ -49,18 +53,33 @@ pub(super) fn read_lvs(section: At<'_>, pvs: &mut [PvMeta]) -> Result<Vec<LvMeta
     for (name, lv) in lv_sections {
         let status = lv.flags("status")?;
         let mut extents = 0u64;
+        let mut segments = Vec::new();
+        let areas = Areas {
+            pv_index: &pv_index,
+            lv_names: &lv_names,
+            pvs,
+        };
         for (_, seg) in lv.child_sections() {
             let count = seg.uint("extent_count", u64::from(u32::MAX))?;
-            seg.uint("start_extent", u64::from(u32::MAX))?;
+            let start_extent = seg.uint("start_extent", u64::from(u32::MAX))?;
             extents = extents.saturating_add(count);
+            let mut segment = LvSegment {
+                start_extent,
+                extent_count: count,
+                seg_type: seg_type(seg)?,
+                stripe_count: 0,
+                stripe_size: seg.opt_uint("stripe_size", u64::from(u32::MAX))?.unwrap_or(0),
+                areas: Vec::new(),
+            };
             if let Some(stripes) = seg.opt_array("stripes")? {
-                let areas = Areas {
-                    pv_index: &pv_index,
-                    lv_names: &lv_names,
-                    pvs,
-                };
-                areas.count(seg, count, stripes, &mut alloc)?;
+                segment.stripe_count = areas.count(seg, count, stripes, &mut alloc)?;
+                segment.areas = areas.pairs(seg, stripes, "stripes")?;
+            } else if let Some(mirrors) = seg.opt_array("mirrors")? {
+                segment.areas = areas.pairs(seg, mirrors, "mirrors")?;
+            } else if let Some(raids) = seg.opt_array("raids")? {
+                segment.areas = areas.names(seg, raids)?;
             }
+            segments.push(segment);
         }
         lvs.push(LvMeta {
             // Checked ASCII by is_valid_name.
@@ -69,12 +88,52 @@ pub(super) fn read_lvs(section: At<'_>, pvs: &mut [PvMeta]) -> Result<Vec<LvMeta
             visible: status.iter().any(|s| s == "VISIBLE"),
             status,
             extents,
+            allocation_policy: policy(lv)?,
+            segments,
         });
     }
     for (pv, a) in pvs.iter_mut().zip(alloc) {
         pv.pe_alloc = a;
     }
     Ok(lvs)
+}
+
+/// A segment's `type`: a word of `[a-z0-9_+-]`, at most 64 bytes (LVM's
+/// names: `striped`, `thin-pool`, `raid10`, ...).
+fn seg_type(seg: At<'_>) -> Result<String, MetaError> {
+    let t = seg.str("type")?;
+    let ok = !t.is_empty()
+        && t.len() <= 64
+        && t
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'+' | b'-'));
+    if !ok {
+        return Err(MetaError::BadSegType {
+            section: seg.path.show(),
+            value: show(t),
+        });
+    }
+    // Checked ASCII just above.
+    Ok(String::from_utf8_lossy(t).into_owned())
+}
+
+/// An LV's `allocation_policy`, checked like a flag word.
+fn policy(lv: At<'_>) -> Result<Option<String>, MetaError> {
+    let Some(p) = lv.opt_str("allocation_policy")? else {
+        return Ok(None);
+    };
+    let ok = !p.is_empty()
+        && p.len() <= 32
+        && p.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_');
+    if !ok {
+        return Err(MetaError::BadFlag {
+            section: lv.path.show(),
+            key: "allocation_policy".into(),
+            flag: show(p),
+        });
+    }
+    // Checked ASCII just above.
+    Ok(Some(String::from_utf8_lossy(p).into_owned()))
 }
 
 /// What a segment's stripes are resolved against.
@@ -85,14 +144,15 @@ struct Areas<'a> {
 }
 
 impl Areas<'_> {
-    /// Adds one segment's stripe areas to `alloc` (indexed like the PVs).
+    /// Adds one segment's stripe areas to `alloc` (indexed like the PVs);
+    /// returns its `stripe_count`.
     fn count(
         &self,
         seg: At<'_>,
         extent_count: u64,
         stripes: &[Scalar],
         alloc: &mut [u64],
-    ) -> Result<(), MetaError> {
+    ) -> Result<u64, MetaError> {
         let stripe_count = seg.uint("stripe_count", u64::from(u32::MAX))?;
         let bad = || MetaError::BadStripes {
             section: seg.path.show(),
@@ -123,6 +183,61 @@ impl Areas<'_> {
                 });
             }
         }
-        Ok(())
+        Ok(stripe_count)
+    }
+
+    /// The volume a segment names: a PV key or an LV of the VG.
+    fn volume(&self, name: &[u8]) -> Option<AreaOn> {
+        if let Some(&i) = self.pv_index.get(name) {
+            return Some(AreaOn::Pv(self.pvs[i].id));
+        }
+        // Checked ASCII by is_valid_name when the LV names were read.
+        self.lv_names
+            .contains(name)
+            .then(|| AreaOn::Lv(String::from_utf8_lossy(name).into_owned()))
+    }
+
+    /// `stripes` or `mirrors`: (volume, first extent) pairs.
+    fn pairs(
+        &self,
+        seg: At<'_>,
+        items: &[Scalar],
+        key: &'static str,
+    ) -> Result<Vec<SegArea>, MetaError> {
+        let bad = || MetaError::BadAreas {
+            section: seg.path.show(),
+            key,
+        };
+        if items.len() % 2 != 0 {
+            return Err(bad());
+        }
+        items
+            .chunks_exact(2)
+            .map(|pair| match (&pair[0], &pair[1]) {
+                (Scalar::Str(name), Scalar::Int(first)) => Ok(SegArea {
+                    on: self.volume(name).ok_or_else(bad)?,
+                    start: u64::try_from(*first).map_err(|_| bad())?,
+                }),
+                _ => Err(bad()),
+            })
+            .collect()
+    }
+
+    /// `raids`: LV names (metadata and image LVs, alternating).
+    fn names(&self, seg: At<'_>, items: &[Scalar]) -> Result<Vec<SegArea>, MetaError> {
+        let bad = || MetaError::BadAreas {
+            section: seg.path.show(),
+            key: "raids",
+        };
+        items
+            .iter()
+            .map(|item| match item {
+                Scalar::Str(name) => Ok(SegArea {
+                    on: self.volume(name).ok_or_else(bad)?,
+                    start: 0,
+                }),
+                _ => Err(bad()),
+            })
+            .collect()
     }
 }

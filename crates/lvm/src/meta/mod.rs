@@ -105,6 +105,22 @@ pub enum MetaError {
         /// The item, escaped and truncated.
         flag: String,
     },
+    /// A segment's `type` that is not a segment type word.
+    #[error("{section}: invalid segment type {value}")]
+    BadSegType {
+        /// The segment.
+        section: String,
+        /// The type, escaped and truncated.
+        value: String,
+    },
+    /// `mirrors` or `raids` is not a list of volumes of the VG.
+    #[error("{section}: {key} do not name volumes of the VG")]
+    BadAreas {
+        /// The segment.
+        section: String,
+        /// `mirrors` or `raids`.
+        key: &'static str,
+    },
     /// `stripes` is not `stripe_count` pairs of (volume name, extent).
     #[error("{section}: stripes are not {stripe_count} (name, extent) pairs")]
     BadStripes {

@@ -146,6 +146,31 @@ fn real_text_gives_the_vg_lvm_reports() {
 }
 
 #[test]
+fn segments_keep_type_stripes_and_areas() {
+    use crate::model::{AreaOn, LvMeta};
+    let vg = parse_vg(REAL.as_bytes()).unwrap();
+    let (pv0, pv1) = (vg.pvs[0].id, vg.pvs[1].id);
+    let lv1 = &vg.lvs[0].segments;
+    assert_eq!(lv1.len(), 1);
+    assert_eq!(LvMeta::seg_type_name(&lv1[0]), "linear");
+    assert_eq!((lv1[0].start_extent, lv1[0].extent_count), (0, 2));
+    assert_eq!(lv1[0].areas.len(), 1);
+    assert_eq!(lv1[0].areas[0].on, AreaOn::Pv(pv0));
+    // lvcreate -i 2 -I 64k: two stripes of 128 sectors, one per PV.
+    let lvs = &vg.lvs[1].segments;
+    assert_eq!(LvMeta::seg_type_name(&lvs[0]), "striped");
+    assert_eq!((lvs[0].stripe_count, lvs[0].stripe_size), (2, 128));
+    let on: Vec<_> = lvs[0].areas.iter().map(|a| (a.on.clone(), a.start)).collect();
+    assert_eq!(on, [(AreaOn::Pv(pv0), 2), (AreaOn::Pv(pv1), 0)]);
+}
+
+#[test]
+fn a_segment_type_that_is_not_a_word_is_refused() {
+    let bad = REAL.replacen("type = \"striped\"", "type = \"str iped\"", 1);
+    assert!(matches!(meta_err(&bad), MetaError::BadSegType { .. }));
+}
+
+#[test]
 fn hidden_lvs_and_lv_areas_are_not_counted() {
     // A mirror-like LV whose segment names sub-LVs; the hidden sub-LV's
     // own stripes are what lands on the PV.
