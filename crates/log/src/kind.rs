@@ -80,6 +80,18 @@ types! {
     MOUNT_MOVE = 73;
     /// A mount's options or propagation changed.
     MOUNT_CHANGE = 74;
+    /// A volume group's metadata was rewritten (a new seqno).
+    VG_CHANGE = 75;
+    /// A volume group's metadata is gone from its present PVs (vgremove).
+    VG_REMOVE = 76;
+    /// A physical volume moved between a volume group and the orphans.
+    PV_CHANGE = 77;
+    /// A logical volume appeared.
+    LV_ADD = 78;
+    /// A logical volume went away.
+    LV_REMOVE = 79;
+    /// A logical volume changed (size, segments, name, status).
+    LV_CHANGE = 80;
 }
 
 impl RecordType {

@@ -2,6 +2,7 @@
 //! each naming its VG fully ([`VgRef`]) so that a logger needs nothing
 //! else.
 
+use super::delta::{LvRef, VgDelta};
 use crate::model::{Uuid, VgMeta};
 
 /// A VG as events name it: enough for a log line.
@@ -70,5 +71,57 @@ pub enum Event<D> {
         vg: VgRef,
         /// The PVs its metadata lists that are absent.
         missing: Vec<Uuid>,
+    },
+    /// A VG's metadata was replaced by a newer seqno.
+    VgChange {
+        /// The VG as it was.
+        old: VgRef,
+        /// The VG now.
+        vg: VgRef,
+        /// What changed.
+        delta: VgDelta,
+    },
+    /// No present device carries a VG's metadata any more, though some of
+    /// its PVs are still there: it was removed (vgremove), not unplugged.
+    VgRemove {
+        /// The VG, as last known.
+        vg: VgRef,
+    },
+    /// A present PV is now listed by another VG's metadata, or by none
+    /// (vgextend, vgreduce, vgcreate, vgremove).
+    PvChange {
+        /// The device in use for it.
+        dev: D,
+        /// Its PV uuid.
+        uuid: Uuid,
+        /// The VG that lists it now; `None`: an orphan.
+        vg: Option<VgRef>,
+        /// The VG that listed it before; `None`: it was an orphan.
+        old_vg: Option<VgRef>,
+    },
+    /// An LV appeared: in a newer text, or with a VG newly known.
+    LvAdd {
+        /// Its VG.
+        vg: VgRef,
+        /// The LV.
+        lv: LvRef,
+    },
+    /// An LV went away: from a newer text, or with its VG.
+    LvRemove {
+        /// Its VG.
+        vg: VgRef,
+        /// The LV, as last known.
+        lv: LvRef,
+    },
+    /// An LV changed in a newer text.
+    LvChange {
+        /// Its VG.
+        vg: VgRef,
+        /// Before.
+        old: LvRef,
+        /// After.
+        lv: LvRef,
+        /// What differs (see [`LvDelta::Change`](super::LvDelta::Change)).
+        changed: Vec<&'static str>,
     },
 }

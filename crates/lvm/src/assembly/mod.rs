@@ -18,9 +18,18 @@
 //!   first seen keeps the role; the other counts for nothing until the
 //!   first goes away.
 //! - A VG is forgotten once no device carries its metadata and none of
-//!   its PVs is present (it is incomplete by then, so this is silent).
+//!   its PVs is present (it is incomplete by then, so only its LVs are
+//!   reported gone), or once the last device that carried it was
+//!   rewritten without it while still present: that is a vgremove
+//!   ([`Event::VgRemove`]).
 //! - A VG listing no PV is never complete.
+//! - Newer metadata for a known VG is an [`Event::VgChange`], followed by
+//!   what it did to the LVs ([`Event::LvAdd`], [`Event::LvRemove`],
+//!   [`Event::LvChange`]) and to present PVs that it lists or no longer
+//!   lists ([`Event::PvChange`]). A VG newly known brings its LVs
+//!   ([`Event::LvAdd`]).
 
+mod delta;
 mod event;
 #[cfg(test)]
 mod prop_tests;
@@ -35,6 +44,7 @@ use std::sync::Arc;
 
 use crate::model::{Uuid, VgMeta};
 
+pub use delta::{LvDelta, LvRef, VgDelta, lv_deltas};
 pub use event::{Event, VgRef};
 pub use report::{PvReport, VgReport};
 
@@ -71,6 +81,9 @@ struct VgState {
     carriers: usize,
     /// Whether `complete` was last reported true.
     complete: bool,
+    /// The last carrier dropped was rewritten without this VG while it
+    /// stayed present (not unplugged).
+    last_drop_rewrite: bool,
 }
 
 impl VgState {
@@ -132,10 +145,10 @@ impl<D: Clone + Eq + Hash + Ord + Debug> Assembly<D> {
                     touched.push(id);
                 }
                 if let Some(m) = new_vg {
-                    self.carry(m);
+                    self.carry(m, &mut events);
                 }
                 if let Some(id) = old_vg {
-                    self.drop_carrier(id, &mut touched);
+                    self.drop_carrier(id, true, &mut touched);
                 }
                 touched.extend(self.listers(&uuid));
                 self.transitions(&touched, &mut events);
@@ -158,9 +171,10 @@ impl<D: Clone + Eq + Hash + Ord + Debug> Assembly<D> {
                 }
             }
         }
+        let mut carried = Vec::new();
         if let Some(m) = meta {
             touched.push(m.id);
-            self.carry(m);
+            self.carry(m, &mut carried);
         }
         events.push(Event::PvFound {
             dev,
@@ -174,6 +188,12 @@ impl<D: Clone + Eq + Hash + Ord + Debug> Assembly<D> {
                 vg: self.vg_ref_of(&uuid),
             });
         }
+        // Its own PV_FOUND names its VG already.
+        events.extend(
+            carried
+                .into_iter()
+                .filter(|e| !matches!(e, Event::PvChange { uuid: u, .. } if *u == uuid)),
+        );
         touched.extend(self.listers(&uuid));
         self.transitions(&touched, &mut events);
         events
@@ -217,7 +237,7 @@ impl<D: Clone + Eq + Hash + Ord + Debug> Assembly<D> {
             }
         }
         if let Some(m) = &pv.vg {
-            self.drop_carrier(m.id, &mut touched);
+            self.drop_carrier(m.id, false, &mut touched);
         }
         self.transitions(&touched, &mut events);
         events
@@ -235,15 +255,16 @@ impl<D: Clone + Eq + Hash + Ord + Debug> Assembly<D> {
     }
 
     /// A present device carries `meta`: count it, and use `meta` if it is
-    /// the VG's first or newer than the one held.
-    fn carry(&mut self, meta: Arc<VgMeta>) {
+    /// the VG's first or newer than the one held, reporting what that
+    /// changed.
+    fn carry(&mut self, meta: Arc<VgMeta>, events: &mut Vec<Event<D>>) {
         let id = meta.id;
         match self.vgs.get_mut(&id) {
             Some(st) => {
                 st.carriers += 1;
                 if meta.seqno > st.meta.seqno {
-                    self.unlist(id);
-                    self.list(id, meta);
+                    let old = Arc::clone(&st.meta);
+                    self.replace(id, &old, meta, events);
                 }
             }
             None => {
@@ -256,31 +277,119 @@ impl<D: Clone + Eq + Hash + Ord + Debug> Assembly<D> {
                         dups: 0,
                         carriers: 1,
                         complete: false,
+                        last_drop_rewrite: false,
                     },
                 );
-                self.list(id, meta);
+                let ids: Vec<Uuid> = meta.pvs.iter().map(|p| p.id).collect();
+                let before = self.memberships(&ids);
+                self.list(id, Arc::clone(&meta));
+                self.moves(before, events);
+                let vg = VgRef::of(&meta);
+                let extent = meta.extent_bytes();
+                events.extend(meta.lvs.iter().map(|lv| Event::LvAdd {
+                    vg: vg.clone(),
+                    lv: LvRef::of(lv, extent),
+                }));
             }
         }
     }
 
-    /// One carrier of VG `id` went away (the VG may then be forgotten,
-    /// once its transitions are reported).
-    fn drop_carrier(&mut self, id: Uuid, touched: &mut Vec<Uuid>) {
+    /// Replaces VG `id`'s metadata `old` by the newer `new`: O(PVs + LVs).
+    fn replace(&mut self, id: Uuid, old: &VgMeta, new: Arc<VgMeta>, events: &mut Vec<Event<D>>) {
+        let delta = VgDelta::of(old, &new);
+        let moved: Vec<Uuid> = delta
+            .pvs_added
+            .iter()
+            .chain(&delta.pvs_removed)
+            .copied()
+            .collect();
+        let before = self.memberships(&moved);
+        self.unlist(id);
+        self.list(id, Arc::clone(&new));
+        let vg = VgRef::of(&new);
+        events.push(Event::VgChange {
+            old: VgRef::of(old),
+            vg: vg.clone(),
+            delta,
+        });
+        self.moves(before, events);
+        for d in lv_deltas(old, &new) {
+            events.push(match d {
+                LvDelta::Add(lv) => Event::LvAdd { vg: vg.clone(), lv },
+                LvDelta::Remove(lv) => Event::LvRemove { vg: vg.clone(), lv },
+                LvDelta::Change { old, new, changed } => Event::LvChange {
+                    vg: vg.clone(),
+                    old,
+                    lv: new,
+                    changed,
+                },
+            });
+        }
+    }
+
+    /// The VG each present PV of `ids` is reported in now.
+    fn memberships(&self, ids: &[Uuid]) -> Vec<(Uuid, Option<VgRef>)> {
+        ids.iter()
+            .filter(|u| self.pvs.contains_key(u))
+            .map(|u| (*u, self.vg_ref_of(u)))
+            .collect()
+    }
+
+    /// A [`Event::PvChange`] for each PV of `before` now reported in
+    /// another VG (or none).
+    fn moves(&self, before: Vec<(Uuid, Option<VgRef>)>, events: &mut Vec<Event<D>>) {
+        for (uuid, old_vg) in before {
+            let vg = self.vg_ref_of(&uuid);
+            if vg.as_ref().map(|v| v.uuid) == old_vg.as_ref().map(|v| v.uuid) {
+                continue;
+            }
+            let Some(dev) = self.pvs.get(&uuid).and_then(|d| d.first()).cloned() else {
+                continue;
+            };
+            events.push(Event::PvChange {
+                dev,
+                uuid,
+                vg,
+                old_vg,
+            });
+        }
+    }
+
+    /// One carrier of VG `id` stopped carrying it: it went away, or, when
+    /// `rewritten`, it is still present and holds other metadata or none.
+    /// (The VG may then be forgotten, once its transitions are reported.)
+    fn drop_carrier(&mut self, id: Uuid, rewritten: bool, touched: &mut Vec<Uuid>) {
         if let Some(st) = self.vgs.get_mut(&id) {
             st.carriers = st.carriers.saturating_sub(1);
+            st.last_drop_rewrite = rewritten;
             touched.push(id);
         }
     }
 
-    /// Forgets VG `id` if nothing present refers to it any more.
-    fn forget_if_unseen(&mut self, id: Uuid) {
-        if self
-            .vgs
-            .get(&id)
-            .is_some_and(|st| st.carriers == 0 && st.present == 0)
-        {
-            self.unlist(id);
-            self.vgs.remove(&id);
+    /// Forgets VG `id` if nothing present refers to it any more, or if the
+    /// last device carrying it was rewritten without it (vgremove).
+    fn forget_if_unseen(&mut self, id: Uuid, events: &mut Vec<Event<D>>) {
+        let Some(st) = self.vgs.get(&id) else {
+            return;
+        };
+        if st.carriers > 0 || (st.present > 0 && !st.last_drop_rewrite) {
+            return;
+        }
+        let meta = Arc::clone(&st.meta);
+        let removed = st.present > 0;
+        let ids: Vec<Uuid> = meta.pvs.iter().map(|p| p.id).collect();
+        let before = self.memberships(&ids);
+        self.unlist(id);
+        self.vgs.remove(&id);
+        let vg = VgRef::of(&meta);
+        let extent = meta.extent_bytes();
+        events.extend(meta.lvs.iter().map(|lv| Event::LvRemove {
+            vg: vg.clone(),
+            lv: LvRef::of(lv, extent),
+        }));
+        self.moves(before, events);
+        if removed {
+            events.push(Event::VgRemove { vg });
         }
     }
 
@@ -354,8 +463,10 @@ impl<D: Clone + Eq + Hash + Ord + Debug> Assembly<D> {
             }
         }
         // Only now, so that a VG losing its last PV reports it first.
-        for id in touched {
-            self.forget_if_unseen(*id);
+        for (i, id) in touched.iter().enumerate() {
+            if !touched[..i].contains(id) {
+                self.forget_if_unseen(*id, events);
+            }
         }
     }
 

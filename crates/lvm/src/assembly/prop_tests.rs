@@ -126,8 +126,15 @@ impl Model {
 
     fn add(&mut self, dev: u8, pv: PvSeen) {
         let slot = self.devices.iter().position(|(d, _)| *d == dev);
+        let mut rewritten = None;
         match slot {
-            Some(i) if self.devices[i].1.uuid == pv.uuid => self.devices[i].1 = pv.clone(),
+            Some(i) if self.devices[i].1.uuid == pv.uuid => {
+                let old = self.devices[i].1.vg.as_ref().map(|m| m.id);
+                if old != pv.vg.as_ref().map(|m| m.id) {
+                    rewritten = old;
+                }
+                self.devices[i].1 = pv.clone();
+            }
             Some(_) => {
                 self.remove(dev);
                 self.devices.push((dev, pv.clone()));
@@ -140,7 +147,32 @@ impl Model {
                 self.vgs.insert(m.id, m.clone());
             }
         }
+        // The last carrier rewritten without it, still present: removed.
+        if let Some(id) = rewritten {
+            let carried = self
+                .devices
+                .iter()
+                .any(|(_, s)| s.vg.as_ref().is_some_and(|v| v.id == id));
+            if !carried {
+                self.vgs.remove(&id);
+            }
+        }
         self.forget();
+    }
+
+    /// The VG each device's PV is reported in: the first listing it.
+    fn membership(&self) -> HashMap<Uuid, Option<Uuid>> {
+        let mut ids: Vec<&Arc<VgMeta>> = self.vgs.values().collect();
+        ids.sort_by_key(|m| m.id);
+        self.devices
+            .iter()
+            .map(|(_, s)| {
+                (
+                    s.uuid,
+                    ids.iter().find(|m| m.pv(&s.uuid).is_some()).map(|m| m.id),
+                )
+            })
+            .collect()
     }
 }
 
@@ -164,6 +196,10 @@ proptest! {
         let mut model = Model::default();
         for op in ops {
             let (mut became, mut stopped) = (0, 0);
+            let seqnos = |m: &Model| -> HashMap<Uuid, u64> { m.vgs.iter().map(|(id, v)| (*id, v.seqno)).collect() };
+            let mut vgs_before = seqnos(&model);
+            let member_before = model.membership();
+            let complete_before = model.complete();
             let mut step = |model: &mut Model, f: &dyn Fn(&mut Model)| {
                 let before = model.complete();
                 f(model);
@@ -188,6 +224,8 @@ proptest! {
                     let relabel = model.devices.iter().any(|(x, s)| x == d && s.uuid != pv.uuid);
                     if relabel {
                         step(&mut model, &|m| m.remove(*d));
+                        // A VG forgotten by the removal is new again after.
+                        vgs_before = seqnos(&model);
                     }
                     step(&mut model, &|m| m.add(*d, pv.clone()));
                     a.add(*d, pv.clone())
@@ -201,7 +239,26 @@ proptest! {
             let lost = count(&events, |e| matches!(e, Event::PvLost { .. }));
             prop_assert_eq!((found, lost), want_pv_events, "{:?}", events);
             prop_assert_eq!(count(&events, |e| matches!(e, Event::VgComplete { .. })), became, "{:?}", events);
-            prop_assert_eq!(count(&events, |e| matches!(e, Event::VgIncomplete { .. })), stopped, "{:?}", events);
+            // A complete VG removed (vgremove) stops being complete without
+            // being incomplete.
+            let removed = count(&events, |e| matches!(e, Event::VgRemove { vg } if complete_before.contains(&vg.uuid)));
+            prop_assert_eq!(count(&events, |e| matches!(e, Event::VgIncomplete { .. })) + removed, stopped, "{:?}", events);
+            // A VG known before and after with a higher seqno changed once.
+            let changed = model
+                .vgs
+                .iter()
+                .filter(|(id, m)| vgs_before.get(id).is_some_and(|s| m.seqno > *s))
+                .count();
+            prop_assert_eq!(count(&events, |e| matches!(e, Event::VgChange { .. })), changed, "{:?}", events);
+            // Every PvChange is a PV present before and after whose VG moved.
+            let member_after = model.membership();
+            for e in &events {
+                if let Event::PvChange { uuid, vg, old_vg, .. } = e {
+                    prop_assert!(member_before.contains_key(uuid), "{:?}", events);
+                    prop_assert_ne!(vg.as_ref().map(|v| v.uuid), old_vg.as_ref().map(|v| v.uuid));
+                    prop_assert_eq!(member_after.get(uuid).copied().flatten(), vg.as_ref().map(|v| v.uuid), "{:?}", events);
+                }
+            }
         }
         check_reports(&a, &model)?;
     }

@@ -64,11 +64,27 @@ fn vgref(m: &VgMeta) -> VgRef {
     VgRef::of(m)
 }
 
+/// Only the PV and completeness events, for the tests about those.
+fn core<D>(ev: Vec<Event<D>>) -> Vec<Event<D>> {
+    ev.into_iter()
+        .filter(|e| {
+            matches!(
+                e,
+                Event::PvFound { .. }
+                    | Event::PvLost { .. }
+                    | Event::DuplicatePv { .. }
+                    | Event::VgComplete { .. }
+                    | Event::VgIncomplete { .. }
+            )
+        })
+        .collect()
+}
+
 #[test]
 fn a_vg_completes_when_its_last_pv_arrives() {
     let m = vg("vg0", 100, 1, &[1, 2]);
     let mut a = Assembly::new();
-    let ev = a.add("sda", seen(1, Some(&m)));
+    let ev = core(a.add("sda", seen(1, Some(&m))));
     assert_eq!(
         ev,
         [Event::PvFound {
@@ -79,7 +95,7 @@ fn a_vg_completes_when_its_last_pv_arrives() {
     );
     assert!(!a.vgs()[0].complete);
     assert_eq!(a.vgs()[0].missing, [uuid(2)]);
-    let ev = a.add("sdb", seen(2, None));
+    let ev = core(a.add("sdb", seen(2, None)));
     assert_eq!(ev.len(), 2);
     assert_eq!(
         ev[1],
@@ -88,7 +104,7 @@ fn a_vg_completes_when_its_last_pv_arrives() {
             pv_count: 2
         }
     );
-    let ev = a.remove(&"sda");
+    let ev = core(a.remove(&"sda"));
     assert_eq!(
         ev,
         [
@@ -105,7 +121,7 @@ fn a_vg_completes_when_its_last_pv_arrives() {
     );
     // sdb (no metadata) keeps the VG known, incomplete.
     assert_eq!(a.vgs().len(), 1);
-    let ev = a.add("sda", seen(1, Some(&m)));
+    let ev = core(a.add("sda", seen(1, Some(&m))));
     assert!(
         matches!(ev.last(), Some(Event::VgComplete { .. })),
         "{ev:?}"
@@ -119,7 +135,7 @@ fn pvs_seen_before_their_metadata_count() {
     let m = vg("vg0", 100, 1, &[1, 2, 3]);
     let mut a = Assembly::new();
     for (d, p) in [("sdb", 2), ("sdc", 3)] {
-        let ev = a.add(d, seen(p, None));
+        let ev = core(a.add(d, seen(p, None)));
         assert_eq!(
             ev,
             [Event::PvFound {
@@ -131,7 +147,7 @@ fn pvs_seen_before_their_metadata_count() {
     }
     assert!(a.vgs().is_empty());
     assert!(a.pvs().iter().all(|p| p.vg_uuid.is_none()));
-    let ev = a.add("sda", seen(1, Some(&m)));
+    let ev = core(a.add("sda", seen(1, Some(&m))));
     assert_eq!(
         ev[1],
         Event::VgComplete {
@@ -150,15 +166,15 @@ fn the_highest_seqno_wins() {
     let mut a = Assembly::new();
     a.add("sda", seen(1, Some(&v5)));
     // An older copy (which alone would make the VG complete) is ignored.
-    let ev = a.add("sdb", seen(2, Some(&v4)));
+    let ev = core(a.add("sdb", seen(2, Some(&v4))));
     assert!(matches!(ev.last(), Some(Event::VgComplete { vg, .. }) if vg.seqno == 5));
     a.remove(&"sdb");
-    let ev = a.add("sdc", seen(3, Some(&v4)));
+    let ev = core(a.add("sdc", seen(3, Some(&v4))));
     assert_eq!(ev.len(), 1, "{ev:?}");
     assert_eq!(a.vgs()[0].seqno, 5);
     // A newer one (vgreduce of PV 2, and a rename) replaces it, and makes
     // the VG complete again.
-    let ev = a.add("sda", seen(1, Some(&v6)));
+    let ev = core(a.add("sda", seen(1, Some(&v6))));
     assert_eq!(
         ev,
         [Event::VgComplete {
@@ -217,7 +233,7 @@ fn a_change_replaces_what_was_seen() {
     let mut a = Assembly::new();
     a.add("sda", seen(1, None));
     // Same PV, now with metadata: no PvFound again, but the VG appears.
-    let ev = a.add("sda", seen(1, Some(&m)));
+    let ev = core(a.add("sda", seen(1, Some(&m))));
     assert_eq!(
         ev,
         [Event::VgComplete {
@@ -226,7 +242,7 @@ fn a_change_replaces_what_was_seen() {
         }]
     );
     // Relabelled as another PV: lost, then found.
-    let ev = a.add("sda", seen(7, None));
+    let ev = core(a.add("sda", seen(7, None)));
     assert_eq!(
         ev,
         [
@@ -353,4 +369,187 @@ fn ten_thousand_pvs_cost_linear_work() {
     let ev = a.add(ids[0], seen(ids[0], Some(&m)));
     assert!(matches!(ev.last(), Some(Event::VgComplete { .. })));
     assert!(a.work <= u64::from(N), "work {}", a.work);
+}
+
+/// `m` with its first LV grown to `extents`, renamed `name`, at `seqno`.
+fn edited(m: &VgMeta, seqno: u64, f: impl FnOnce(&mut VgMeta)) -> Arc<VgMeta> {
+    let mut n = m.clone();
+    n.seqno = seqno;
+    f(&mut n);
+    Arc::new(n)
+}
+
+/// Every PV of `m` re-read carrying `n`, as after an LVM command: the
+/// events of each, in order.
+fn rewrite(
+    a: &mut Assembly<&'static str>,
+    devs: &[(&'static str, u32)],
+    n: &Arc<VgMeta>,
+) -> Vec<Event<&'static str>> {
+    devs.iter()
+        .flat_map(|&(d, p)| a.add(d, seen(p, Some(n))))
+        .collect()
+}
+
+#[test]
+fn lv_commands_give_one_vg_change_and_their_lv_events() {
+    let m = vg("vg0", 100, 1, &[1, 2]);
+    let devs = [("sda", 1), ("sdb", 2)];
+    let mut a = Assembly::new();
+    for &(d, p) in &devs {
+        a.add(d, seen(p, Some(&m)));
+    }
+    // lvcreate: one more LV.
+    let n = edited(&m, 2, |v| {
+        let mut lv = v.lvs[0].clone();
+        lv.name = "new".into();
+        lv.id = uuid(998);
+        v.lvs.push(lv);
+    });
+    let ev = rewrite(&mut a, &devs, &n);
+    assert_eq!(ev.len(), 2, "{ev:?}");
+    let Event::VgChange { old, vg, delta } = &ev[0] else {
+        panic!("{ev:?}")
+    };
+    assert_eq!((old.seqno, vg.seqno), (1, 2));
+    assert!(delta.changed().is_empty(), "{delta:?}");
+    assert!(
+        matches!(&ev[1], Event::LvAdd { lv, .. } if lv.name == "new" && lv.size_bytes == 4 * 8192 * 512)
+    );
+    // lvextend + lvrename of the first LV: one LV_CHANGE naming both.
+    let n2 = edited(&n, 3, |v| {
+        v.lvs[0].name = "grown".into();
+        v.lvs[0].extents = 6;
+    });
+    let ev = rewrite(&mut a, &devs, &n2);
+    assert_eq!(ev.len(), 2, "{ev:?}");
+    match &ev[1] {
+        Event::LvChange {
+            old, lv, changed, ..
+        } => {
+            assert_eq!((old.name.as_str(), lv.name.as_str()), ("lv", "grown"));
+            assert_eq!(changed, &["name", "size"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    // lvremove.
+    let n3 = edited(&n2, 4, |v| v.lvs.truncate(1));
+    let ev = rewrite(&mut a, &devs, &n3);
+    assert!(
+        matches!(&ev[1], Event::LvRemove { lv, .. } if lv.name == "new"),
+        "{ev:?}"
+    );
+    assert_eq!(ev.len(), 2);
+    // An older copy seen later changes nothing.
+    assert!(a.add("sda", seen(1, Some(&n))).is_empty());
+}
+
+#[test]
+fn vgextend_and_vgreduce_move_a_pv_and_vgremove_removes_the_vg() {
+    let m = vg("vg0", 100, 1, &[1]);
+    let mut a = Assembly::new();
+    a.add("sda", seen(1, Some(&m)));
+    // pvcreate: an orphan.
+    let ev = a.add("sdb", seen(2, None));
+    assert!(
+        matches!(&ev[..], [Event::PvFound { vg: None, .. }]),
+        "{ev:?}"
+    );
+    // vgextend writes the new text to both.
+    let n = edited(&m, 2, |v| {
+        let mut pv = v.pvs[0].clone();
+        pv.key = "pv1".into();
+        pv.id = uuid(2);
+        pv.pe_alloc = 0;
+        v.pvs.push(pv);
+    });
+    let ev = rewrite(&mut a, &[("sda", 1), ("sdb", 2)], &n);
+    let Event::VgChange { delta, .. } = &ev[0] else {
+        panic!("{ev:?}")
+    };
+    assert_eq!(delta.pvs_added, [uuid(2)]);
+    assert_eq!(delta.changed(), ["pvs", "extent_count", "free_count"]);
+    assert!(
+        matches!(&ev[1], Event::PvChange { dev: "sdb", vg: Some(v), old_vg: None, .. } if v.name == "vg0"),
+        "{ev:?}"
+    );
+    assert_eq!(ev.len(), 2, "{ev:?}");
+    assert!(a.vgs()[0].complete);
+    // vgreduce: the VG's text drops it, the PV is rewritten as an orphan.
+    let r = edited(&n, 3, |v| v.pvs.truncate(1));
+    let mut ev = a.add("sda", seen(1, Some(&r)));
+    ev.extend(a.add("sdb", seen(2, None)));
+    assert!(
+        matches!(
+            &ev[1],
+            Event::PvChange {
+                dev: "sdb",
+                vg: None,
+                old_vg: Some(_),
+                ..
+            }
+        ),
+        "{ev:?}"
+    );
+    assert_eq!(ev.len(), 2, "{ev:?}");
+    assert_eq!(a.vgs().len(), 1);
+    // vgremove: the last carrier rewritten as an orphan, still present.
+    let ev = a.add("sda", seen(1, None));
+    assert_eq!(a.vgs().len(), 0);
+    let kinds: Vec<_> = ev
+        .iter()
+        .map(|e| match e {
+            Event::LvRemove { .. } => "lv_remove",
+            Event::PvChange { vg: None, .. } => "pv_orphan",
+            Event::VgRemove { .. } => "vg_remove",
+            _ => "other",
+        })
+        .collect();
+    assert_eq!(kinds, ["lv_remove", "pv_orphan", "vg_remove"], "{ev:?}");
+    assert!(a.pvs().iter().all(|p| p.vg_uuid.is_none()));
+}
+
+#[test]
+fn vgcreate_moves_its_orphans_and_unplugging_forgets_lvs_without_a_remove() {
+    let mut a = Assembly::new();
+    a.add("sda", seen(1, None));
+    a.add("sdb", seen(2, None));
+    let m = vg("vg0", 100, 1, &[1, 2]);
+    let ev = rewrite(&mut a, &[("sda", 1), ("sdb", 2)], &m);
+    let moved = ev
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                Event::PvChange {
+                    old_vg: None,
+                    vg: Some(_),
+                    ..
+                }
+            )
+        })
+        .count();
+    assert_eq!(moved, 2, "{ev:?}");
+    assert_eq!(
+        ev.iter()
+            .filter(|e| matches!(e, Event::LvAdd { .. }))
+            .count(),
+        1
+    );
+    assert!(
+        matches!(ev.last(), Some(Event::VgComplete { .. })),
+        "{ev:?}"
+    );
+    // Both unplugged: incomplete, then forgotten with its LV; no VG_REMOVE.
+    let mut ev = a.remove(&"sda");
+    ev.extend(a.remove(&"sdb"));
+    assert!(
+        ev.iter().any(|e| matches!(e, Event::LvRemove { .. })),
+        "{ev:?}"
+    );
+    assert!(
+        !ev.iter().any(|e| matches!(e, Event::VgRemove { .. })),
+        "{ev:?}"
+    );
+    assert!(a.vgs().is_empty());
 }

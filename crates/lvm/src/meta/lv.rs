@@ -68,7 +68,9 @@ pub(super) fn read_lvs(section: At<'_>, pvs: &mut [PvMeta]) -> Result<Vec<LvMeta
                 extent_count: count,
                 seg_type: seg_type(seg)?,
                 stripe_count: 0,
-                stripe_size: seg.opt_uint("stripe_size", u64::from(u32::MAX))?.unwrap_or(0),
+                stripe_size: seg
+                    .opt_uint("stripe_size", u64::from(u32::MAX))?
+                    .unwrap_or(0),
                 areas: Vec::new(),
             };
             if let Some(stripes) = seg.opt_array("stripes")? {
@@ -104,9 +106,9 @@ fn seg_type(seg: At<'_>) -> Result<String, MetaError> {
     let t = seg.str("type")?;
     let ok = !t.is_empty()
         && t.len() <= 64
-        && t
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'+' | b'-'));
+        && t.iter().all(|b| {
+            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'+' | b'-')
+        });
     if !ok {
         return Err(MetaError::BadSegType {
             section: seg.path.show(),
@@ -122,9 +124,8 @@ fn policy(lv: At<'_>) -> Result<Option<String>, MetaError> {
     let Some(p) = lv.opt_str("allocation_policy")? else {
         return Ok(None);
     };
-    let ok = !p.is_empty()
-        && p.len() <= 32
-        && p.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_');
+    let ok =
+        !p.is_empty() && p.len() <= 32 && p.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_');
     if !ok {
         return Err(MetaError::BadFlag {
             section: lv.path.show(),

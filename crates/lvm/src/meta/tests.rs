@@ -160,7 +160,11 @@ fn segments_keep_type_stripes_and_areas() {
     let lvs = &vg.lvs[1].segments;
     assert_eq!(LvMeta::seg_type_name(&lvs[0]), "striped");
     assert_eq!((lvs[0].stripe_count, lvs[0].stripe_size), (2, 128));
-    let on: Vec<_> = lvs[0].areas.iter().map(|a| (a.on.clone(), a.start)).collect();
+    let on: Vec<_> = lvs[0]
+        .areas
+        .iter()
+        .map(|a| (a.on.clone(), a.start))
+        .collect();
     assert_eq!(on, [(AreaOn::Pv(pv0), 2), (AreaOn::Pv(pv1), 0)]);
 }
 
