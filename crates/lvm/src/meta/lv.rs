@@ -209,7 +209,7 @@ impl Areas<'_> {
             section: seg.path.show(),
             key,
         };
-        if items.len() % 2 != 0 {
+        if !items.len().is_multiple_of(2) {
             return Err(bad());
         }
         items
