@@ -7,7 +7,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::model::{LvMeta, Uuid, VgMeta};
+use crate::model::{AreaOn, LvMeta, Uuid, VgMeta};
 
 /// An LV as records name it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -25,8 +25,14 @@ pub struct LvRef {
     pub segtype: String,
     /// How many segments it has.
     pub segments: usize,
-    /// `status` flags, comma-joined (`READ,WRITE,VISIBLE`).
+    /// `status` flags, comma-joined (`READ,WRITE,VISIBLE`), then
+    /// `alloc=POLICY` when the text states an allocation policy.
     pub status: String,
+    /// A fingerprint of where its extents are (every segment's type,
+    /// extents, stripes and areas): LVM's CRC-32 of a canonical rendering,
+    /// stable across versions, so a checkpoint can tell that the segments
+    /// moved without keeping them.
+    pub layout: u32,
 }
 
 impl LvRef {
@@ -39,6 +45,15 @@ impl LvRef {
                 types.push(t);
             }
         }
+        let mut status = lv.status.join(",");
+        if let Some(p) = &lv.allocation_policy {
+            status.push_str(if status.is_empty() {
+                "alloc="
+            } else {
+                ",alloc="
+            });
+            status.push_str(p);
+        }
         LvRef {
             name: lv.name.clone(),
             uuid: lv.id,
@@ -46,9 +61,30 @@ impl LvRef {
             size_bytes: lv.extents.saturating_mul(extent_bytes),
             segtype: types.join(","),
             segments: lv.segments.len(),
-            status: lv.status.join(","),
+            status,
+            layout: layout(lv),
         }
     }
+}
+
+/// The fingerprint of `lv`'s segments (see [`LvRef::layout`]).
+fn layout(lv: &LvMeta) -> u32 {
+    let mut crc = crate::crc::Crc::new();
+    for s in &lv.segments {
+        let head = format!(
+            "{} {} {} {} {};",
+            s.start_extent, s.extent_count, s.seg_type, s.stripe_count, s.stripe_size
+        );
+        crc.update(head.as_bytes());
+        for a in &s.areas {
+            match &a.on {
+                AreaOn::Pv(u) => crc.update(u.as_str().as_bytes()),
+                AreaOn::Lv(n) => crc.update(n.as_bytes()),
+            }
+            crc.update(format!(" {},", a.start).as_bytes());
+        }
+    }
+    crc.finish()
 }
 
 /// What changed in one LV.
@@ -173,7 +209,7 @@ pub fn lv_deltas(old: &VgMeta, new: &VgMeta) -> Vec<LvDelta> {
         if before.segments != lv.segments {
             changed.push("segments");
         }
-        if before.status != lv.status || before.allocation_policy != lv.allocation_policy {
+        if a.status != b.status {
             changed.push("status");
         }
         if !changed.is_empty() {

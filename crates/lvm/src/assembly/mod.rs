@@ -243,6 +243,16 @@ impl<D: Clone + Eq + Hash + Ord + Debug> Assembly<D> {
         events
     }
 
+    /// The metadata in use for each known VG, in no order.
+    pub fn vg_metas(&self) -> impl Iterator<Item = &Arc<VgMeta>> {
+        self.vgs.values().map(|st| &st.meta)
+    }
+
+    /// The device in use for PV `uuid` (the first seen, of duplicates).
+    pub fn device_of(&self, uuid: &Uuid) -> Option<&D> {
+        self.pvs.get(uuid)?.first()
+    }
+
     /// The VGs listing PV `uuid`.
     fn listers(&self, uuid: &Uuid) -> Vec<Uuid> {
         self.listed.get(uuid).cloned().unwrap_or_default()

@@ -186,6 +186,48 @@ pub fn probe<R: ReadAt + ?Sized>(dev: &R, cache: &TextCache) -> crate::Result<Op
     }))
 }
 
+/// How many times [`probe_settled`] reads a device whose text changed
+/// under it before it gives the last reading.
+pub const SETTLE_TRIES: u32 = 3;
+
+/// [`probe`], read again while an area in use names a text that does not
+/// match its checksum: LVM wrote that area between the header read and the
+/// text read (a torn update). At most `tries` readings; the last is
+/// returned, torn or not, with its areas' problems saying so. Returns the
+/// reading and how many readings were torn.
+pub fn probe_settled<R: ReadAt + ?Sized>(
+    dev: &R,
+    cache: &TextCache,
+    tries: u32,
+) -> (crate::Result<Option<Pv>>, u32) {
+    let mut torn = 0;
+    loop {
+        let r = probe(dev, cache);
+        let is_torn = matches!(&r, Ok(Some(pv)) if pv.torn());
+        if !is_torn || torn + 1 >= tries.max(1) {
+            return (r, torn + u32::from(is_torn));
+        }
+        torn += 1;
+    }
+}
+
+impl Pv {
+    /// An area in use names a text whose bytes do not match its checksum,
+    /// or could not be read: the device was being written as it was read.
+    pub fn torn(&self) -> bool {
+        self.mdas.iter().any(|m| {
+            m.in_use()
+                && m.problem.as_deref().is_some_and(|e| {
+                    matches!(
+                        e,
+                        crate::Error::Io { .. }
+                            | crate::Error::Disk(DiskError::TextChecksum { .. })
+                    )
+                })
+        })
+    }
+}
+
 /// Reads one area's header and, if in use, its text through the cache.
 /// Returns the bytes of header read.
 fn probe_mda<R: ReadAt + ?Sized>(
