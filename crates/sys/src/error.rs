@@ -25,6 +25,9 @@ pub enum Error {
         /// Which check failed.
         what: &'static str,
     },
+    /// An inotify `read` returned events that do not decode.
+    #[error("malformed inotify events")]
+    InotifyDecode(#[from] crate::inotify::DecodeError),
     /// The call succeeded but the kernel did not answer what was asked,
     /// because it is too old to know it.
     #[error("not supported by this kernel: {what}")]
@@ -82,5 +85,12 @@ mod tests {
         let m = Error::Malformed { what: "x" };
         assert_eq!(m.errno(), None);
         assert_eq!(m.to_string(), "malformed kernel answer: x");
+        let i = Error::from(crate::inotify::DecodeError::Truncated { at: 16 });
+        assert_eq!(i.errno(), None);
+        let source = std::error::Error::source(&i).map(ToString::to_string);
+        assert_eq!(
+            source.as_deref(),
+            Some("inotify event at byte 16: header truncated")
+        );
     }
 }

@@ -8,14 +8,19 @@
 //! modelled on rustix: kernel names are kept, and each `unsafe` block is a
 //! small fence around one system call with a `// SAFETY:` comment.
 //!
+//! inotify ([`inotify`]), for weir-devices' watch on block device nodes
+//! (`IN_CLOSE_WRITE`), is here too: rustix makes its calls, but its events
+//! are decoded by this crate's own checked code.
+//!
 //! It also holds the CPU instructions weir calls directly: `crc32`, for the
 //! CRC of short log frames ([`crc32c`]), and two cache-line hints for the
 //! log's contended append counter ([`cache`]).
 //!
 //! The kernel's answers are decoded by safe code that reads byte slices
 //! (never pointer casts), so the decoders ([`statmount::decode`],
-//! [`fanotify::decode_events`], [`uevent::decode_creds`]) are total on
-//! hostile bytes and fuzzed or property-tested.
+//! [`fanotify::decode_events`], [`inotify::decode_events`],
+//! [`uevent::decode_creds`]) are total on hostile bytes and fuzzed or
+//! property-tested.
 //!
 //! The constants are defined here rather than taken from `libc`: distro
 //! headers (Debian 12 ships 6.1) and the `libc` crate lag behind the kernel.
@@ -27,6 +32,7 @@ pub mod cache;
 pub mod crc32c;
 mod error;
 pub mod fanotify;
+pub mod inotify;
 pub mod listmount;
 mod mnt_id_req;
 pub mod peer;
