@@ -9,10 +9,14 @@
 //! | offset | size | field |
 //! |---|---|---|
 //! | 0 | 8 | magic `WEIRINV\0` |
-//! | 8 | 4 | version (1) |
+//! | 8 | 4 | version (2; 1 is still read) |
 //! | 12 | 4 | CRC-32C of the payload |
 //! | 16 | 8 | payload length |
 //! | 24 | n | payload: [`Checkpoint`] in postcard |
+//!
+//! Version 2 added each VG's details and LVs to the device inventory
+//! (`weir_devices::VgDetail`); a version 1 file is read through
+//! `weir_devices::PreviousV1`, its VGs without details.
 //!
 //! The file is hostile input like any other: a short, foreign, damaged or
 //! newer file is a typed [`CheckpointError`] and the daemon starts without
@@ -27,8 +31,10 @@ use serde::{Deserialize, Serialize};
 pub const FILE_NAME: &str = "inventory";
 /// The first bytes of every checkpoint.
 pub const MAGIC: [u8; 8] = *b"WEIRINV\0";
-/// The version this build writes and reads.
-pub const VERSION: u32 = 1;
+/// The version this build writes (and reads, with [`VERSION_1`]).
+pub const VERSION: u32 = 2;
+/// The first version: no VG details or LVs in the device inventory.
+pub const VERSION_1: u32 = 1;
 /// Magic, version, CRC and length.
 pub const HEADER_LEN: usize = 24;
 /// The largest payload accepted. A checkpoint of 10,000 mounts and 1,000
@@ -52,6 +58,28 @@ pub struct Checkpoint {
     /// The device inventory as last logged; `None` when devices were not
     /// tracked.
     pub devices: Option<weir_devices::Previous>,
+}
+
+/// [`Checkpoint`] as version 1 laid it out.
+#[derive(Deserialize)]
+struct CheckpointV1 {
+    boot_id: String,
+    written_ns: u64,
+    clean: bool,
+    mounts: Option<weir_mounts::Previous>,
+    devices: Option<weir_devices::PreviousV1>,
+}
+
+impl From<CheckpointV1> for Checkpoint {
+    fn from(c: CheckpointV1) -> Checkpoint {
+        Checkpoint {
+            boot_id: c.boot_id,
+            written_ns: c.written_ns,
+            clean: c.clean,
+            mounts: c.mounts,
+            devices: c.devices.map(Into::into),
+        }
+    }
 }
 
 /// Why a checkpoint could not be read or written.
@@ -148,7 +176,7 @@ pub fn decode(bytes: &[u8]) -> Result<Checkpoint, CheckpointError> {
         return Err(CheckpointError::BadMagic);
     }
     let version = u32_at(header, 8);
-    if version != VERSION {
+    if version != VERSION && version != VERSION_1 {
         return Err(CheckpointError::UnknownVersion { version });
     }
     let stored = u32_at(header, 12);
@@ -168,8 +196,13 @@ pub fn decode(bytes: &[u8]) -> Result<Checkpoint, CheckpointError> {
     if computed != stored {
         return Err(CheckpointError::Crc { stored, computed });
     }
-    let (c, rest) = postcard::take_from_bytes::<Checkpoint>(payload)
-        .map_err(|source| CheckpointError::Payload { source })?;
+    let payload_err = |source| CheckpointError::Payload { source };
+    let (c, rest) = if version == VERSION_1 {
+        let (c, rest) = postcard::take_from_bytes::<CheckpointV1>(payload).map_err(payload_err)?;
+        (c.into(), rest)
+    } else {
+        postcard::take_from_bytes::<Checkpoint>(payload).map_err(payload_err)?
+    };
     if !rest.is_empty() {
         return Err(CheckpointError::TrailingBytes { extra: rest.len() });
     }

@@ -1,8 +1,8 @@
 //! The committed checkpoint of each format version reads back to what it
-//! was written from, and this build writes version 1 byte for byte as it
-//! was committed: a change to the payload's layout (a field added to
-//! `Mount` or `DeviceState`, a reordering) fails here, not at a user's
-//! restart.
+//! was written from, and this build writes the current version byte for
+//! byte as it was committed: a change to the payload's layout (a field
+//! added to `Mount` or `DeviceState`, a reordering) fails here, not at a
+//! user's restart.
 //!
 //! `WEIR_WRITE_FIXTURES=1 cargo test -p weir-daemon --test checkpoint_fixture`
 //! writes the fixture again; do that only together with a new version.
@@ -10,18 +10,49 @@
 use std::path::PathBuf;
 
 use weir_daemon::checkpoint::{Checkpoint, VERSION, decode, encode};
-use weir_devices::{DevNum, DeviceState, Previous as DevicesPrevious, PvState, VgState};
+use weir_devices::{
+    DevNum, DeviceState, LvState, Previous as DevicesPrevious, PvState, VgDetail, VgState,
+};
 use weir_mounts::Previous as MountsPrevious;
 
 /// The mount table of this project's VM, with escapes in paths.
 const MOUNTINFO: &[u8] = include_bytes!("../../mounts/tests/fixtures/mountinfo-vm-escapes.txt");
 
-fn fixture_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/inventory-v1")
+fn fixture_path(version: u32) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/inventory-v{version}"))
 }
 
-/// What the fixture was written from: nothing in it depends on the
-/// machine the test runs on.
+/// What the version 2 fixture was written from: version 1's, with the
+/// VG's details and two LVs.
+fn content_v2() -> Checkpoint {
+    let mut c = content();
+    let lv = |c: u8, name: &str, extents: u64| LvState {
+        uuid: [c; 32],
+        name: name.to_owned(),
+        extents,
+        size_bytes: extents << 22,
+        segtype: "linear".to_owned(),
+        segments: 1,
+        status: "READ,WRITE,VISIBLE".to_owned(),
+        layout: 0x1234_abcd,
+    };
+    if let Some(d) = c.devices.as_mut() {
+        d.vgs[0].detail = Some(VgDetail {
+            pvs: vec![[b'A'; 32], [b'B'; 32]],
+            extent_count: 6,
+            free_count: 3,
+            extent_size: 4 << 20,
+            metadata_copies: 0,
+            status: "RESIZEABLE,READ,WRITE".to_owned(),
+            lvs: vec![lv(b'L', "lv0", 2), lv(b'M', "lv1", 1)],
+        });
+    }
+    c
+}
+
+/// What the version 1 fixture was written from: nothing in it depends on
+/// the machine the test runs on. Read by this build, its VGs have no
+/// details.
 fn content() -> Checkpoint {
     let mounts = weir_mounts::mountinfo::parse(MOUNTINFO).expect("the fixture parses");
     assert!(mounts.len() > 10);
@@ -66,6 +97,7 @@ fn content() -> Checkpoint {
                 seqno: 3,
                 complete: true,
                 missing: 0,
+                detail: None,
             }],
             log_index: 1240,
         }),
@@ -73,17 +105,23 @@ fn content() -> Checkpoint {
 }
 
 #[test]
-fn version_1_reads_back_and_is_written_byte_for_byte() {
-    assert_eq!(VERSION, 1, "a new version needs its own fixture");
-    let c = content();
+fn version_1_reads_back_without_vg_details() {
+    let committed = std::fs::read(fixture_path(1)).expect("read the committed fixture");
+    assert_eq!(decode(&committed).expect("the fixture decodes"), content());
+}
+
+#[test]
+fn version_2_reads_back_and_is_written_byte_for_byte() {
+    assert_eq!(VERSION, 2, "a new version needs its own fixture");
+    let c = content_v2();
     let bytes = encode(&c).expect("encode");
     if std::env::var_os("WEIR_WRITE_FIXTURES").is_some() {
-        std::fs::write(fixture_path(), &bytes).expect("write the fixture");
+        std::fs::write(fixture_path(2), &bytes).expect("write the fixture");
     }
-    let committed = std::fs::read(fixture_path()).expect("read the committed fixture");
+    let committed = std::fs::read(fixture_path(2)).expect("read the committed fixture");
     assert_eq!(decode(&committed).expect("the fixture decodes"), c);
     assert!(
         bytes == committed,
-        "this build writes version 1 differently from the committed fixture"
+        "this build writes version 2 differently from the committed fixture"
     );
 }

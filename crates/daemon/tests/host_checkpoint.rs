@@ -52,6 +52,7 @@ fn sample() -> Checkpoint {
                 seqno: 9,
                 complete: true,
                 missing: 0,
+                detail: None,
             }],
             log_index: 78,
         }),
@@ -209,6 +210,7 @@ fn arb_checkpoint() -> impl Strategy<Value = Checkpoint> {
                         seqno: log_index / 2,
                         complete: i % 2 == 0,
                         missing: i as u64,
+                        detail: None,
                     })
                     .collect(),
                 log_index,

@@ -1,11 +1,12 @@
 //! [`Change`]: what the device tracker logs — a device added, changed or
-//! removed, a PV found or lost, a VG complete or incomplete — and how it
-//! was seen ([`Change::scan`]).
+//! removed; a PV found, lost or moved between a VG and the orphans; a VG
+//! complete, incomplete, changed or removed; an LV added, changed or
+//! removed — and how it was seen ([`Change::scan`]).
 
 use std::os::unix::ffi::OsStrExt;
 
 use weir_lvm::Uuid;
-use weir_lvm::assembly::VgRef;
+use weir_lvm::assembly::{LvRef, VgDelta, VgRef};
 
 use crate::devnum::DevNum;
 use crate::sysfs::{BlockDevice, Kind};
@@ -75,6 +76,58 @@ pub enum ChangeKind {
         /// The PVs its metadata lists that are absent.
         missing: Vec<Uuid>,
     },
+    /// A VG's metadata was replaced by a newer seqno.
+    VgChange {
+        /// Before.
+        old: VgRef,
+        /// After.
+        vg: VgRef,
+        /// What changed.
+        delta: Box<VgDelta>,
+    },
+    /// A VG's metadata is gone from its present PVs (vgremove).
+    VgRemove {
+        /// The VG as last known.
+        vg: VgRef,
+    },
+    /// A present PV is listed by another VG now, or by none.
+    PvChange {
+        /// The device.
+        dev: DevNum,
+        /// Its name.
+        name: String,
+        /// The PV uuid.
+        uuid: Uuid,
+        /// The VG listing it now; `None`: an orphan.
+        vg: Option<VgRef>,
+        /// The VG that listed it before; `None`: it was an orphan.
+        old_vg: Option<VgRef>,
+    },
+    /// An LV appeared.
+    LvAdd {
+        /// Its VG.
+        vg: VgRef,
+        /// The LV.
+        lv: LvRef,
+    },
+    /// An LV went away.
+    LvRemove {
+        /// Its VG.
+        vg: VgRef,
+        /// The LV as last known.
+        lv: LvRef,
+    },
+    /// An LV changed.
+    LvChange {
+        /// Its VG.
+        vg: VgRef,
+        /// Before.
+        old: LvRef,
+        /// After.
+        lv: LvRef,
+        /// What differs: `name`, `size`, `segments`, `status`.
+        changed: Vec<&'static str>,
+    },
 }
 
 impl Change {
@@ -88,6 +141,12 @@ impl Change {
             ChangeKind::PvLost { .. } => "PV_LOST",
             ChangeKind::VgComplete { .. } => "VG_COMPLETE",
             ChangeKind::VgIncomplete { .. } => "VG_INCOMPLETE",
+            ChangeKind::VgChange { .. } => "VG_CHANGE",
+            ChangeKind::VgRemove { .. } => "VG_REMOVE",
+            ChangeKind::PvChange { .. } => "PV_CHANGE",
+            ChangeKind::LvAdd { .. } => "LV_ADD",
+            ChangeKind::LvRemove { .. } => "LV_REMOVE",
+            ChangeKind::LvChange { .. } => "LV_CHANGE",
         }
     }
 }

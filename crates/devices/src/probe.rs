@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use weir_lvm::assembly::PvSeen;
-use weir_lvm::probe::{Pv, TextCache, probe};
+use weir_lvm::probe::{Pv, SETTLE_TRIES, TextCache, probe_settled};
 
 use crate::Error;
 use crate::devread::BlockReader;
@@ -82,23 +82,45 @@ pub fn skip_reason(dev: &BlockDevice, filter: &Filter) -> Option<Skip> {
     (!accepted).then_some(Skip::Filtered)
 }
 
-/// Probes one device; returns what it found and the bytes read from the
-/// device (texts the cache already held cost nothing).
-pub fn probe_device(dev: &BlockDevice, filter: &Filter, cache: &TextCache) -> (Probe, u64) {
+/// One device's probe and what it cost.
+#[derive(Clone, Debug)]
+pub struct Probed {
+    /// What it found.
+    pub probe: Probe,
+    /// Bytes read from the device (texts the cache already held cost
+    /// nothing).
+    pub bytes: u64,
+    /// Readings that found a text being written (read again, up to
+    /// [`SETTLE_TRIES`] in all).
+    pub torn: u32,
+}
+
+/// Probes one device, reading it again while LVM is seen writing it.
+pub fn probe_device(dev: &BlockDevice, filter: &Filter, cache: &TextCache) -> Probed {
+    let done = |probe| Probed {
+        probe,
+        bytes: 0,
+        torn: 0,
+    };
     if let Some(skip) = skip_reason(dev, filter) {
-        return (Probe::Skipped(skip), 0);
+        return done(Probe::Skipped(skip));
     }
     let reader =
         match BlockReader::open_known(dev.dev_path(), dev.size_bytes, dev.logical_block_size) {
             Ok(r) => r,
-            Err(e) => return (Probe::Failed(Arc::new(e)), 0),
+            Err(e) => return done(Probe::Failed(Arc::new(e))),
         };
-    let found = match probe(&reader, cache) {
+    let (found, torn) = probe_settled(&reader, cache, SETTLE_TRIES);
+    let probe = match found {
         Ok(Some(pv)) => Probe::Pv(Arc::new(pv)),
         Ok(None) => Probe::NotPv,
         Err(e) => Probe::Failed(Arc::new(Error::Lvm(e))),
     };
-    (found, reader.bytes_read())
+    Probed {
+        probe,
+        bytes: reader.bytes_read(),
+        torn,
+    }
 }
 
 /// Probes every device of `devs`, in parallel; the results are in the
@@ -118,8 +140,8 @@ pub fn probe_all(devs: &[BlockDevice], filter: &Filter, cache: &TextCache) -> (V
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
                         let Some(dev) = devs.get(i) else { break };
-                        let (p, n) = probe_device(dev, filter, cache);
-                        out.push((i, p, n));
+                        let p = probe_device(dev, filter, cache);
+                        out.push((i, p.probe, p.bytes));
                     }
                     out
                 })

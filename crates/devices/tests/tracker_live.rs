@@ -73,10 +73,16 @@ fn concerns(fleet: &Fleet, c: &Change) -> bool {
     match &c.kind {
         ChangeKind::DeviceAdd(d) | ChangeKind::DeviceRemove(d) => ours(&d.name),
         ChangeKind::DeviceChange { new, .. } => ours(&new.name),
-        ChangeKind::PvFound { name, .. } | ChangeKind::PvLost { name, .. } => ours(name),
-        ChangeKind::VgComplete { vg, .. } | ChangeKind::VgIncomplete { vg, .. } => {
-            vg.name == fleet.vg_name()
-        }
+        ChangeKind::PvFound { name, .. }
+        | ChangeKind::PvLost { name, .. }
+        | ChangeKind::PvChange { name, .. } => ours(name),
+        ChangeKind::VgComplete { vg, .. }
+        | ChangeKind::VgIncomplete { vg, .. }
+        | ChangeKind::VgChange { vg, .. }
+        | ChangeKind::VgRemove { vg }
+        | ChangeKind::LvAdd { vg, .. }
+        | ChangeKind::LvRemove { vg, .. }
+        | ChangeKind::LvChange { vg, .. } => vg.name == fleet.vg_name(),
     }
 }
 
@@ -362,6 +368,10 @@ fn pvs_attached_one_by_one_complete_the_vg_once_then_detach_and_reattach() {
             "PV_FOUND",
             "DEVICE_CHANGE",
             "PV_FOUND",
+            // The metadata arrives: the first PV (no metadata area) leaves
+            // the orphans, and the VG's LV is known.
+            "PV_CHANGE",
+            "LV_ADD",
             "DEVICE_CHANGE",
             "PV_FOUND",
             "DEVICE_CHANGE",

@@ -8,6 +8,12 @@
 //! VG_INCOMPLETE vg0 uuid=TXpiRI-... seqno=3 missing=1
 //! PV_LOST loop5 7:5 uuid=HVjR5j-... vg=vg0
 //! DEVICE_REMOVE loop5 7:5
+//! VG_CHANGE vg0 uuid=TXpiRI-... seqno=4 old_seqno=3 changed=pvs,extent_count
+//! PV_CHANGE loop6 7:6 uuid=6rpCcl-... vg=vg0 old_vg=
+//! LV_ADD lv1 vg=vg0 uuid=Xc3fZk-... size=8388608 segtype=linear
+//! LV_CHANGE lv1 vg=vg0 uuid=Xc3fZk-... changed=size size=16777216 old_size=8388608
+//! LV_REMOVE lv1 vg=vg0 uuid=Xc3fZk-... size=16777216 segtype=linear
+//! VG_REMOVE vg0 uuid=TXpiRI-... seqno=9
 //! ```
 //!
 //! A change found by a whole re-read ends in ` (scan)`. Values use the
@@ -90,6 +96,71 @@ pub(crate) fn change_line(c: &Change) -> String {
                 vg.seqno,
                 missing.len()
             );
+        }
+        ChangeKind::VgChange { old, vg, delta } => {
+            let _ = write!(
+                s,
+                " {} uuid={} seqno={} old_seqno={} changed={}",
+                vg.name,
+                vg.uuid,
+                vg.seqno,
+                old.seqno,
+                delta.changed().join(",")
+            );
+            if let Some(n) = &delta.old_name {
+                let _ = write!(s, " old_name={n}");
+            }
+        }
+        ChangeKind::VgRemove { vg } => {
+            let _ = write!(s, " {} uuid={} seqno={}", vg.name, vg.uuid, vg.seqno);
+        }
+        ChangeKind::PvChange {
+            dev,
+            name,
+            uuid,
+            vg,
+            old_vg,
+        } => {
+            let vg_name = |v: &Option<weir_lvm::assembly::VgRef>| {
+                v.as_ref().map_or("", |v| v.name.as_str()).to_owned()
+            };
+            let _ = write!(
+                s,
+                " {name} {dev} uuid={uuid} vg={} old_vg={}",
+                vg_name(vg),
+                vg_name(old_vg)
+            );
+        }
+        ChangeKind::LvAdd { vg, lv } | ChangeKind::LvRemove { vg, lv } => {
+            let _ = write!(
+                s,
+                " {} vg={} uuid={} size={} segtype={}",
+                lv.name, vg.name, lv.uuid, lv.size_bytes, lv.segtype
+            );
+        }
+        ChangeKind::LvChange {
+            vg,
+            old,
+            lv,
+            changed,
+        } => {
+            let _ = write!(
+                s,
+                " {} vg={} uuid={} changed={}",
+                lv.name,
+                vg.name,
+                lv.uuid,
+                changed.join(",")
+            );
+            if changed.contains(&"name") {
+                let _ = write!(s, " old_name={}", old.name);
+            }
+            if changed.contains(&"size") {
+                let _ = write!(s, " size={} old_size={}", lv.size_bytes, old.size_bytes);
+            }
+            if changed.contains(&"segments") {
+                let _ = write!(s, " segtype={} segments={}", lv.segtype, lv.segments);
+            }
         }
     }
     if c.scan {

@@ -1,7 +1,9 @@
 //! Applying one uevent, or a whole re-read, to the [`Inventory`].
 //!
-//! Every path ends in [`Inventory::put`] or [`Inventory::drop_device`], so
-//! a device's entry, its name and its PV in the assembly never disagree.
+//! Every path ends in [`Inventory::put`], [`Inventory::drop_device`] or
+//! [`Inventory::file_probe`], so a device's entry, its name, its PV in the
+//! assembly and the texts it holds in the cache never disagree, and each
+//! moves the generation.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -10,7 +12,7 @@ use weir_lvm::assembly::Event;
 use super::{Entry, Inventory, media};
 use crate::change::{Change, ChangeKind, changed_attributes};
 use crate::devnum::DevNum;
-use crate::probe::{probe_device, seen};
+use crate::probe::{Probe, probe_device, seen};
 use crate::sysfs::{BlockDevice, Kind};
 use crate::uevent::{Action, Uevent};
 use crate::{Error, Result};
@@ -53,6 +55,31 @@ impl Inventory {
                 }
             },
         }
+    }
+
+    /// A synthesized `change` uevent that echoes a write probed already
+    /// (udevd's `watch`): the device's sysfs snapshot is refreshed, and it
+    /// is probed again only if its attributes moved. Anything else is
+    /// [`on_uevent`](Self::on_uevent).
+    pub fn on_echo(&mut self, ev: &Uevent) -> Vec<Change> {
+        if ev.is_block()
+            && ev.action == Action::Change
+            && let (Some(major), Some(minor)) = (ev.major, ev.minor)
+            && let dn = (DevNum { major, minor })
+            && let Some(old) = self.devices.get(&dn)
+            && old.device.name == ev.name()
+            && let Ok(dev) = self.read_device(ev)
+            && changed_attributes(&old.device, &dev).is_empty()
+        {
+            self.counters.uevents += 1;
+            self.counters.echoes += 1;
+            self.generation += 1;
+            if let Some(e) = self.devices.get_mut(&dn) {
+                e.device = dev;
+            }
+            return Vec::new();
+        }
+        self.on_uevent(ev)
     }
 
     /// The device's current snapshot: for a `change` on the device the
@@ -134,26 +161,87 @@ impl Inventory {
         if let Kind::Partition { parent, .. } = &dev.kind {
             self.note_partition(parent, &dev.name);
         }
-        let (probe, bytes) = probe_device(&dev, &self.filter, &self.cache);
+        let probed = probe_device(&dev, &self.filter, &self.cache);
+        self.names.insert(dev.name.clone(), dn);
+        match self.devices.get_mut(&dn) {
+            Some(e) => e.device = dev,
+            // Until its probe is filed, a placeholder that names no text.
+            None => {
+                let probe = Probe::Skipped(crate::probe::Skip::Empty);
+                self.devices.insert(dn, Entry { device: dev, probe });
+            }
+        }
+        changes.extend(self.file_probe(dn, probed, scan));
+        changes
+    }
+
+    /// A device LVM would read was written (closed after writing; no
+    /// uevent comes for that): probes it again and applies what changed.
+    /// One label and header read; the text only if it is new.
+    pub fn on_write(&mut self, dn: DevNum) -> Vec<Change> {
+        if !self.readable(dn) {
+            return Vec::new();
+        }
+        self.counters.writes += 1;
+        let Some(e) = self.devices.get(&dn) else {
+            return Vec::new();
+        };
+        let probed = probe_device(&e.device, &self.filter, &self.cache);
+        self.file_probe(dn, probed, false)
+    }
+
+    /// Files a fresh probe of known device `dn`: the assembly, the texts
+    /// held, the counters and the generation follow it. A reading that
+    /// stayed torn, of a PV whose last reading was whole, is not filed:
+    /// the device keeps that reading until a write or an event reads it
+    /// again, whole.
+    pub(super) fn file_probe(
+        &mut self,
+        dn: DevNum,
+        probed: crate::probe::Probed,
+        scan: bool,
+    ) -> Vec<Change> {
+        self.generation += 1;
         self.counters.probes += 1;
-        self.counters.bytes_read += bytes;
-        let events = match probe.pv() {
+        self.counters.bytes_read += probed.bytes;
+        self.counters.torn += u64::from(probed.torn);
+        let Some(entry) = self.devices.get_mut(&dn) else {
+            return Vec::new();
+        };
+        let probe = probed.probe;
+        if let (Some(new), Some(old)) = (probe.pv(), entry.probe.pv())
+            && new.torn()
+            && new.vg.is_none()
+            && old.vg.is_some()
+            && new.uuid() == old.uuid()
+        {
+            self.counters.torn_kept += 1;
+            tracing::warn!(
+                device = %entry.device.name,
+                "the LVM metadata stayed torn over {} readings; keeping the last whole reading",
+                probed.torn
+            );
+            return Vec::new();
+        }
+        let old = std::mem::replace(&mut entry.probe, probe);
+        self.texts.release(&old, &self.cache);
+        self.texts.hold(&entry.probe);
+        let events = match entry.probe.pv() {
             Some(pv) => self.assembly.add(dn, seen(pv)),
             None => self.assembly.remove(&dn),
         };
-        self.names.insert(dev.name.clone(), dn);
-        self.devices.insert(dn, Entry { device: dev, probe });
-        changes.extend(lvm_changes(&self.devices, events, scan));
-        changes
+        lvm_changes(&self.devices, events, scan)
     }
 
     /// Forgets device `dn`: its PV leaves the assembly first, so PV_LOST
     /// and VG_INCOMPLETE precede DEVICE_REMOVE.
     fn drop_device(&mut self, dn: DevNum, scan: bool) -> Vec<Change> {
+        self.generation += 1;
         self.awaiting.remove(&dn);
         let events = self.assembly.remove(&dn);
         let mut changes = lvm_changes(&self.devices, events, scan);
         if let Some(e) = self.devices.remove(&dn) {
+            self.texts.release(&e.probe, &self.cache);
             if self.names.get(&e.device.name) == Some(&dn) {
                 self.names.remove(&e.device.name);
             }
@@ -239,6 +327,37 @@ pub(super) fn lvm_changes(
             }
             Event::VgComplete { vg, pv_count } => ChangeKind::VgComplete { vg, pv_count },
             Event::VgIncomplete { vg, missing } => ChangeKind::VgIncomplete { vg, missing },
+            Event::VgChange { old, vg, delta } => ChangeKind::VgChange {
+                old,
+                vg,
+                delta: Box::new(delta),
+            },
+            Event::VgRemove { vg } => ChangeKind::VgRemove { vg },
+            Event::PvChange {
+                dev,
+                uuid,
+                vg,
+                old_vg,
+            } => ChangeKind::PvChange {
+                dev,
+                name: name(&dev),
+                uuid,
+                vg,
+                old_vg,
+            },
+            Event::LvAdd { vg, lv } => ChangeKind::LvAdd { vg, lv },
+            Event::LvRemove { vg, lv } => ChangeKind::LvRemove { vg, lv },
+            Event::LvChange {
+                vg,
+                old,
+                lv,
+                changed,
+            } => ChangeKind::LvChange {
+                vg,
+                old,
+                lv,
+                changed,
+            },
             // Newer kinds of events are not logged until weir knows them.
             _ => continue,
         };

@@ -4,13 +4,20 @@
 //! [`Inventory::scan`] reads everything once (at start, for a listing).
 //! After that [`Inventory::on_uevent`] costs one sysfs snapshot of the
 //! device the event names and, when it is worth reading, one probe: O(1)
-//! in the number of devices, which is seed 000's whole point. When the
+//! in the number of devices, which is seed 000's whole point. A metadata
+//! write on an attached device raises no uevent: [`Inventory::on_write`]
+//! probes the device that was written, and nothing else. When the
 //! kernel dropped uevents, [`Inventory::resync`] reads everything again and
 //! logs the difference. A media change's new `diskseq` arrives with no
 //! event: [`Inventory::recheck_diskseq`] reads it once the kernel set it.
+//!
+//! Every change to what the inventory holds moves its
+//! [`generation`](Inventory::generation), whether or not it makes a
+//! record, so that nothing rendered from it can go stale.
 
 mod apply;
 mod media;
+mod texts;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -44,6 +51,15 @@ pub struct Counters {
     pub bytes_read: u64,
     /// Whole re-reads after lost uevents.
     pub resyncs: u64,
+    /// Probes after a device was written (no uevent).
+    pub writes: u64,
+    /// udevd's echoes of writes probed already, which were not probed.
+    pub echoes: u64,
+    /// Readings that found a metadata text being written, read again.
+    pub torn: u64,
+    /// Torn readings that stayed torn, so the device kept its last whole
+    /// reading.
+    pub torn_kept: u64,
 }
 
 /// The block devices and LVM state of the system.
@@ -60,7 +76,11 @@ pub struct Inventory {
     /// Devices whose media changed while sysfs still showed the old
     /// media's `diskseq`: read again until it moves on.
     awaiting: BTreeMap<DevNum, media::Awaited>,
+    /// The texts the probes name, for forgetting those none does.
+    texts: texts::TextRefs,
     counters: Counters,
+    /// Moves on with every change to what is held.
+    generation: u64,
 }
 
 impl Inventory {
@@ -87,7 +107,9 @@ impl Inventory {
             assembly: Assembly::new(),
             unreadable: Vec::new(),
             awaiting: BTreeMap::new(),
+            texts: texts::TextRefs::default(),
             counters: Counters::default(),
+            generation: 0,
         };
         let scan = inv.sysfs.scan_with(detail)?;
         let (probes, bytes) = probe_all(&scan.devices, &inv.filter, &inv.cache);
@@ -102,6 +124,7 @@ impl Inventory {
                 None => Vec::new(),
             };
             inv.names.insert(device.name.clone(), dn);
+            inv.texts.hold(&probe);
             inv.devices.insert(dn, Entry { device, probe });
             // Only completions are logged at start: the MARK stands for
             // every device and PV found.
@@ -139,6 +162,11 @@ impl Inventory {
         self.assembly.vgs()
     }
 
+    /// The metadata in use for each known VG, in no order.
+    pub fn vg_metas(&self) -> impl Iterator<Item = &std::sync::Arc<weir_lvm::VgMeta>> {
+        self.assembly.vg_metas()
+    }
+
     /// The PVs, as `pvs` reports them (by device number; see
     /// [`Inventory::get`] for the device).
     pub fn pvs(&self) -> Vec<PvReport<DevNum>> {
@@ -156,6 +184,27 @@ impl Inventory {
     /// The counters.
     pub fn counters(&self) -> Counters {
         self.counters
+    }
+
+    /// A number that moves on with every change to what the inventory
+    /// holds (a device, a probe, the assembly), whether or not the change
+    /// made a record: renderings cached by it cannot go stale.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Whether LVM would read device `dn`, so that a write to it is worth
+    /// watching: known, and not skipped (empty, partitioned, filtered).
+    pub fn readable(&self, dn: DevNum) -> bool {
+        self.devices
+            .get(&dn)
+            .is_some_and(|e| !matches!(e.probe, Probe::Skipped(_)))
+    }
+
+    /// How many parsed metadata texts are cached: at most the distinct
+    /// texts on the devices now.
+    pub fn texts_cached(&self) -> usize {
+        self.cache.len()
     }
 
     /// The metadata text cache's counters: texts read and bytes.

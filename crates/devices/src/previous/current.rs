@@ -4,9 +4,10 @@
 //! compare the previous state with it.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
-use weir_lvm::Uuid;
 use weir_lvm::assembly::VgRef;
+use weir_lvm::{Uuid, VgMeta};
 
 use crate::devnum::DevNum;
 use crate::inventory::Inventory;
@@ -49,23 +50,29 @@ pub(crate) struct CurrentVg {
     pub(crate) complete: bool,
     /// The listed PVs that are absent.
     pub(crate) missing: Vec<Uuid>,
+    /// Its metadata in use.
+    pub(crate) meta: Arc<VgMeta>,
 }
 
 impl<'a> Current<'a> {
     /// Reads `inv`: O(devices + PVs + VGs).
     pub(crate) fn of(inv: &'a Inventory) -> Current<'a> {
+        let metas: HashMap<Uuid, &Arc<VgMeta>> = inv.vg_metas().map(|m| (m.id, m)).collect();
         let vgs: Vec<CurrentVg> = inv
             .vgs()
             .into_iter()
-            .map(|v| CurrentVg {
-                vg: VgRef {
-                    name: v.name,
-                    uuid: v.uuid,
-                    seqno: v.seqno,
-                },
-                pv_count: v.pv_count,
-                complete: v.complete,
-                missing: v.missing,
+            .filter_map(|v| {
+                Some(CurrentVg {
+                    meta: Arc::clone(metas.get(&v.uuid)?),
+                    vg: VgRef {
+                        name: v.name,
+                        uuid: v.uuid,
+                        seqno: v.seqno,
+                    },
+                    pv_count: v.pv_count,
+                    complete: v.complete,
+                    missing: v.missing,
+                })
             })
             .collect();
         let seqno: HashMap<Uuid, u64> = vgs.iter().map(|v| (v.vg.uuid, v.vg.seqno)).collect();

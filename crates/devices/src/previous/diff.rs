@@ -3,17 +3,22 @@
 //!
 //! Order: what went away first, as the tracker logs it live (PV_LOST,
 //! VG_INCOMPLETE, DEVICE_REMOVE), then DEVICE_CHANGE, DEVICE_ADD,
-//! PV_FOUND and VG_COMPLETE; within each, by device number or VG name.
-//! A device number that now carries another name is another device: a
-//! DEVICE_REMOVE and a DEVICE_ADD.
+//! PV_FOUND; then the metadata: VG_CHANGE with its LV_* records, the
+//! LV_REMOVEs of VGs gone, PV_CHANGE, VG_REMOVE, the LV_ADDs of VGs new,
+//! and VG_COMPLETE; within each, by device number or VG name (LVs in
+//! metadata order). A device number that now carries another name is
+//! another device: a DEVICE_REMOVE and a DEVICE_ADD.
+//!
+//! A VG whose previous state has no details (a version 1 checkpoint) gets
+//! no VG_CHANGE or LV_* records: there is nothing to compare with.
 
 use std::collections::{BTreeMap, HashSet};
 
 use weir_lvm::Uuid;
-use weir_lvm::assembly::VgRef;
+use weir_lvm::assembly::{LvRef, VgDelta, VgRef};
 
-use super::current::{Current, CurrentDevice};
-use super::{DeviceState, State, uuid};
+use super::current::{Current, CurrentDevice, CurrentVg};
+use super::{DeviceState, LvState, State, VgDetail, VgState, uuid};
 use crate::change::{Change, ChangeKind, changed_attributes};
 use crate::devnum::DevNum;
 
@@ -80,8 +85,21 @@ pub(crate) fn diff(prev: &State, now: &Current<'_>) -> Vec<Reconciled> {
         .iter()
         .filter_map(|d| d.pv.as_ref().map(|p| p.uuid))
         .collect();
+    // VGs gone while some PV they listed is still there: removed, not
+    // unplugged (VG_REMOVE, not VG_INCOMPLETE).
+    let removed: HashSet<[u8; 32]> = prev
+        .vgs
+        .values()
+        .filter(|v| !now.vgs.iter().any(|n| n.vg.uuid.0 == v.uuid))
+        .filter(|v| listed(prev, v).iter().any(|u| present.contains(u)))
+        .map(|v| v.uuid)
+        .collect();
     let mut lost_vgs: Vec<(VgRef, Vec<Uuid>)> = Vec::new();
-    for v in prev.vgs.values().filter(|v| v.complete) {
+    for v in prev
+        .vgs
+        .values()
+        .filter(|v| v.complete && !removed.contains(&v.uuid))
+    {
         let Some(id) = uuid(&v.uuid) else { continue };
         match now.vgs.iter().find(|n| n.vg.uuid == id) {
             Some(n) if n.complete => {}
@@ -172,6 +190,8 @@ pub(crate) fn diff(prev: &State, now: &Current<'_>) -> Vec<Reconciled> {
         );
     }
 
+    metadata(prev, now, &removed, &mut push);
+
     // VGs complete now and not before: the transition the live tracker
     // logs once.
     let mut completed: Vec<_> = now
@@ -188,6 +208,219 @@ pub(crate) fn diff(prev: &State, now: &Current<'_>) -> Vec<Reconciled> {
             },
             None,
         );
+    }
+    out
+}
+
+/// The PV uuids VG `v` listed: its details', or else the devices that
+/// named it.
+fn listed(prev: &State, v: &VgState) -> Vec<Uuid> {
+    match &v.detail {
+        Some(d) if !d.pvs.is_empty() => d.pvs.iter().filter_map(|p| uuid(p)).collect(),
+        _ => prev
+            .devices
+            .values()
+            .filter_map(|d| d.pv.as_ref())
+            .filter(|p| p.vg_uuid == Some(v.uuid))
+            .filter_map(|p| uuid(&p.uuid))
+            .collect(),
+    }
+}
+
+/// What the metadata changed: VG_CHANGE and LV_* of VGs in both, LV_REMOVE
+/// of VGs gone, PV_CHANGE, VG_REMOVE, LV_ADD of VGs new.
+fn metadata(
+    prev: &State,
+    now: &Current<'_>,
+    removed: &HashSet<[u8; 32]>,
+    push: &mut impl FnMut(ChangeKind, Option<DevNum>),
+) {
+    let mut now_vgs: Vec<&CurrentVg> = now.vgs.iter().collect();
+    now_vgs.sort_by(|a, b| (&a.vg.name, a.vg.uuid).cmp(&(&b.vg.name, b.vg.uuid)));
+    for n in &now_vgs {
+        let Some(p) = prev.vgs.get(&n.vg.uuid.0) else {
+            continue;
+        };
+        let Some(d) = &p.detail else { continue };
+        // Seqno 0: a VG the crash tail first met in an LV record, whose
+        // seqno no record gave (LVM's start at 1).
+        if p.seqno != 0 && (p.seqno != n.vg.seqno || p.name != n.vg.name) {
+            let old = VgRef {
+                name: p.name.clone(),
+                uuid: n.vg.uuid,
+                seqno: p.seqno,
+            };
+            let delta = vg_delta(p, d, &n.meta);
+            push(
+                ChangeKind::VgChange {
+                    old,
+                    vg: n.vg.clone(),
+                    delta: Box::new(delta),
+                },
+                None,
+            );
+        }
+        for c in lv_changes(&d.lvs, n) {
+            push(c, None);
+        }
+    }
+    let mut gone: Vec<&VgState> = prev
+        .vgs
+        .values()
+        .filter(|v| !now.vgs.iter().any(|n| n.vg.uuid.0 == v.uuid))
+        .collect();
+    gone.sort_by(|a, b| (&a.name, a.uuid).cmp(&(&b.name, b.uuid)));
+    for v in &gone {
+        let Some(id) = uuid(&v.uuid) else { continue };
+        let vg = VgRef {
+            name: v.name.clone(),
+            uuid: id,
+            seqno: v.seqno,
+        };
+        for lv in v.detail.iter().flat_map(|d| &d.lvs) {
+            if let Some(lv) = lv.to_ref() {
+                push(ChangeKind::LvRemove { vg: vg.clone(), lv }, None);
+            }
+        }
+    }
+    // PVs that stayed and are listed by another VG now, or by none.
+    for d in &now.devices {
+        let Some(pv) = &d.pv else { continue };
+        let dn = DevNum::of(d.device);
+        let Some(p) = prev
+            .devices
+            .get(&dn)
+            .filter(|p| p.name == d.device.name)
+            .and_then(|p| p.pv.as_ref())
+            .filter(|p| p.uuid == pv.uuid.0)
+        else {
+            continue;
+        };
+        let now_vg = pv.vg.as_ref().map(|v| v.uuid.0);
+        if p.vg_uuid == now_vg {
+            continue;
+        }
+        let old_vg = p.vg_uuid.and_then(|v| {
+            Some(VgRef {
+                name: p.vg_name.clone(),
+                uuid: uuid(&v)?,
+                seqno: prev.vgs.get(&v).map_or(0, |s| s.seqno),
+            })
+        });
+        push(
+            ChangeKind::PvChange {
+                dev: dn,
+                name: d.device.name.clone(),
+                uuid: pv.uuid,
+                vg: pv.vg.clone(),
+                old_vg,
+            },
+            None,
+        );
+    }
+    for v in gone.iter().filter(|v| removed.contains(&v.uuid)) {
+        let Some(id) = uuid(&v.uuid) else { continue };
+        let vg = VgRef {
+            name: v.name.clone(),
+            uuid: id,
+            seqno: v.seqno,
+        };
+        push(ChangeKind::VgRemove { vg }, None);
+    }
+    for n in now_vgs
+        .iter()
+        .filter(|n| !prev.vgs.contains_key(&n.vg.uuid.0))
+    {
+        let extent = n.meta.extent_bytes();
+        for lv in &n.meta.lvs {
+            push(
+                ChangeKind::LvAdd {
+                    vg: n.vg.clone(),
+                    lv: LvRef::of(lv, extent),
+                },
+                None,
+            );
+        }
+    }
+}
+
+/// VG_CHANGE's delta from what the previous state knew.
+fn vg_delta(p: &VgState, d: &VgDetail, meta: &weir_lvm::VgMeta) -> VgDelta {
+    let now = VgDetail::of(meta);
+    let mut delta = VgDelta::of(meta, meta);
+    delta.old_name = (p.name != meta.name).then(|| p.name.clone());
+    // A VG first known from the crash tail may not know its PV list.
+    if !d.pvs.is_empty() {
+        delta.pvs_added = now
+            .pvs
+            .iter()
+            .filter(|u| !d.pvs.contains(u))
+            .filter_map(|u| uuid(u))
+            .collect();
+        delta.pvs_removed = d
+            .pvs
+            .iter()
+            .filter(|u| !now.pvs.contains(u))
+            .filter_map(|u| uuid(u))
+            .collect();
+    }
+    delta.extent_count.0 = d.extent_count;
+    delta.free_count.0 = d.free_count;
+    delta.extent_size.0 = d.extent_size;
+    delta.metadata_copies.0 = d.metadata_copies;
+    delta.status.0.clone_from(&d.status);
+    delta
+}
+
+/// The LV_* records from the previous LVs to `n`'s: removals, then
+/// changes and additions in metadata order.
+fn lv_changes(before: &[LvState], n: &CurrentVg) -> Vec<ChangeKind> {
+    let extent = n.meta.extent_bytes();
+    let now: Vec<LvRef> = n.meta.lvs.iter().map(|l| LvRef::of(l, extent)).collect();
+    let mut out = Vec::new();
+    for b in before {
+        if !now.iter().any(|l| l.uuid.0 == b.uuid)
+            && let Some(lv) = b.to_ref()
+        {
+            out.push(ChangeKind::LvRemove {
+                vg: n.vg.clone(),
+                lv,
+            });
+        }
+    }
+    for lv in now {
+        let Some(old) = before
+            .iter()
+            .find(|b| b.uuid == lv.uuid.0)
+            .and_then(LvState::to_ref)
+        else {
+            out.push(ChangeKind::LvAdd {
+                vg: n.vg.clone(),
+                lv,
+            });
+            continue;
+        };
+        let mut changed = Vec::new();
+        if old.name != lv.name {
+            changed.push("name");
+        }
+        if old.size_bytes != lv.size_bytes {
+            changed.push("size");
+        }
+        if (old.layout, old.segments, &old.segtype) != (lv.layout, lv.segments, &lv.segtype) {
+            changed.push("segments");
+        }
+        if old.status != lv.status {
+            changed.push("status");
+        }
+        if !changed.is_empty() {
+            out.push(ChangeKind::LvChange {
+                vg: n.vg.clone(),
+                old,
+                lv,
+                changed,
+            });
+        }
     }
     out
 }

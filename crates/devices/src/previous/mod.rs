@@ -3,8 +3,14 @@
 //! was watching.
 //!
 //! It holds exactly what the tracker's records are computed from — each
-//! device's record attributes, its PV, each VG's completeness — and no
-//! metadata text: a checkpoint of a thousand PVs stays small. On start the
+//! device's record attributes, its PV, each VG's completeness, the VG's
+//! own attributes and its LVs as VG_CHANGE and LV_* records name them —
+//! and no metadata text: a checkpoint of a thousand PVs stays small.
+//!
+//! Its layout is part of the daemon's checkpoint file. The first version
+//! had no VG details and no LVs; [`v1`] reads it, and a VG read from it
+//! has no [`VgDetail`]: its LVs are taken as they are found, not logged
+//! as changes. On start the
 //! tracker brings it up to the end of the log (`tail`: records written
 //! after the checkpoint, before a crash), compares it with a fresh scan
 //! (`diff`) and logs the difference flagged `RECONCILED`.
@@ -14,6 +20,7 @@ pub(crate) mod diff;
 pub(crate) mod tail;
 #[cfg(test)]
 mod tests;
+pub mod v1;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -21,7 +28,8 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
-use weir_lvm::Uuid;
+use weir_lvm::assembly::{LvRef, VgDelta};
+use weir_lvm::{Uuid, VgMeta};
 
 use crate::devnum::DevNum;
 use crate::sysfs::{BlockDevice, Kind};
@@ -98,6 +106,100 @@ pub struct VgState {
     pub complete: bool,
     /// How many of them are absent.
     pub missing: u64,
+    /// What VG_CHANGE and LV_* records say of it; `None` when it was read
+    /// from a checkpoint older than these records.
+    pub detail: Option<VgDetail>,
+}
+
+/// A VG's own attributes and its LVs, as VG_CHANGE and LV_* name them.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VgDetail {
+    /// The PV uuids its metadata lists, in its order.
+    pub pvs: Vec<[u8; 32]>,
+    /// Total extents of its PVs.
+    pub extent_count: u64,
+    /// Free extents.
+    pub free_count: u64,
+    /// The extent size in bytes.
+    pub extent_size: u64,
+    /// `metadata_copies`.
+    pub metadata_copies: u64,
+    /// `status` flags, comma-joined.
+    pub status: String,
+    /// Its LVs, in metadata order.
+    pub lvs: Vec<LvState>,
+}
+
+/// An LV as LV_* records name it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LvState {
+    /// The LV uuid: 32 characters, no dashes.
+    pub uuid: [u8; 32],
+    /// Its name.
+    pub name: String,
+    /// Its extents.
+    pub extents: u64,
+    /// Its size in bytes.
+    pub size_bytes: u64,
+    /// Its segment types, comma-joined.
+    pub segtype: String,
+    /// Its segment count.
+    pub segments: u64,
+    /// `status` flags and allocation policy, comma-joined.
+    pub status: String,
+    /// The fingerprint of its segments' layout.
+    pub layout: u32,
+}
+
+impl VgDetail {
+    /// What records say of `meta`.
+    pub(crate) fn of(meta: &VgMeta) -> VgDetail {
+        let d = VgDelta::of(meta, meta);
+        VgDetail {
+            pvs: meta.pvs.iter().map(|p| p.id.0).collect(),
+            extent_count: d.extent_count.1,
+            free_count: d.free_count.1,
+            extent_size: d.extent_size.1,
+            metadata_copies: d.metadata_copies.1,
+            status: d.status.1,
+            lvs: meta
+                .lvs
+                .iter()
+                .map(|lv| LvState::of(&LvRef::of(lv, meta.extent_bytes())))
+                .collect(),
+        }
+    }
+}
+
+impl LvState {
+    /// What records say of `lv`.
+    pub(crate) fn of(lv: &LvRef) -> LvState {
+        LvState {
+            uuid: lv.uuid.0,
+            name: lv.name.clone(),
+            extents: lv.extents,
+            size_bytes: lv.size_bytes,
+            segtype: lv.segtype.clone(),
+            segments: lv.segments as u64,
+            status: lv.status.clone(),
+            layout: lv.layout,
+        }
+    }
+
+    /// The [`LvRef`] a record about it names; `None` for a uuid that is
+    /// not one.
+    pub(crate) fn to_ref(&self) -> Option<LvRef> {
+        Some(LvRef {
+            name: self.name.clone(),
+            uuid: uuid(&self.uuid)?,
+            extents: self.extents,
+            size_bytes: self.size_bytes,
+            segtype: self.segtype.clone(),
+            segments: usize::try_from(self.segments).unwrap_or(usize::MAX),
+            status: self.status.clone(),
+            layout: self.layout,
+        })
+    }
 }
 
 impl Previous {
@@ -125,6 +227,7 @@ impl Previous {
                 seqno: v.vg.seqno,
                 complete: v.complete,
                 missing: v.missing.len() as u64,
+                detail: Some(VgDetail::of(&v.meta)),
             })
             .collect();
         Previous {

@@ -9,12 +9,12 @@
 
 use weir_log::{Log, LogRecord, RecordType, TypeMask};
 
-use super::{DeviceState, PvState, State, VgState, uuid};
+use super::{DeviceState, LvState, PvState, State, VgDetail, VgState, uuid};
 use crate::change::ATTRIBUTES;
 use crate::devnum::DevNum;
 
 /// The record types that describe the inventory.
-pub(crate) const TYPES: [RecordType; 7] = [
+pub(crate) const TYPES: [RecordType; 13] = [
     RecordType::DEVICE_ADD,
     RecordType::DEVICE_REMOVE,
     RecordType::DEVICE_CHANGE,
@@ -22,6 +22,12 @@ pub(crate) const TYPES: [RecordType; 7] = [
     RecordType::PV_LOST,
     RecordType::VG_COMPLETE,
     RecordType::VG_INCOMPLETE,
+    RecordType::VG_CHANGE,
+    RecordType::VG_REMOVE,
+    RecordType::PV_CHANGE,
+    RecordType::LV_ADD,
+    RecordType::LV_REMOVE,
+    RecordType::LV_CHANGE,
 ];
 
 /// Why a record of the tail was not applied.
@@ -204,6 +210,8 @@ impl State {
                 } else {
                     number(r, "missing")?.ok_or_else(|| missing(r, "missing"))?
                 };
+                // Completeness says nothing of the VG's details: kept.
+                let detail = self.vgs.get(&vg.0).and_then(|v| v.detail.clone());
                 self.vgs.insert(
                     vg.0,
                     VgState {
@@ -212,13 +220,105 @@ impl State {
                         seqno,
                         complete,
                         missing: missing_pvs,
+                        detail,
                     },
                 );
+            }
+            RecordType::VG_CHANGE => {
+                let vg = uuid(&r.target).ok_or_else(bad_target)?;
+                let name = String::from_utf8(r.name.clone()).map_err(|_| bad_field(r, "name"))?;
+                let seqno = number(r, "seqno")?.ok_or_else(|| missing(r, "seqno"))?;
+                let value = |key| number(r, key)?.ok_or_else(|| missing(r, key));
+                let (extent_count, free_count) = (value("extent_count")?, value("free_count")?);
+                let (extent_size, copies) = (value("extent_size")?, value("metadata_copies")?);
+                let status = text(r, "status")?.unwrap_or_default();
+                let added = uuid_list(r, "pvs_added")?;
+                let removed = uuid_list(r, "pvs_removed")?;
+                // A rename renames the VG of its PVs too (PV_FOUND named it).
+                if r.field("old_name").is_some() {
+                    for pv in self.devices.values_mut().filter_map(|d| d.pv.as_mut()) {
+                        if pv.vg_uuid == Some(vg.0) {
+                            pv.vg_name.clone_from(&name);
+                        }
+                    }
+                }
+                let st = self.vg_entry(vg.0, &name);
+                st.name = name;
+                st.seqno = seqno;
+                if let Some(d) = st.detail.as_mut() {
+                    d.pvs.retain(|p| !removed.contains(p));
+                    for p in added {
+                        if !d.pvs.contains(&p) {
+                            d.pvs.push(p);
+                        }
+                    }
+                    d.extent_count = extent_count;
+                    d.free_count = free_count;
+                    d.extent_size = extent_size;
+                    d.metadata_copies = copies;
+                    d.status = status;
+                }
+            }
+            RecordType::VG_REMOVE => {
+                let vg = uuid(&r.target).ok_or_else(bad_target)?;
+                self.vgs.remove(&vg.0);
+            }
+            RecordType::PV_CHANGE => {
+                let pv = uuid(&r.target).ok_or_else(bad_target)?;
+                let dn = dev_field(r)?;
+                let vg_uuid = match r.parent.as_slice() {
+                    [] => None,
+                    p => Some(uuid(p).ok_or_else(|| bad_field(r, "parent"))?.0),
+                };
+                let vg_name = text(r, "vg")?.unwrap_or_default();
+                self.device(r, dn)?;
+                if let Some(d) = self.devices.get_mut(&dn) {
+                    d.pv = Some(PvState {
+                        uuid: pv.0,
+                        vg_uuid,
+                        vg_name,
+                    });
+                }
+            }
+            RecordType::LV_ADD | RecordType::LV_CHANGE | RecordType::LV_REMOVE => {
+                let lv = uuid(&r.target).ok_or_else(bad_target)?;
+                let vg = uuid(&r.parent).ok_or_else(|| bad_field(r, "parent"))?;
+                let vg_name = text(r, "vg")?.ok_or_else(|| missing(r, "vg"))?;
+                let state = if r.kind == RecordType::LV_REMOVE {
+                    None
+                } else {
+                    Some(lv_state(r, lv.0)?)
+                };
+                // A VG read from a version 1 checkpoint has no LV list to
+                // keep current: its LVs are taken as found at restart.
+                if let Some(d) = self.vg_entry(vg.0, &vg_name).detail.as_mut() {
+                    match (d.lvs.iter().position(|l| l.uuid == lv.0), state) {
+                        (Some(i), Some(s)) => d.lvs[i] = s,
+                        (None, Some(s)) => d.lvs.push(s),
+                        (Some(i), None) => {
+                            d.lvs.remove(i);
+                        }
+                        (None, None) => {}
+                    }
+                }
             }
             // Not an inventory record: nothing to apply.
             _ => {}
         }
         Ok(())
+    }
+
+    /// VG `id`'s state, made (incomplete, nothing known of it but its
+    /// name) when a record names a VG the state does not hold yet.
+    fn vg_entry(&mut self, id: [u8; 32], name: &str) -> &mut VgState {
+        self.vgs.entry(id).or_insert_with(|| VgState {
+            uuid: id,
+            name: name.to_owned(),
+            seqno: 0,
+            complete: false,
+            missing: 0,
+            detail: Some(VgDetail::default()),
+        })
     }
 
     fn device(&self, r: &LogRecord, dn: DevNum) -> Result<&DeviceState, BadRecord> {
@@ -303,6 +403,42 @@ fn number(r: &LogRecord, key: &'static str) -> Result<Option<u64>, BadRecord> {
     r.field(key)
         .map(|v| decimal(v).ok_or_else(|| bad_field(r, key)))
         .transpose()
+}
+
+/// An LV_ADD or LV_CHANGE record's LV.
+fn lv_state(r: &LogRecord, id: [u8; 32]) -> Result<LvState, BadRecord> {
+    let value = |key| number(r, key)?.ok_or_else(|| missing(r, key));
+    let layout = r.field("layout").ok_or_else(|| missing(r, "layout"))?;
+    let layout = std::str::from_utf8(layout)
+        .ok()
+        .filter(|s| s.len() == 8)
+        .and_then(|s| u32::from_str_radix(s, 16).ok())
+        .ok_or_else(|| bad_field(r, "layout"))?;
+    Ok(LvState {
+        uuid: id,
+        name: String::from_utf8(r.name.clone()).map_err(|_| bad_field(r, "name"))?,
+        extents: value("extents")?,
+        size_bytes: value("size")?,
+        segtype: text(r, "segtype")?.unwrap_or_default(),
+        segments: value("segments")?,
+        status: text(r, "status")?.unwrap_or_default(),
+        layout,
+    })
+}
+
+/// A comma list of dashed uuids; absent or empty is none.
+fn uuid_list(r: &LogRecord, key: &'static str) -> Result<Vec<[u8; 32]>, BadRecord> {
+    let Some(v) = r.field(key) else {
+        return Ok(Vec::new());
+    };
+    v.split(|&b| b == b',')
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            weir_lvm::Uuid::parse(s)
+                .map(|u| u.0)
+                .ok_or_else(|| bad_field(r, key))
+        })
+        .collect()
 }
 
 fn missing(r: &LogRecord, key: &'static str) -> BadRecord {

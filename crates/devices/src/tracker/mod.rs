@@ -3,7 +3,9 @@
 //!
 //! The uevent socket is opened *before* the first scan, so an event that
 //! races the scan is queued rather than lost; applying it again later is
-//! harmless, since every event re-reads the device's current state.
+//! harmless, since every event re-reads the device's current state. The
+//! device nodes are watched for writes (`watch`) before the scan too, for
+//! the same reason: a metadata write during the scan is probed after it.
 //!
 //! The handle shares the inventory behind a read-write lock and talks to
 //! the thread over a channel plus an eventfd, so the thread sleeps in one
@@ -17,6 +19,7 @@
 mod activation;
 pub(crate) mod reconcile;
 mod stats;
+mod watch;
 mod worker;
 
 use std::os::fd::OwnedFd;
@@ -60,6 +63,10 @@ pub struct TrackerOptions {
     /// [`Tracker::checkpoint`]): the start then logs only the differences,
     /// flagged `RECONCILED`, instead of a VG_COMPLETE for every complete VG.
     pub previous: Option<Previous>,
+    /// At most this many device nodes are watched for writes; those past
+    /// it are polled, as past the `fs.inotify.max_user_watches` limit.
+    /// `None`: as many as the system allows.
+    pub max_watches: Option<usize>,
 }
 
 impl Default for TrackerOptions {
@@ -71,6 +78,7 @@ impl Default for TrackerOptions {
             groups: None,
             sync_timeout: Duration::from_secs(2),
             previous: None,
+            max_watches: None,
         }
     }
 }
@@ -122,6 +130,8 @@ impl Tracker {
             eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)
                 .map_err(|e| worker::sys("eventfd", e))?,
         );
+        let mut watches = watch::Watches::open(groups.udev, opts.max_watches);
+        watches.prewatch(&opts.sysfs);
         let (inventory, initial) = Inventory::scan(opts.sysfs.clone(), opts.filter.clone())?;
         let state = Arc::new(RwLock::new(Shared {
             inv: inventory,
@@ -139,6 +149,7 @@ impl Tracker {
             Arc::clone(&stats),
             opts,
             seqnum,
+            watches,
         );
         w.started(initial, previous)?;
         let thread = std::thread::Builder::new()

@@ -37,9 +37,6 @@ pub(super) fn reconcile(
         None => TailReport::default(),
     };
     let found = diff(&state, &Current::of(&st.inv));
-    if !found.is_empty() {
-        stats.generation.fetch_add(1, Ordering::Release);
-    }
     if let Some(log) = log {
         for r in &found {
             st.last_index = append(log, r)?;

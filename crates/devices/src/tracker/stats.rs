@@ -20,6 +20,17 @@ pub struct TrackerStats {
     /// Changes found at start by comparing the previous state with the
     /// system (records flagged `RECONCILED`).
     pub reconciled: u64,
+    /// Devices probed because they were closed after writing (a metadata
+    /// write raises no uevent), or polled because they have no watch.
+    pub writes: u64,
+    /// Times inotify dropped write events (every watched device was
+    /// probed again).
+    pub write_overflows: u64,
+    /// Devices LVM would read that are watched for writes now.
+    pub watched: u64,
+    /// Devices LVM would read that have no watch (the inotify limit) and
+    /// are polled instead, now.
+    pub unwatched: u64,
 }
 
 #[derive(Default)]
@@ -30,8 +41,12 @@ pub(super) struct SharedStats {
     pub(super) changes: AtomicU64,
     pub(super) activations: AtomicU64,
     pub(super) reconciled: AtomicU64,
-    /// Bumped (under the inventory's write lock) by every batch of
-    /// changes applied.
+    pub(super) writes: AtomicU64,
+    pub(super) write_overflows: AtomicU64,
+    pub(super) watched: AtomicU64,
+    pub(super) unwatched: AtomicU64,
+    /// The inventory's generation, stored (under the inventory's write
+    /// lock) after everything that may have changed it.
     pub(super) generation: AtomicU64,
 }
 
@@ -45,6 +60,10 @@ impl SharedStats {
             changes: l(&self.changes),
             activations: l(&self.activations),
             reconciled: l(&self.reconciled),
+            writes: l(&self.writes),
+            write_overflows: l(&self.write_overflows),
+            watched: l(&self.watched),
+            unwatched: l(&self.unwatched),
         }
     }
 }

@@ -1,7 +1,9 @@
-//! The tracker's thread: one `poll` on the wake eventfd and the uevent
-//! socket. Each batch of messages is read until the socket is empty, and
-//! each block-device event is applied to the inventory at once: one sysfs
-//! snapshot and at most one probe, whatever the number of devices.
+//! The tracker's thread: one `poll` on the wake eventfd, the uevent socket
+//! and the inotify instance that watches device nodes for writes. Writes
+//! are read first (each was queued before any uevent that echoes it), then
+//! uevents until the socket is empty. Each is applied to the inventory at
+//! once: one sysfs snapshot and at most one probe, whatever the number of
+//! devices.
 
 use std::os::fd::OwnedFd;
 use std::sync::atomic::Ordering;
@@ -15,13 +17,14 @@ use weir_log::Log;
 use weir_sys::uevent::{Recv, UeventSocket};
 
 use super::activation::Activator;
+use super::watch::Watches;
 use super::{OnChange, Request, Shared, SharedStats, TrackerOptions, reconcile};
 use crate::change::{Change, ChangeKind};
 use crate::devnum::DevNum;
 use crate::inventory::Inventory;
 use crate::previous::Previous;
 use crate::record;
-use crate::uevent::parse_received;
+use crate::uevent::{Action, Uevent, parse_received};
 use crate::{Error, Result};
 
 /// The receive buffer: larger than any uevent the kernel sends (8 KiB), so
@@ -40,6 +43,10 @@ const DISKSEQ_PATIENCE: Duration = Duration::from_secs(1);
 const RECHECK_FIRST: Duration = Duration::from_micros(200);
 const RECHECK_MAX: Duration = Duration::from_millis(200);
 
+/// How often devices without a watch are probed for writes: a header read
+/// each, so a second keeps thousands of them cheap.
+const UNWATCHED_POLL: Duration = Duration::from_secs(1);
+
 pub(super) struct Worker {
     socket: UeventSocket,
     wake: Arc<OwnedFd>,
@@ -56,6 +63,10 @@ pub(super) struct Worker {
     /// The pause before devices that wait for a media change's `diskseq`
     /// are read again; `None` while none waits.
     recheck: Option<Duration>,
+    /// The watches on device nodes for metadata writes.
+    watches: Watches,
+    /// When the devices without a watch are probed next.
+    next_poll: Instant,
     buf: Vec<u8>,
 }
 
@@ -71,6 +82,7 @@ impl Worker {
         stats: Arc<SharedStats>,
         opts: TrackerOptions,
         seqnum: u64,
+        watches: Watches,
     ) -> Worker {
         let activator = opts
             .on_vg_complete
@@ -87,6 +99,8 @@ impl Worker {
             sync_timeout: opts.sync_timeout,
             seqnum,
             recheck: None,
+            watches,
+            next_poll: Instant::now() + UNWATCHED_POLL,
             buf: vec![0; RECV_BUF],
         }
     }
@@ -120,6 +134,8 @@ impl Worker {
             }
             Some(prev) => reconcile::reconcile(self.log.as_deref(), &self.stats, &mut st, prev)?,
         };
+        self.watches.update_all(&st.inv);
+        self.publish(&st);
         drop(st);
         self.after(&changes);
         Ok(())
@@ -135,18 +151,32 @@ impl Worker {
 
     fn serve(&mut self) -> Result<()> {
         loop {
-            let mut fds = [
-                PollFd::new(&*self.wake, PollFlags::IN),
-                PollFd::new(&self.socket, PollFlags::IN),
-            ];
-            let timeout = self.recheck.and_then(|d| Timespec::try_from(d).ok());
-            match poll(&mut fds, timeout.as_ref()) {
-                Ok(_) | Err(Errno::INTR) => {}
-                Err(e) => return Err(sys("poll", e)),
-            }
-            let woken = !fds[0].revents().is_empty();
+            let woken = {
+                let mut fds = vec![
+                    PollFd::new(&*self.wake, PollFlags::IN),
+                    PollFd::new(&self.socket, PollFlags::IN),
+                ];
+                if let Some(fd) = self.watches.fd() {
+                    fds.push(PollFd::from_borrowed_fd(fd, PollFlags::IN));
+                }
+                let poll_in = self
+                    .watches
+                    .any_unwatched()
+                    .then(|| self.next_poll.saturating_duration_since(Instant::now()));
+                let wait = match (self.recheck, poll_in) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                let timeout = wait.and_then(|d| Timespec::try_from(d).ok());
+                match poll(&mut fds, timeout.as_ref()) {
+                    Ok(_) | Err(Errno::INTR) => {}
+                    Err(e) => return Err(sys("poll", e)),
+                }
+                !fds[0].revents().is_empty()
+            };
             self.drain()?;
             self.recheck()?;
+            self.poll_unwatched(false)?;
             if woken {
                 let mut counter = [0u8; 8];
                 let _ = rustix::io::read(&*self.wake, &mut counter);
@@ -163,8 +193,123 @@ impl Worker {
         }
     }
 
-    /// Reads and applies every queued message.
+    /// Applies every queued write, then every queued uevent.
     fn drain(&mut self) -> Result<()> {
+        self.drain_writes()?;
+        self.drain_uevents()
+    }
+
+    /// Probes every device closed after writing since the last look: a
+    /// metadata write raises no uevent. After lost events, every watched
+    /// device, after a MARK saying so.
+    fn drain_writes(&mut self) -> Result<()> {
+        let written = self.watches.take()?;
+        let devices = if written.overflow {
+            self.stats.write_overflows.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(
+                "inotify dropped device write events; probing every watched device again"
+            );
+            let all = self.watches.all_watched();
+            if let Some(log) = &self.log {
+                let n = all.len().to_string();
+                let mut st = lock(&self.state);
+                let mark = record::mark(
+                    log,
+                    "device writes lost: devices probed again",
+                    &[("devices", n.as_bytes())],
+                )?;
+                st.last_index = mark.index();
+            }
+            all
+        } else {
+            written.devices
+        };
+        self.probe_written(&devices)
+    }
+
+    /// Probes `devices` as written, applying and logging what changed.
+    fn probe_written(&mut self, devices: &[DevNum]) -> Result<()> {
+        if devices.is_empty() {
+            return Ok(());
+        }
+        let mut st = lock(&self.state);
+        let mut all = Vec::new();
+        for &dn in devices {
+            self.stats.writes.fetch_add(1, Ordering::Relaxed);
+            let changes = st.inv.on_write(dn);
+            self.watches.wrote(dn);
+            commit(self.log.as_deref(), &self.stats, &mut st, &changes)?;
+            all.extend(changes);
+        }
+        self.publish(&st);
+        drop(st);
+        self.after(&all);
+        Ok(())
+    }
+
+    /// Probes the devices that have no watch, when their time has come or
+    /// when `now` (a `sync`) asks.
+    fn poll_unwatched(&mut self, now: bool) -> Result<()> {
+        if !self.watches.any_unwatched() || (!now && Instant::now() < self.next_poll) {
+            return Ok(());
+        }
+        self.next_poll = Instant::now() + UNWATCHED_POLL;
+        let devices: Vec<DevNum> = self.watches.unwatched().collect();
+        self.probe_written(&devices)?;
+        // A poll may find what a watch would: try to watch them again.
+        let st = lock(&self.state);
+        for dn in devices {
+            self.watches.update(dn, &st.inv);
+        }
+        self.publish(&st);
+        Ok(())
+    }
+
+    /// Stores the inventory's generation and the watch gauges, under the
+    /// inventory's lock.
+    fn publish(&self, st: &Shared) {
+        self.stats
+            .generation
+            .store(st.inv.generation(), Ordering::Release);
+        let unwatched = self.watches.unwatched().count();
+        self.stats
+            .watched
+            .store(self.watches.watched() as u64, Ordering::Relaxed);
+        self.stats
+            .unwatched
+            .store(unwatched as u64, Ordering::Relaxed);
+    }
+
+    /// Applies one uevent. A synthesized `change` that echoes a write
+    /// probed already is not probed again.
+    fn apply_uevent(&mut self, ev: &Uevent) -> Result<()> {
+        let mut st = lock(&self.state);
+        let dn = match (ev.major, ev.minor) {
+            (Some(major), Some(minor)) => Some(DevNum { major, minor }),
+            _ => st.inv.by_name(ev.name()).map(|e| DevNum::of(&e.device)),
+        };
+        let echo = ev.action == Action::Change
+            && ev.get("SYNTH_UUID").is_some()
+            && dn.is_some_and(|dn| self.watches.take_echo(dn));
+        let changes = if echo {
+            st.inv.on_echo(ev)
+        } else {
+            st.inv.on_uevent(ev)
+        };
+        commit(self.log.as_deref(), &self.stats, &mut st, &changes)?;
+        if let Some(dn) = dn
+            && ev.is_block()
+        {
+            self.watches.update(dn, &st.inv);
+        }
+        self.publish(&st);
+        drop(st);
+        self.after(&changes);
+        Ok(())
+    }
+
+    /// Reads and applies every queued uevent.
+    fn drain_uevents(&mut self) -> Result<()> {
         loop {
             match self.socket.recv(&mut self.buf)? {
                 Recv::WouldBlock => return Ok(()),
@@ -183,11 +328,7 @@ impl Worker {
                     if let Some(n) = ev.seqnum {
                         self.seqnum = self.seqnum.max(n);
                     }
-                    let mut st = lock(&self.state);
-                    let changes = st.inv.on_uevent(&ev);
-                    commit(self.log.as_deref(), &self.stats, &mut st, &changes)?;
-                    drop(st);
-                    self.after(&changes);
+                    self.apply_uevent(&ev)?;
                 }
             }
         }
@@ -211,6 +352,7 @@ impl Worker {
         let mut st = lock(&self.state);
         let changes = st.inv.recheck_diskseq(DISKSEQ_PATIENCE);
         commit(self.log.as_deref(), &self.stats, &mut st, &changes)?;
+        self.publish(&st);
         self.recheck = if st.inv.awaits_diskseq() {
             Some(
                 self.recheck
@@ -247,16 +389,22 @@ impl Worker {
             st.last_index = mark.index();
         }
         commit(self.log.as_deref(), &self.stats, &mut st, &changes)?;
+        self.watches.update_all(&st.inv);
+        self.publish(&st);
         drop(st);
         self.after(&changes);
         Ok(())
     }
 
-    /// `sync`: every uevent numbered up to the kernel's current sequence
-    /// number is applied, or everything is re-read; and no device waits
-    /// for a media change's `diskseq` any more.
+    /// `sync`: every write closed before the call is probed (its event is
+    /// queued by then), every device without a watch is probed, every
+    /// uevent numbered up to the kernel's current sequence number is
+    /// applied, or everything is re-read; and no device waits for a media
+    /// change's `diskseq` any more.
     fn barrier(&mut self) -> Result<()> {
         let target = read_uevent_seqnum();
+        self.drain_writes()?;
+        self.poll_unwatched(true)?;
         let deadline = Instant::now() + self.sync_timeout;
         loop {
             self.drain()?;
@@ -301,19 +449,22 @@ impl Worker {
     }
 }
 
-/// Appends the records of `changes`, just applied to `st.inv`, and moves
-/// the generation on, while the caller holds the lock: a checkpoint then
-/// never sees the inventory ahead of, or behind, `st.last_index`.
+/// Appends the records of `changes`, just applied to `st.inv`, while the
+/// caller holds the lock: a checkpoint then never sees the inventory ahead
+/// of, or behind, `st.last_index`. (The generation follows the inventory
+/// itself: see [`Worker::publish`].)
 fn commit(
     log: Option<&Log>,
     stats: &SharedStats,
     st: &mut Shared,
     changes: &[Change],
 ) -> Result<()> {
+    stats
+        .generation
+        .store(st.inv.generation(), Ordering::Release);
     if changes.is_empty() {
         return Ok(());
     }
-    stats.generation.fetch_add(1, Ordering::Release);
     if let Some(log) = log {
         for c in changes {
             let appended = record::append(log, c, |disk| {

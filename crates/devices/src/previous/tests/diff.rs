@@ -30,9 +30,14 @@ fn summary(found: &[Reconciled]) -> Vec<(&'static str, String)> {
                 ChangeKind::DeviceAdd(d) | ChangeKind::DeviceRemove(d) => d.name.clone(),
                 ChangeKind::DeviceChange { new, .. } => new.name.clone(),
                 ChangeKind::PvFound { name, .. } | ChangeKind::PvLost { name, .. } => name.clone(),
-                ChangeKind::VgComplete { vg, .. } | ChangeKind::VgIncomplete { vg, .. } => {
-                    vg.name.clone()
-                }
+                ChangeKind::PvChange { name, .. } => name.clone(),
+                ChangeKind::VgComplete { vg, .. }
+                | ChangeKind::VgIncomplete { vg, .. }
+                | ChangeKind::VgChange { vg, .. }
+                | ChangeKind::VgRemove { vg } => vg.name.clone(),
+                ChangeKind::LvAdd { lv, .. }
+                | ChangeKind::LvRemove { lv, .. }
+                | ChangeKind::LvChange { lv, .. } => lv.name.clone(),
             };
             (r.change.name(), name)
         })
@@ -240,8 +245,8 @@ fn a_relabelled_pv_is_lost_then_found_and_a_copy_names_the_original() {
         .with(loop_dev(4, true), Some(p(50)))
         .with(loop_dev(5, true), Some(p(51)))
         .with(loop_dev(6, false), None);
-    // pvcreate over loop4; vgcreate over loop5 (same PV, now in a VG: no
-    // PV record, as live); loop6 attached to a copy of loop5.
+    // pvcreate over loop4; vgcreate over loop5 (same PV, now in a VG: a
+    // PV_CHANGE, as live); loop6 attached to a copy of loop5.
     let after = before
         .clone()
         .with(loop_dev(4, true), Some(p(52)))
@@ -255,6 +260,7 @@ fn a_relabelled_pv_is_lost_then_found_and_a_copy_names_the_original() {
             ("DEVICE_CHANGE", "loop6"),
             ("PV_FOUND", "loop4"),
             ("PV_FOUND", "loop6"),
+            ("PV_CHANGE", "loop5"),
             ("VG_COMPLETE", "vgf"),
         ])
     );
@@ -293,6 +299,7 @@ fn a_hostile_previous_state_does_not_panic() {
         seqno: 1,
         complete: true,
         missing: 0,
+        detail: None,
     });
     let found = diff(&State::of(prev), &w.current());
     assert_eq!(
@@ -300,4 +307,94 @@ fn a_hostile_previous_state_does_not_panic() {
         expect(&[("DEVICE_CHANGE", "loop1")]),
         "{found:?}"
     );
+}
+
+#[test]
+fn lv_commands_while_down_are_one_vg_change_and_their_lv_records() {
+    let p = |n| uuid(b'P', n);
+    let base = World::default()
+        .with(loop_dev(1, true), Some(p(1)))
+        .with(loop_dev(2, true), Some(p(2)))
+        .vg("vgl", 1, &[p(1), p(2)]);
+    let before = base.clone().lv("vgl", "keep", 1, 2).lv("vgl", "gone", 2, 1);
+    // lvremove gone, lvrename + lvextend keep, lvcreate new.
+    let mut after = base.lv("vgl", "kept", 1, 3).lv("vgl", "new", 3, 1);
+    after.vgs[0].seqno = 10;
+    let found = changes(&before, &after);
+    assert_eq!(
+        summary(&found),
+        expect(&[
+            ("VG_CHANGE", "vgl"),
+            ("LV_REMOVE", "gone"),
+            ("LV_CHANGE", "kept"),
+            ("LV_ADD", "new"),
+        ])
+    );
+    let recs = logged(&found);
+    assert_eq!(field(&recs[0], "old_seqno"), "7");
+    assert_eq!(field(&recs[0], "seqno"), "10");
+    assert_eq!(field(&recs[2], "changed"), "name,size,segments");
+    assert_eq!(field(&recs[2], "old_name"), "keep");
+    assert_eq!(field(&recs[2], "size"), (3u64 * 8192 * 512).to_string());
+    assert!(
+        recs.iter()
+            .all(|r| r.flags & weir_log::FLAG_RECONCILED != 0)
+    );
+    // Nothing changed: nothing logged.
+    assert!(changes(&after, &after).is_empty());
+}
+
+#[test]
+fn a_vg_removed_while_down_is_a_vg_remove_not_an_incomplete_vg() {
+    let p = |n| uuid(b'P', n);
+    let orphans = World::default()
+        .with(loop_dev(1, true), Some(p(1)))
+        .with(loop_dev(2, true), Some(p(2)));
+    let with_vg = orphans
+        .clone()
+        .vg("vgr", 2, &[p(1), p(2)])
+        .lv("vgr", "lv", 1, 2);
+    let found = changes(&with_vg, &orphans);
+    assert_eq!(
+        summary(&found),
+        expect(&[
+            ("LV_REMOVE", "lv"),
+            ("PV_CHANGE", "loop1"),
+            ("PV_CHANGE", "loop2"),
+            ("VG_REMOVE", "vgr"),
+        ])
+    );
+    // And made while down: the PVs move, the LV appears, it completes.
+    let found = changes(&orphans, &with_vg);
+    assert_eq!(
+        summary(&found),
+        expect(&[
+            ("PV_CHANGE", "loop1"),
+            ("PV_CHANGE", "loop2"),
+            ("LV_ADD", "lv"),
+            ("VG_COMPLETE", "vgr"),
+        ])
+    );
+    // Unplugged while down: incomplete (its LV goes with it), no removal.
+    let found = changes(&with_vg, &World::default());
+    let kinds: Vec<_> = summary(&found).into_iter().map(|(k, _)| k).collect();
+    assert!(
+        kinds.contains(&"VG_INCOMPLETE") && !kinds.contains(&"VG_REMOVE"),
+        "{kinds:?}"
+    );
+}
+
+#[test]
+fn a_version_1_vg_gets_no_metadata_records() {
+    let p = |n| uuid(b'P', n);
+    let w = World::default()
+        .with(loop_dev(1, true), Some(p(1)))
+        .vg("vg1", 1, &[p(1)])
+        .lv("vg1", "lv", 1, 1);
+    let mut prev = Previous::of(&w.current(), 3);
+    for v in &mut prev.vgs {
+        v.detail = None;
+        v.seqno = 1;
+    }
+    assert!(diff(&State::of(prev), &w.current()).is_empty());
 }

@@ -93,6 +93,9 @@ pub(super) struct VgDef {
     pub(super) uuid: Uuid,
     pub(super) seqno: u64,
     pub(super) members: Vec<Uuid>,
+    /// Its LVs: name, uuid and extents, each one linear segment on the
+    /// first member.
+    pub(super) lvs: Vec<(String, Uuid, u64)>,
 }
 
 /// A system as a scan would find it. A VG is known when one of its PVs
@@ -124,8 +127,68 @@ impl World {
             uuid: uuid(b'V', n),
             seqno: 7,
             members: members.to_vec(),
+            lvs: Vec::new(),
         });
         self
+    }
+
+    /// Adds LV `name` (uuid `n` of kind `L`) of `extents` to VG `vg`.
+    pub(super) fn lv(mut self, vg: &str, name: &str, n: u32, extents: u64) -> World {
+        let v = self.vgs.iter_mut().find(|v| v.name == vg).expect("the VG");
+        v.lvs.push((name.into(), uuid(b'L', n), extents));
+        self
+    }
+
+    /// VG `vg`'s metadata as its text would give it.
+    fn meta(vg: &VgDef) -> weir_lvm::VgMeta {
+        use weir_lvm::{AreaOn, LvMeta, LvSegment, PvMeta, SegArea};
+        weir_lvm::VgMeta {
+            name: vg.name.clone(),
+            id: vg.uuid,
+            seqno: vg.seqno,
+            status: vec!["READ".into(), "WRITE".into()],
+            extent_size: 8192,
+            metadata_copies: 0,
+            pvs: vg
+                .members
+                .iter()
+                .enumerate()
+                .map(|(i, u)| PvMeta {
+                    key: format!("pv{i}"),
+                    id: *u,
+                    device_hint: String::new(),
+                    status: vec!["ALLOCATABLE".into()],
+                    flags: Vec::new(),
+                    dev_size: 32768,
+                    pe_start: 2048,
+                    pe_count: 10,
+                    pe_alloc: 0,
+                })
+                .collect(),
+            lvs: vg
+                .lvs
+                .iter()
+                .map(|(name, id, extents)| LvMeta {
+                    name: name.clone(),
+                    id: *id,
+                    status: vec!["READ".into(), "WRITE".into(), "VISIBLE".into()],
+                    visible: true,
+                    extents: *extents,
+                    allocation_policy: None,
+                    segments: vec![LvSegment {
+                        start_extent: 0,
+                        extent_count: *extents,
+                        seg_type: "striped".into(),
+                        stripe_count: 1,
+                        stripe_size: 0,
+                        areas: vec![SegArea {
+                            on: AreaOn::Pv(vg.members[0]),
+                            start: 0,
+                        }],
+                    }],
+                })
+                .collect(),
+        }
     }
 
     fn present(&self, pv: &Uuid) -> bool {
@@ -191,6 +254,7 @@ impl World {
                     .copied()
                     .collect();
                 CurrentVg {
+                    meta: Arc::new(World::meta(v)),
                     vg: World::vg_ref(v),
                     pv_count: v.members.len(),
                     complete: missing.is_empty() && !v.members.is_empty(),

@@ -52,13 +52,29 @@ fn world() -> impl Strategy<Value = World> {
         proptest::option::of(0..5u32),
         any::<bool>(),
         any::<bool>(),
+        (
+            7..10u64,
+            any::<bool>(),
+            proptest::collection::vec(proptest::option::of(1..4u64), 3),
+        ),
     )
-        .prop_map(|(loops, sda1_pv, sda1, sda2)| {
+        .prop_map(|(loops, sda1_pv, sda1, sda2, (seqno, renamed, lvs))| {
             let p = |n| uuid(b'P', n);
             let mut w = World::default()
                 .with(sda(), None)
                 .vg("vgx", 1, &[p(0), p(1), p(2)])
                 .vg("vgy", 2, &[p(3)]);
+            // vgx's metadata: its LVs, seqno and name vary.
+            for (i, extents) in lvs.into_iter().enumerate() {
+                if let Some(e) = extents {
+                    let n = u32::try_from(i).unwrap();
+                    w = w.lv("vgx", &format!("lv{n}"), n, e);
+                }
+            }
+            w.vgs[0].seqno = seqno;
+            if renamed {
+                w.vgs[0].name = "vgz".into();
+            }
             if sda1 {
                 w = w.with(sda_part(1), sda1_pv.map(p));
             }
