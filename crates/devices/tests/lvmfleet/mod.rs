@@ -149,6 +149,39 @@ impl Fleet {
         fleet
     }
 
+    /// `n` attached loop devices of `PV_BYTES`, blank: the test runs the
+    /// LVM commands itself. [`Fleet::vg_name`] is a name for the VG it may
+    /// make; teardown removes a VG of that name, and every PV label.
+    pub(crate) fn blank(tag: &str, n: usize) -> Fleet {
+        let dir = tempfile::Builder::new()
+            .prefix("weir-lvmfleet")
+            .tempdir_in("/var/tmp")
+            .or_else(|_| tempfile::tempdir())
+            .expect("temporary directory");
+        std::fs::create_dir(dir.path().join("lvm")).expect("mkdir lvm");
+        std::fs::write(dir.path().join("lvm/lvm.conf"), LVM_CONF).expect("write lvm.conf");
+        let mut fleet = Fleet {
+            dir,
+            vg: format!("weir{}{tag}", std::process::id()),
+            slots: Vec::new(),
+            members: n,
+            vg_created: true,
+        };
+        for i in 0..n {
+            let file = fleet.dir.path().join(format!("slot{i}.img"));
+            let f = std::fs::File::create(&file).expect("create image");
+            f.set_len(PV_BYTES).expect("size image");
+            let (number, reserved) = attach_free(&file);
+            fleet.slots.push(Slot {
+                number,
+                file,
+                attached: true,
+                _reserved: reserved,
+            });
+        }
+        fleet
+    }
+
     /// The VG's name.
     pub(crate) fn vg_name(&self) -> &str {
         &self.vg
