@@ -485,3 +485,72 @@ fn a_storm_of_lv_commands_keeps_the_text_cache_small_and_the_records_paired() {
     assert_eq!(t.with_inventory(weir_view), lvm_view(&fleet));
     t.stop().expect("stop");
 }
+
+/// The on-vg-complete MARKs for `vg` after index `from`.
+fn activations(log: &Log, from: u64, vg: &str) -> usize {
+    log.sync().expect("sync log");
+    let mut r = log.reader(from + 1);
+    let mut n = 0;
+    while let Some(rec) = r.next_record().expect("read log") {
+        if rec.kind == RecordType::MARK
+            && rec.name == b"on-vg-complete"
+            && rec.field("vg") == Some(vg.as_bytes())
+        {
+            n += 1;
+        }
+    }
+    n
+}
+
+#[test]
+fn metadata_alone_makes_a_vg_incomplete_and_complete_again_and_activates_it() {
+    if skipping() {
+        return;
+    }
+    let fleet = Fleet::blank("md", 3);
+    let vg = fleet.vg_name().to_owned();
+    let p = |i| fleet.path(i);
+    run(
+        &fleet,
+        &["pvcreate", "-y", &p(0), &p(1), &p(2)].map(str::to_owned),
+    );
+    run(&fleet, &["vgcreate", &vg, &p(0), &p(1)].map(str::to_owned));
+    let dir = tempfile::tempdir().unwrap();
+    let log = open_log(dir.path());
+    // The tracker sees the first two devices only: the third is a PV it
+    // cannot see, as one not attached here yet would be.
+    let patterns = vec![
+        format!("a|^{}$|", p(0)),
+        format!("a|^{}$|", p(1)),
+        "r|.*|".to_owned(),
+    ];
+    let opts = TrackerOptions {
+        filter: Filter::parse(&patterns).expect("filter"),
+        on_vg_complete: Some(["/bin/true"].map(str::to_owned).to_vec()),
+        ..options(&fleet)
+    };
+    let t = Tracker::start(Some(Arc::clone(&log)), opts, None).expect("start");
+    let from = end(&log);
+    run(&fleet, &["vgextend", &vg, &p(2)].map(str::to_owned));
+    t.sync().expect("sync");
+    assert_eq!(
+        kinds(&lvm_records(&log, from)),
+        ["VG_CHANGE", "VG_INCOMPLETE"]
+    );
+    let from = end(&log);
+    run(&fleet, &["vgreduce", &vg, &p(2)].map(str::to_owned));
+    t.sync().expect("sync");
+    assert_eq!(
+        kinds(&lvm_records(&log, from)),
+        ["VG_CHANGE", "VG_COMPLETE"]
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while activations(&log, from, &vg) == 0 {
+        assert!(Instant::now() < deadline, "no on-vg-complete MARK for {vg}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // One at start (the VG was complete then), one now.
+    assert_eq!(t.stats().activations, 2);
+    t.stop().expect("stop");
+    assert_eq!(activations(&log, from, &vg), 1, "exactly once");
+}
