@@ -554,3 +554,38 @@ fn metadata_alone_makes_a_vg_incomplete_and_complete_again_and_activates_it() {
     t.stop().expect("stop");
     assert_eq!(activations(&log, from, &vg), 1, "exactly once");
 }
+
+#[test]
+fn udevds_echo_of_a_write_is_not_probed_again() {
+    if skipping() {
+        return;
+    }
+    let fleet = Fleet::blank("echo", 1);
+    let dir = tempfile::tempdir().unwrap();
+    let log = open_log(dir.path());
+    let opts = TrackerOptions {
+        udev_echoes: Some(true),
+        ..options(&fleet)
+    };
+    let t = Tracker::start(Some(Arc::clone(&log)), opts, None).expect("start");
+    run(
+        &fleet,
+        &["pvcreate", "-y", &fleet.path(0)].map(str::to_owned),
+    );
+    t.sync().expect("sync");
+    let probes = |t: &Tracker| t.with_inventory(|i| i.counters().probes);
+    let echoes = |t: &Tracker| t.with_inventory(|i| i.counters().echoes);
+    let before = probes(&t);
+    // What udevd's watch does after that write: a synthesized change.
+    let uevent = format!("/sys/class/block/{}/uevent", fleet.name(0));
+    std::fs::write(&uevent, "change").expect("synthesize a change uevent");
+    t.sync().expect("sync");
+    assert_eq!(echoes(&t), 1);
+    assert_eq!(probes(&t), before, "the echo was probed");
+    // A second one is no echo: probed.
+    std::fs::write(&uevent, "change").expect("synthesize a change uevent");
+    t.sync().expect("sync");
+    assert_eq!(echoes(&t), 1);
+    assert_eq!(probes(&t), before + 1);
+    t.stop().expect("stop");
+}

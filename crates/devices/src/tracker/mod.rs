@@ -67,6 +67,10 @@ pub struct TrackerOptions {
     /// it are polled, as past the `fs.inotify.max_user_watches` limit.
     /// `None`: as many as the system allows.
     pub max_watches: Option<usize>,
+    /// Whether a synthesized `change` uevent right after a write echoes
+    /// it (udevd's `watch` option), so that it needs no probe. `None`:
+    /// when udevd runs.
+    pub udev_echoes: Option<bool>,
 }
 
 impl Default for TrackerOptions {
@@ -79,6 +83,7 @@ impl Default for TrackerOptions {
             sync_timeout: Duration::from_secs(2),
             previous: None,
             max_watches: None,
+            udev_echoes: None,
         }
     }
 }
@@ -130,7 +135,8 @@ impl Tracker {
             eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)
                 .map_err(|e| worker::sys("eventfd", e))?,
         );
-        let mut watches = watch::Watches::open(groups.udev, opts.max_watches);
+        let echoes = opts.udev_echoes.unwrap_or_else(udevd_runs);
+        let mut watches = watch::Watches::open(echoes, opts.max_watches);
         watches.prewatch(&opts.sysfs);
         let (inventory, initial) = Inventory::scan(opts.sysfs.clone(), opts.filter.clone())?;
         let state = Arc::new(RwLock::new(Shared {
@@ -251,12 +257,17 @@ impl Drop for Tracker {
     }
 }
 
-/// udev's group when udevd runs (its control socket exists), else the
-/// kernel's: taking both would apply every event twice.
+/// udev's group when udevd runs, else the kernel's: taking both would
+/// apply every event twice.
 fn default_groups() -> Groups {
-    let udev = Path::new("/run/udev/control").exists();
+    let udev = udevd_runs();
     Groups {
         kernel: !udev,
         udev,
     }
+}
+
+/// Whether udevd runs (its control socket exists).
+fn udevd_runs() -> bool {
+    Path::new("/run/udev/control").exists()
 }
