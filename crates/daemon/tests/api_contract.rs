@@ -69,12 +69,32 @@ fn cases(max_body: usize) -> Vec<Case> {
         ),
         refused("GET", "/v1/mounts", "/v1/mounts", ""),
     ];
-    for p in ["/v1/devices", "/v1/lvm/pvs", "/v1/lvm/vgs"] {
+    for p in ["/v1/devices", "/v1/lvm/pvs", "/v1/lvm/vgs", "/v1/lvm/lvs"] {
         v.push(case("GET", p, p, ""));
         v.push(case("GET", p, &format!("{p}?format=text"), ""));
         v.push(case("GET", p, &format!("{p}?bogus=1"), ""));
         v.push(refused("GET", p, p, ""));
     }
+    for (p, cols) in [
+        ("/v1/lvm/pvs", "name,size,pv_pe_count"),
+        ("/v1/lvm/vgs", "%2Bvg_uuid"),
+        ("/v1/lvm/lvs", "%2Bdevices,segtype"),
+    ] {
+        v.push(case(
+            "GET",
+            p,
+            &format!("{p}?format=text&columns={cols}"),
+            "",
+        ));
+        v.push(case(
+            "GET",
+            p,
+            &format!("{p}?format=json&columns={cols}"),
+            "",
+        ));
+        v.push(case("GET", p, &format!("{p}?format=text&columns=nope"), ""));
+    }
+    v.push(case("GET", "/v1/devices", "/v1/devices?columns=name", ""));
     let r = "/v1/log/records";
     let c = "/v1/log/consumers";
     let one = "/v1/log/consumers/{name}";
@@ -413,7 +433,9 @@ async fn inventory_answers_are_the_cli_bytes() {
     }
     use weir_devices::sysfs::Detail;
     use weir_devices::{Filter, Inventory, Sysfs};
-    use weir_view::{lvm_json, lvm_table, mounts_json, mounts_table};
+    use weir_view::lvm_columns::Columns;
+    use weir_view::lvm_view::{self, Format, Listing};
+    use weir_view::{mounts_json, mounts_table};
     let fx = fixture(Access::default(), Limits::default(), Trackers::Real);
     let router = weir_daemon::api::router(fx.state.clone());
     // `weir mounts` reads the table afresh; so does this.
@@ -443,28 +465,43 @@ async fn inventory_answers_are_the_cli_bytes() {
         mounts_json::mounts_json(&snap())
     })
     .await;
-    // `weir vgs` and `weir devices`: a fresh scan, as the CLI makes.
-    let scan = |d| {
-        Inventory::scan_with(Sysfs::default(), Filter::accept_all(), d)
+    // The LVM listings: a fresh scan, as the CLI makes, through the one
+    // renderer.
+    let render = |what, format, columns: Option<&str>| {
+        let detail = match what {
+            Listing::Devices => Detail::Full,
+            _ => Detail::Probe,
+        };
+        let inv = Inventory::scan_with(Sysfs::default(), Filter::accept_all(), detail)
             .unwrap()
-            .0
+            .0;
+        let cols = columns.map(|c| Columns::parse(what, c).unwrap());
+        lvm_view::render(&inv, what, format, cols.as_ref()).unwrap()
     };
-    same_as(&router, "/v1/lvm/vgs?format=json", || {
-        lvm_json::vgs_json(&scan(Detail::Probe).vgs())
-    })
-    .await;
-    same_as(&router, "/v1/lvm/vgs?format=text", || {
-        lvm_table::vgs_table(&scan(Detail::Probe).vgs())
-    })
-    .await;
-    same_as(&router, "/v1/devices?format=text", || {
-        lvm_table::devices_table(&scan(Detail::Full))
-    })
-    .await;
-    same_as(&router, "/v1/devices?format=json", || {
-        lvm_json::devices_json(&scan(Detail::Full))
-    })
-    .await;
+    for (path, what) in [
+        ("/v1/devices", Listing::Devices),
+        ("/v1/lvm/pvs", Listing::Pvs),
+        ("/v1/lvm/vgs", Listing::Vgs),
+        ("/v1/lvm/lvs", Listing::Lvs),
+    ] {
+        for (query, format) in [("json", Format::Json), ("text", Format::Text)] {
+            same_as(&router, &format!("{path}?format={query}"), || {
+                render(what, format, None)
+            })
+            .await;
+        }
+    }
+    for (path, what, cols) in [
+        ("/v1/lvm/pvs", Listing::Pvs, "pv_name,dev_size,pe_start"),
+        ("/v1/lvm/vgs", Listing::Vgs, "+vg_uuid,vg_extent_size"),
+        ("/v1/lvm/lvs", Listing::Lvs, "+devices,segtype,stripes"),
+    ] {
+        let uri = format!("{path}?format=text&columns={}", cols.replace('+', "%2B"));
+        same_as(&router, &uri, || render(what, Format::Text, Some(cols))).await;
+        // JSON has every field whatever the columns.
+        let uri = format!("{path}?format=json&columns={}", cols.replace('+', "%2B"));
+        same_as(&router, &uri, || render(what, Format::Json, None)).await;
+    }
 }
 
 #[tokio::test]

@@ -36,5 +36,5 @@ pub mod read_at;
 pub mod text;
 
 pub use error::{Error, Result};
-pub use model::{AreaOn, LvMeta, LvSegment, PvMeta, SegArea, Uuid, VgMeta};
+pub use model::{AreaOn, LinkRole, LvMeta, LvSegment, PvMeta, SegArea, SegLink, Uuid, VgMeta};
 pub use read_at::ReadAt;

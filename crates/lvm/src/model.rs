@@ -117,6 +117,9 @@ pub struct LvMeta {
     pub id: Uuid,
     /// `status`.
     pub status: Vec<String>,
+    /// `flags`: LVM's compatible flags (`ACTIVATION_SKIP`,
+    /// `WRITE_LOCKED`, `CACHE_VOL`, ...), empty when the text has none.
+    pub flags: Vec<String>,
     /// `VISIBLE` is in `status`: LVM's `lv_count` counts only these.
     pub visible: bool,
     /// The sum of its segments' `extent_count`.
@@ -142,9 +145,59 @@ pub struct LvSegment {
     pub stripe_count: u64,
     /// `stripe_size`, in sectors; 0 when the text has none (linear).
     pub stripe_size: u64,
-    /// The areas it maps onto: `stripes` or `mirrors` as (volume, first
-    /// extent) pairs, or the `raids` LVs (first extent 0), in text order.
+    /// The areas it maps onto, in text order: `stripes` or `mirrors` as
+    /// (volume, first extent) pairs; the image LVs of `raids` (or
+    /// `raid0_lvs`); the one LV a pool, cache, writecache, integrity or VDO
+    /// segment maps onto (a pool's data LV, a cache's origin). LV areas
+    /// other than `stripes` and `mirrors` start at extent 0.
     pub areas: Vec<SegArea>,
+    /// The other LVs it names, and as what: a pool's metadata, a mirror's
+    /// log, a RAID's metadata LVs, a snapshot's origin and COW, a thin
+    /// volume's pool, ...
+    pub links: Vec<SegLink>,
+    /// A thin pool's `zero_new_blocks` is set.
+    pub zero_new_blocks: bool,
+}
+
+/// An LV a segment names other than as an area.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SegLink {
+    /// What the LV is to the segment.
+    pub role: LinkRole,
+    /// The LV's name.
+    pub lv: String,
+}
+
+/// What a [`SegLink`]'s LV is to its segment, by the text's key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum LinkRole {
+    /// A thin or cache pool's `metadata`.
+    PoolMetadata,
+    /// A mirror's `mirror_log`.
+    MirrorLog,
+    /// A RAID's metadata LV (the `_rmeta_` names of `raids`).
+    RaidMetadata,
+    /// A snapshot's `origin`.
+    SnapshotOrigin,
+    /// A snapshot's `cow_store`.
+    SnapshotCow,
+    /// A merging snapshot's `merging_store`.
+    MergingCow,
+    /// A thin volume's `thin_pool`.
+    ThinPool,
+    /// A thin snapshot's `origin`.
+    ThinOrigin,
+    /// A thin snapshot's `merge`: the origin it is being merged into.
+    ThinMerge,
+    /// A thin volume's `external_origin`.
+    ExternalOrigin,
+    /// A cache's `cache_pool`.
+    CachePool,
+    /// A writecache's `writecache` (its fast LV).
+    Writecache,
+    /// An integrity segment's `meta_dev`.
+    IntegrityMetadata,
 }
 
 /// One area of a segment.
@@ -167,13 +220,20 @@ pub enum AreaOn {
 
 impl LvMeta {
     /// LVM's `segtype` of a segment: `linear` for a striped segment with
-    /// one stripe, else the text's type.
+    /// one stripe, else the text's type without the status flags LVM may
+    /// append to it (`raid5+RESHAPE`: `raid5`).
     pub fn seg_type_name(seg: &LvSegment) -> &str {
-        if seg.seg_type == "striped" && seg.stripe_count == 1 {
+        let base = LvMeta::seg_type_base(seg);
+        if base == "striped" && seg.stripe_count == 1 {
             "linear"
         } else {
-            &seg.seg_type
+            base
         }
+    }
+
+    /// A segment's type as written, without its `+FLAG` suffixes.
+    pub fn seg_type_base(seg: &LvSegment) -> &str {
+        seg.seg_type.split('+').next().unwrap_or("")
     }
 }
 

@@ -1,16 +1,20 @@
 //! How weir's objects look to people and to programs: the JSON and text
-//! forms of log records, consumers, mounts, block devices, PVs and VGs.
+//! forms of log records, consumers, mounts, block devices, PVs, VGs and
+//! LVs.
 //!
 //! The CLI prints them when it works directly, and the daemon serves the
 //! very same bytes over its API, so `weir mounts` gives one answer whether
-//! or not a daemon runs. Everything here is pure formatting: no I/O.
+//! or not a daemon runs; the LVM listings have one entry point for both,
+//! [`lvm_view::render`]. Everything here is pure formatting: no I/O.
 #![forbid(unsafe_code)]
 
 pub mod bytes;
 pub mod chain;
 pub mod consumer;
+pub mod lvm_columns;
 pub mod lvm_json;
 pub mod lvm_table;
+pub mod lvm_view;
 pub mod mounts_json;
 pub mod mounts_table;
 pub mod record;

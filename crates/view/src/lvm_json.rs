@@ -1,10 +1,11 @@
-//! The JSON forms of `weir devices`, `weir pvs` and `weir vgs`: arrays of
-//! objects, one per line. Sizes are bytes, uuids LVM's dashed form; a
-//! device that could not be read carries its `error`.
+//! The JSON forms of `weir devices`, `weir pvs`, `weir vgs` and
+//! `weir lvs`: arrays of objects, one per line. Sizes are bytes, uuids
+//! LVM's dashed form; a device that could not be read carries its
+//! `error`. An LV is one object whatever its segments, which it lists.
 
 use serde::Serialize;
 use weir_devices::{DevNum, Entry, Inventory, Probe};
-use weir_lvm::assembly::{PvReport, VgReport};
+use weir_lvm::assembly::{DeviceOn, LvReport, PvReport, SegReport, VgReport};
 
 use crate::bytes::Bytes;
 
@@ -41,6 +42,42 @@ struct JsonPv<'a> {
     mda_count: u32,
     mda_in_use: u32,
     duplicate: bool,
+}
+
+#[derive(Serialize)]
+struct JsonLv<'a> {
+    name: &'a str,
+    uuid: String,
+    vg_name: &'a str,
+    vg_uuid: String,
+    attr: &'a str,
+    size_bytes: u64,
+    seg_count: usize,
+    segtype: String,
+    stripes: Option<u64>,
+    devices: String,
+    segments: Vec<JsonSeg<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonSeg<'a> {
+    segtype: &'a str,
+    stripes: u64,
+    stripe_size_bytes: u64,
+    start_extent: u64,
+    extent_count: u64,
+    start_bytes: u64,
+    size_bytes: u64,
+    devices: String,
+    areas: Vec<JsonArea<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonArea<'a> {
+    pv_uuid: Option<String>,
+    device: Option<String>,
+    lv: Option<&'a str>,
+    start: u64,
 }
 
 #[derive(Serialize)]
@@ -109,6 +146,83 @@ pub fn pvs_json(pvs: &[PvReport<DevNum>], path: impl Fn(DevNum) -> String) -> St
     }))
 }
 
+/// `weir lvs --json`; `path` names a PV's device. Besides `segments`, an
+/// LV has LVM's single-row fields over all its segments: `segtype` (the
+/// one type, or the distinct types in order, comma-joined), `stripes`
+/// (null when the segments differ) and `devices` (every segment's,
+/// comma-joined), which are LVM's own values for an LV of one segment.
+pub fn lvs_json(lvs: &[LvReport<DevNum>], path: impl Fn(DevNum) -> String) -> String {
+    array(lvs.iter().map(|lv| {
+        let segments: Vec<JsonSeg<'_>> =
+            lv.segments.iter().map(|s| segment(lv, s, &path)).collect();
+        let mut types: Vec<&str> = Vec::new();
+        for s in &lv.segments {
+            if !types.contains(&s.seg_type.as_str()) {
+                types.push(&s.seg_type);
+            }
+        }
+        let stripes = match lv.segments.split_first() {
+            Some((first, rest)) if rest.iter().all(|s| s.stripes == first.stripes) => {
+                Some(first.stripes)
+            }
+            _ => None,
+        };
+        let devices: Vec<&str> = segments
+            .iter()
+            .map(|s| s.devices.as_str())
+            .filter(|d| !d.is_empty())
+            .collect();
+        JsonLv {
+            name: &lv.name,
+            uuid: lv.uuid.to_string(),
+            vg_name: &lv.vg_name,
+            vg_uuid: lv.vg_uuid.to_string(),
+            attr: lv.attr.as_str(),
+            size_bytes: lv.size_bytes,
+            seg_count: lv.segments.len(),
+            segtype: types.join(","),
+            stripes,
+            devices: devices.join(","),
+            segments,
+        }
+    }))
+}
+
+fn segment<'a>(
+    lv: &LvReport<DevNum>,
+    s: &'a SegReport<DevNum>,
+    path: &impl Fn(DevNum) -> String,
+) -> JsonSeg<'a> {
+    JsonSeg {
+        segtype: &s.seg_type,
+        stripes: s.stripes,
+        stripe_size_bytes: s.stripe_size,
+        start_extent: s.start_extent,
+        extent_count: s.extent_count,
+        start_bytes: s.start_extent.saturating_mul(lv.extent_size),
+        size_bytes: s.extent_count.saturating_mul(lv.extent_size),
+        devices: crate::lvm_table::devices(s, path),
+        areas: s
+            .devices
+            .iter()
+            .map(|d| match &d.on {
+                DeviceOn::Pv { uuid, device } => JsonArea {
+                    pv_uuid: Some(uuid.to_string()),
+                    device: device.map(path),
+                    lv: None,
+                    start: d.start,
+                },
+                DeviceOn::Lv(name) => JsonArea {
+                    pv_uuid: None,
+                    device: None,
+                    lv: Some(name),
+                    start: d.start,
+                },
+            })
+            .collect(),
+    }
+}
+
 /// `weir devices --json`.
 pub fn devices_json(inv: &Inventory) -> String {
     let vg_of = crate::lvm_table::vg_names(inv);
@@ -171,4 +285,96 @@ fn array<T: Serialize>(items: impl Iterator<Item = T>) -> String {
     }
     out.push_str(if first { "]\n" } else { "\n]\n" });
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::lvm_table::tests::{lv, on_pv, path, sample, segment};
+
+    fn parsed(text: &str) -> Vec<Value> {
+        assert!(text.starts_with("[\n") && text.ends_with("\n]\n"), "{text}");
+        assert_eq!(
+            text.lines().count(),
+            2 + serde_json::from_str::<Vec<Value>>(text).unwrap().len()
+        );
+        serde_json::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn an_lv_is_one_object_with_its_segments_and_lvm_single_row_fields() {
+        let v = parsed(&lvs_json(&sample(), path));
+        assert_eq!(
+            v[0],
+            json!({
+                "name": "grown",
+                "uuid": crate::lvm_table::tests::uuid(105).to_string(),
+                "vg_name": "vg0",
+                "vg_uuid": crate::lvm_table::tests::uuid(1).to_string(),
+                "attr": "-wi-XX----",
+                "size_bytes": 12u64 << 20,
+                "seg_count": 2,
+                "segtype": "linear",
+                "stripes": 1,
+                "devices": "/dev/loop0(0),[unknown](5)",
+                "segments": [
+                    {"segtype": "linear", "stripes": 1, "stripe_size_bytes": 0,
+                     "start_extent": 0, "extent_count": 2, "start_bytes": 0,
+                     "size_bytes": 8u64 << 20, "devices": "/dev/loop0(0)",
+                     "areas": [{"pv_uuid": crate::lvm_table::tests::uuid(10).to_string(),
+                                "device": "/dev/loop0", "lv": null, "start": 0}]},
+                    {"segtype": "linear", "stripes": 1, "stripe_size_bytes": 0,
+                     "start_extent": 2, "extent_count": 1, "start_bytes": 8u64 << 20,
+                     "size_bytes": 4u64 << 20, "devices": "[unknown](5)",
+                     "areas": [{"pv_uuid": crate::lvm_table::tests::uuid(11).to_string(),
+                                "device": null, "lv": null, "start": 5}]},
+                ],
+            })
+        );
+        assert_eq!(v[1]["devices"], "/dev/loop0(2),/dev/loop1(0)");
+        assert_eq!(
+            (v[1]["segtype"].clone(), v[1]["stripes"].clone()),
+            (json!("striped"), json!(2))
+        );
+        assert_eq!(v[1]["segments"][0]["stripe_size_bytes"], 64 << 10);
+        assert_eq!(
+            (v[2]["devices"].clone(), v[2]["stripes"].clone()),
+            (json!(""), json!(0))
+        );
+    }
+
+    #[test]
+    fn segments_that_differ_join_their_types_and_have_no_one_stripe_count() {
+        let mixed = lv(
+            "mixed",
+            vec![
+                segment("linear", 0, 1, vec![on_pv(10, Some(0), 0)]),
+                segment(
+                    "striped",
+                    1,
+                    2,
+                    vec![on_pv(10, Some(0), 1), on_pv(12, Some(1), 0)],
+                ),
+                segment("linear", 3, 1, vec![on_pv(12, Some(1), 1)]),
+            ],
+        );
+        let v = parsed(&lvs_json(&[mixed, lv("empty", Vec::new())], path));
+        assert_eq!(v[0]["segtype"], "linear,striped");
+        assert_eq!(v[0]["stripes"], Value::Null);
+        assert_eq!(
+            v[0]["devices"],
+            "/dev/loop0(0),/dev/loop0(1),/dev/loop1(0),/dev/loop1(1)"
+        );
+        assert_eq!(
+            (
+                v[1]["segtype"].clone(),
+                v[1]["stripes"].clone(),
+                v[1]["seg_count"].clone()
+            ),
+            (json!(""), Value::Null, json!(0))
+        );
+        assert_eq!(lvs_json(&[], path), "[]\n");
+    }
 }

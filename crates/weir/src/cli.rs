@@ -7,6 +7,8 @@ use clap::{Args, Parser, Subcommand};
 use weir_log::{RecordType, TypeMask};
 use weir_mounts::BackendChoice;
 
+use weir_view::lvm_columns::Columns as LvmColumns;
+use weir_view::lvm_view::Listing;
 use weir_view::mounts_table::Columns;
 
 /// weir: storage-state engine for Linux.
@@ -52,9 +54,11 @@ pub(crate) enum Command {
     /// List block devices (lsblk-like), or watch them and LVM's VGs change.
     Devices(DevicesArgs),
     /// List LVM physical volumes, read from the devices' labels.
-    Pvs(LvmListArgs),
+    Pvs(PvsArgs),
     /// List LVM volume groups, assembled from the devices' metadata.
-    Vgs(LvmListArgs),
+    Vgs(VgsArgs),
+    /// List LVM logical volumes, from their VGs' metadata.
+    Lvs(LvsArgs),
     /// Wait until the daemon has logged every change made so far, and print
     /// the log index that covers them.
     Sync(JsonArg),
@@ -244,7 +248,7 @@ pub(crate) enum DevicesCommand {
     Watch(DevicesWatchArgs),
 }
 
-/// What `weir devices`, `weir pvs` and `weir vgs` share.
+/// What `weir devices`, `weir pvs`, `weir vgs` and `weir lvs` share.
 #[derive(Debug, Args)]
 pub(crate) struct LvmListArgs {
     /// Print a JSON array, one object per row.
@@ -253,6 +257,67 @@ pub(crate) struct LvmListArgs {
 
     #[command(flatten)]
     pub(crate) filter: FilterArgs,
+}
+
+/// `weir pvs`.
+#[derive(Debug, Args)]
+pub(crate) struct PvsArgs {
+    #[command(flatten)]
+    pub(crate) list: LvmListArgs,
+
+    /// The table's columns, comma-separated, case-insensitive: LVM's field
+    /// names (pv_name, vg_name, pv_size, pv_free, pv_uuid, vg_uuid,
+    /// dev_size, pe_start, pv_pe_count, pv_pe_alloc_count, pv_mda_count,
+    /// pv_mda_used_count; `pv_` may be left out) or the headers (PV, VG,
+    /// PSIZE, PFREE, MDA, UUID, ...). `+COLUMNS` adds to the default ones.
+    #[arg(short = 'o', long = "options", visible_alias = "output", value_name = "COLUMNS",
+          conflicts_with = "json", value_parser = parse_pv_columns)]
+    pub(crate) columns: Option<LvmColumnsArg>,
+}
+
+/// `weir vgs`.
+#[derive(Debug, Args)]
+pub(crate) struct VgsArgs {
+    #[command(flatten)]
+    pub(crate) list: LvmListArgs,
+
+    /// The table's columns, comma-separated, case-insensitive: LVM's field
+    /// names (vg_name, pv_count, lv_count, vg_seqno, vg_size, vg_free,
+    /// vg_uuid, vg_extent_size, vg_missing_pv_count, vg_mda_count,
+    /// vg_mda_used_count; `vg_` may be left out) or the headers (VG, #PV,
+    /// #LV, SEQ, VSIZE, VFREE, COMPLETE, ...). `+COLUMNS` adds to the
+    /// default ones.
+    #[arg(short = 'o', long = "options", visible_alias = "output", value_name = "COLUMNS",
+          conflicts_with = "json", value_parser = parse_vg_columns)]
+    pub(crate) columns: Option<LvmColumnsArg>,
+}
+
+/// `weir lvs`.
+#[derive(Debug, Args)]
+pub(crate) struct LvsArgs {
+    #[command(flatten)]
+    pub(crate) list: LvmListArgs,
+
+    /// The table's columns, comma-separated, case-insensitive: LVM's field
+    /// names (lv_name, vg_name, lv_attr, lv_size, lv_uuid, vg_uuid,
+    /// seg_count, and per segment segtype, stripes, stripe_size,
+    /// seg_start, seg_start_pe, seg_size, seg_size_pe, devices; `lv_` and
+    /// `seg_` may be left out) or the headers (LV, VG, ATTR, LSIZE, ...).
+    /// `+COLUMNS` adds to the default ones (`-o +devices`). A segment's
+    /// column makes a row per segment, as in LVM.
+    #[arg(short = 'o', long = "options", visible_alias = "output", value_name = "COLUMNS",
+          conflicts_with = "json", value_parser = parse_lv_columns)]
+    pub(crate) columns: Option<LvmColumnsArg>,
+}
+
+/// `-o COLUMNS` of an LVM report: the columns, and the words as given,
+/// which are passed on to the daemon (it parses them the same way).
+#[derive(Clone, Debug)]
+pub(crate) struct LvmColumnsArg {
+    /// The argument as given.
+    pub(crate) text: String,
+    /// The columns it names.
+    pub(crate) columns: LvmColumns,
 }
 
 /// Which devices are scanned, in lvm.conf's devices/filter syntax.
@@ -399,6 +464,25 @@ fn parse_columns(s: &str) -> Result<ColumnsArg, String> {
     })
 }
 
+fn parse_lvm_columns(listing: Listing, s: &str) -> Result<LvmColumnsArg, String> {
+    Ok(LvmColumnsArg {
+        text: s.to_owned(),
+        columns: LvmColumns::parse(listing, s).map_err(|e| e.to_string())?,
+    })
+}
+
+fn parse_pv_columns(s: &str) -> Result<LvmColumnsArg, String> {
+    parse_lvm_columns(Listing::Pvs, s)
+}
+
+fn parse_vg_columns(s: &str) -> Result<LvmColumnsArg, String> {
+    parse_lvm_columns(Listing::Vgs, s)
+}
+
+fn parse_lv_columns(s: &str) -> Result<LvmColumnsArg, String> {
+    parse_lvm_columns(Listing::Lvs, s)
+}
+
 fn parse_percent(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(p) if p > 0.0 && p <= 100.0 => Ok(p),
@@ -458,6 +542,58 @@ mod tests {
             Cli::try_parse_from(["weir", "sync"]).unwrap().command,
             Command::Sync(JsonArg { json: false })
         ));
+    }
+
+    #[test]
+    fn parses_lvm_report_columns() {
+        let cli =
+            Cli::try_parse_from(["weir", "lvs", "-o", "+devices", "--filter", "a|x|"]).unwrap();
+        let Command::Lvs(a) = cli.command else {
+            panic!("not lvs: {:?}", cli.command);
+        };
+        let c = a.columns.unwrap();
+        assert_eq!(c.text, "+devices");
+        assert_eq!(
+            c.columns.headers(),
+            ["LV", "VG", "ATTR", "LSIZE", "DEVICES"]
+        );
+        assert_eq!(a.list.filter.patterns, ["a|x|"]);
+        let cli = Cli::try_parse_from(["weir", "pvs", "--options", "name,size"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Pvs(PvsArgs {
+                columns: Some(_),
+                ..
+            })
+        ));
+        let cli = Cli::try_parse_from(["weir", "vgs", "--output", "VG"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Vgs(VgsArgs {
+                columns: Some(_),
+                ..
+            })
+        ));
+        let cli = Cli::try_parse_from(["weir", "lvs", "--json"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Lvs(LvsArgs { columns: None, .. })
+        ));
+        for bad in [
+            &["weir", "lvs", "-o", "nope"][..],
+            &["weir", "vgs", "-o", "lv_name"],
+            &["weir", "pvs", "-o", ""],
+            &["weir", "lvs", "-o", "lv_name", "--json"],
+            &["weir", "devices", "-o", "name"],
+        ] {
+            assert!(Cli::try_parse_from(bad).is_err(), "{bad:?}");
+        }
+        let e = Cli::try_parse_from(["weir", "lvs", "-o", "lv_name,nope"]).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("unknown column \"nope\" for weir lvs"),
+            "{e}"
+        );
     }
 
     #[test]

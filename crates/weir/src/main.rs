@@ -62,6 +62,7 @@ fn init_tracing(command: &cli::Command) {
         },
         cli::Command::Pvs(_)
         | cli::Command::Vgs(_)
+        | cli::Command::Lvs(_)
         | cli::Command::Sync(_)
         | cli::Command::Status(_) => "warn",
     };

@@ -1,8 +1,10 @@
-//! End-to-end tests of `weir vgs`, `weir pvs`, `weir devices` and `weir
-//! devices watch` against VGs that real LVM2 built on loop devices: the
-//! JSON agrees with LVM's own report, a bad `--filter` fails clearly, the
-//! watcher prints and logs a VG assembling and stops on SIGINT, and an
-//! unprivileged listing warns instead of failing.
+//! End-to-end tests of `weir vgs`, `weir pvs`, `weir lvs`, `weir devices`
+//! and `weir devices watch` against VGs that real LVM2 built on loop
+//! devices: the JSON agrees with LVM's own report, `-o` picks the table's
+//! columns, the daemon's listings are the direct ones' bytes, a bad
+//! `--filter` or column fails clearly, the watcher prints and logs a VG
+//! assembling and stops on SIGINT, and an unprivileged listing warns
+//! instead of failing.
 //!
 //! Every command is filtered to the test's own loop devices (other tests
 //! attach loop devices at the same time). The privileged tests need root,
@@ -10,6 +12,10 @@
 
 #[path = "support/child_lines.rs"]
 mod child_lines;
+// Only its daemon is used here.
+#[allow(dead_code)]
+#[path = "support/daemon_child.rs"]
+mod daemon_child;
 #[path = "../../devices/tests/lvmfleet/mod.rs"]
 mod lvmfleet;
 // Only part of it is used here.
@@ -169,6 +175,282 @@ fn vgs_and_pvs_json_agree_with_lvm() {
     let mut paths = fleet.paths();
     paths.sort();
     assert_eq!(devices, paths, "sorted by path");
+}
+
+/// A VG of three PVs holding `lin` (linear, on the first PV), `str` (two
+/// stripes of 64 KiB), `grown` (made on the first PV and extended onto
+/// the third: two segments) and `ro` (read-only, `--alloc anywhere`).
+fn lv_fleet(tag: &str) -> Fleet {
+    let fleet = Fleet::build(tag, &[1, 1, 1], 0, 0);
+    fleet.lvcreate("lin", 1, &[], &[0]);
+    fleet.lvcreate("str", 2, &["-i", "2", "-I", "64k"], &[1, 2]);
+    fleet.lvcreate("grown", 1, &[], &[0]);
+    fleet.lvextend("grown", 1, 2);
+    fleet.lvcreate("ro", 1, &["-pr", "--alloc", "anywhere"], &[1]);
+    fleet
+}
+
+/// LVM's `lvs --reportformat json --units b --nosuffix` of the fleet's VG:
+/// one row per segment, as LVM gives them with segment fields.
+fn lvm_lvs(fleet: &Fleet) -> Vec<BTreeMap<String, String>> {
+    let out = fleet.lvm_ok(&[
+        "lvs",
+        "--driverloaded",
+        "n",
+        "--reportformat",
+        "json",
+        "--units",
+        "b",
+        "--nosuffix",
+        "-o",
+        "lv_name,lv_uuid,vg_name,vg_uuid,lv_size,segtype,stripes,devices,lv_attr,\
+         stripe_size,seg_start_pe,seg_size_pe",
+        fleet.vg_name(),
+    ]);
+    let v: Value = serde_json::from_slice(&out.stdout).expect("lvs's JSON");
+    v["report"][0]["lv"]
+        .as_array()
+        .expect("an lv array")
+        .iter()
+        .map(|row| {
+            row.as_object()
+                .expect("a row")
+                .iter()
+                .map(|(k, v)| (k.clone(), v.as_str().expect("a string").to_owned()))
+                .collect()
+        })
+        .collect()
+}
+
+/// `lv_attr` without state and open, which only device-mapper knows
+/// (weir prints `X` for both, as LVM does without device-mapper).
+fn known_attr(a: &str) -> String {
+    a.char_indices()
+        .map(|(i, c)| if i == 4 || i == 5 { '?' } else { c })
+        .collect()
+}
+
+#[test]
+fn lvs_json_agrees_with_lvm() {
+    if skipping() {
+        return;
+    }
+    let fleet = lv_fleet("lvs");
+    let rows = lvm_lvs(&fleet);
+    // LVM's rows, one per segment, grouped by LV (in LVM's order).
+    let mut by_lv: Vec<(String, Vec<&BTreeMap<String, String>>)> = Vec::new();
+    for r in &rows {
+        match by_lv.last_mut() {
+            Some((name, segs)) if *name == r["lv_name"] => segs.push(r),
+            _ => by_lv.push((r["lv_name"].clone(), vec![r])),
+        }
+    }
+    let names: Vec<&str> = by_lv.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["grown", "lin", "ro", "str"], "{rows:#?}");
+
+    let lvs = json_array(&weir_ok(&["lvs", "--json"], &fleet));
+    assert_eq!(lvs.len(), by_lv.len(), "{lvs:#?}");
+    for (lv, (name, segs)) in lvs.iter().zip(&by_lv) {
+        let first = segs[0];
+        assert_eq!(lv["name"], name.as_str());
+        assert_eq!(lv["uuid"], first["lv_uuid"].as_str());
+        assert_eq!(lv["vg_name"], first["vg_name"].as_str());
+        assert_eq!(lv["vg_uuid"], first["vg_uuid"].as_str());
+        assert_eq!(lv["size_bytes"], num(first, "lv_size"));
+        let attr = lv["attr"].as_str().expect("attr");
+        assert_eq!(known_attr(attr), known_attr(&first["lv_attr"]), "{name}");
+        assert_eq!(&attr[4..6], "XX", "{name}");
+        assert_eq!(lv["seg_count"], segs.len());
+        let got = lv["segments"].as_array().expect("segments");
+        assert_eq!(got.len(), segs.len(), "{name}");
+        for (g, want) in got.iter().zip(segs) {
+            assert_eq!(g["segtype"], want["segtype"].as_str(), "{name}");
+            assert_eq!(g["stripes"], num(want, "stripes"), "{name}");
+            assert_eq!(g["stripe_size_bytes"], num(want, "stripe_size"), "{name}");
+            assert_eq!(g["start_extent"], num(want, "seg_start_pe"), "{name}");
+            assert_eq!(g["extent_count"], num(want, "seg_size_pe"), "{name}");
+            assert_eq!(g["devices"], want["devices"].as_str(), "{name}");
+        }
+        // LVM's single-row fields: its own for one segment, joined as
+        // LVM joins a segment's devices for more.
+        let devices: Vec<&str> = segs.iter().map(|s| s["devices"].as_str()).collect();
+        assert_eq!(lv["devices"], devices.join(","), "{name}");
+        if segs.len() == 1 {
+            assert_eq!(lv["segtype"], first["segtype"].as_str());
+            assert_eq!(lv["stripes"], num(first, "stripes"));
+        }
+    }
+    // The LV extended onto another PV has two linear segments there.
+    let grown = &lvs[0];
+    assert_eq!(
+        (grown["segtype"].clone(), grown["stripes"].clone()),
+        ("linear".into(), 1.into())
+    );
+    assert!(
+        grown["devices"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("{}(1)", fleet.path(2))),
+        "{grown}"
+    );
+    assert_eq!(lvs[3]["segtype"], "striped");
+    assert_eq!(lvs[3]["stripes"], 2);
+    assert_eq!(known_attr(lvs[2]["attr"].as_str().unwrap()), "-ra-??----");
+}
+
+#[test]
+fn lvs_table_columns_follow_o() {
+    if skipping() {
+        return;
+    }
+    let fleet = lv_fleet("lvo");
+    let rows = lvm_lvs(&fleet);
+    let words = |text: &str| -> Vec<Vec<String>> {
+        text.lines()
+            .map(|l| l.split_whitespace().map(str::to_owned).collect())
+            .collect()
+    };
+
+    // The default columns: a row per LV.
+    let t = words(&weir_ok(&["lvs"], &fleet));
+    assert_eq!(t[0], ["LV", "VG", "ATTR", "LSIZE"]);
+    assert_eq!(t.len(), 1 + 4);
+    assert_eq!(t[1][..3], ["grown", fleet.vg_name(), "-wi-XX----"]);
+    assert_eq!(t[1][3], "8M");
+
+    // Chosen by LVM's names: a row per segment once a segment's is there.
+    let t = words(&weir_ok(
+        &["lvs", "-o", "LV_NAME,segtype,stripes,devices"],
+        &fleet,
+    ));
+    assert_eq!(t[0], ["LV", "TYPE", "#STR", "DEVICES"]);
+    let want: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r["lv_name"].clone(),
+                r["segtype"].clone(),
+                r["stripes"].clone(),
+                r["devices"].clone(),
+            ]
+        })
+        .collect();
+    assert_eq!(t[1..], want[..]);
+
+    // `+` adds to the defaults.
+    let t = words(&weir_ok(&["lvs", "-o", "+seg_count"], &fleet));
+    assert_eq!(t[0], ["LV", "VG", "ATTR", "LSIZE", "#SEG"]);
+    assert_eq!(t[1][4], "2");
+
+    // And pvs and vgs take -o too.
+    let t = words(&weir_ok(&["vgs", "-o", "name,pv_count,lv_count"], &fleet));
+    assert_eq!(
+        t,
+        [
+            ["VG", "#PV", "#LV"].map(String::from).to_vec(),
+            vec![fleet.vg_name().to_owned(), "3".into(), "4".into()]
+        ]
+    );
+    let t = words(&weir_ok(
+        &["pvs", "-o", "pv_name,pv_pe_alloc_count"],
+        &fleet,
+    ));
+    assert_eq!(t[0], ["PV", "ALLOC"]);
+    assert_eq!(t.len(), 4);
+}
+
+#[test]
+fn an_unknown_column_fails_with_status_2_and_lists_the_valid_ones() {
+    let out = Command::new(WEIR)
+        .args(["lvs", "-o", "lv_name,nope", "--filter", "r|.*|"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run weir");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(out.stdout.is_empty());
+    assert!(
+        err.contains("unknown column \"nope\" for weir lvs"),
+        "{err}"
+    );
+    assert!(err.contains("DEVICES (devices)"), "{err}");
+    let out = Command::new(WEIR)
+        .args(["pvs", "-o", "lv_name"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run weir");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("for weir pvs (valid columns: PV (pv_name)")
+    );
+}
+
+#[test]
+fn the_daemons_lvm_listings_are_the_direct_bytes() {
+    if skipping() {
+        return;
+    }
+    let fleet = lv_fleet("dmn");
+    let state = tempfile::tempdir().expect("state directory");
+    let socket = state.path().join("weir.sock");
+    let mut run_args = vec!["--mounts-enabled=false".to_owned()];
+    for p in fleet.filter_patterns() {
+        run_args.push("--devices-filter".to_owned());
+        run_args.push(p);
+    }
+    let run_args: Vec<&str> = run_args.iter().map(String::as_str).collect();
+    let daemon = daemon_child::Daemon::start(state.path(), &socket, &run_args);
+    daemon_child::sync(&socket);
+    let via = |args: &[&str]| {
+        String::from_utf8(daemon_child::ok(daemon_child::weir(&socket, args))).unwrap()
+    };
+    let direct = |args: &[&str]| {
+        let mut a = vec!["--direct"];
+        a.extend_from_slice(args);
+        weir_ok(&a, &fleet)
+    };
+    let mut api = daemon_child::client(&socket);
+    let get = |c: &mut weir_client::Client, target: &str| {
+        let mut body = Vec::new();
+        c.get_text(target, &mut body).expect(target);
+        String::from_utf8(body).unwrap()
+    };
+    for (listing, args, target) in [
+        ("lvs", &["lvs", "--json"][..], "/v1/lvm/lvs?format=json"),
+        ("lvs", &["lvs"], "/v1/lvm/lvs?format=text"),
+        (
+            "lvs",
+            &["lvs", "-o", "+devices,segtype"],
+            "/v1/lvm/lvs?format=text&columns=%2Bdevices%2Csegtype",
+        ),
+        (
+            "pvs",
+            &["pvs", "-o", "name,size"],
+            "/v1/lvm/pvs?format=text&columns=name,size",
+        ),
+        ("vgs", &["vgs", "--json"], "/v1/lvm/vgs?format=json"),
+    ] {
+        let d = direct(args);
+        assert!(
+            d.contains(&fleet.path(0)) || d.contains(fleet.vg_name()),
+            "{listing}: {d}"
+        );
+        assert_eq!(get(&mut api, target), d, "{target}");
+        assert_eq!(via(args), d, "weir {args:?} through the daemon");
+    }
+    let lines = direct(&["lvs", "-o", "+devices,segtype"]).lines().count();
+    assert_eq!(lines, 1 + 5, "a row per segment: grown has two");
+    // A bad column is the API's 400, said as such.
+    let e = api
+        .get_text("/v1/lvm/lvs?format=text&columns=nope", &mut Vec::new())
+        .unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.contains("unknown column \"nope\" for weir lvs"),
+        "{msg}"
+    );
+    assert!(msg.contains("bad_request"), "{msg}");
+    daemon.stop();
 }
 
 #[test]

@@ -27,10 +27,13 @@ pub(crate) enum Lvm {
     Devices,
     Pvs,
     Vgs,
+    Lvs,
 }
 
-/// A cache key: the listing, the format, and the mount table's columns
-/// (as the `Column` discriminants; empty for other listings and JSON).
+/// A cache key: the listing, the format, and the text table's columns
+/// (the mount table's `Column` discriminants, or an LVM table's
+/// `Columns::key`; empty for JSON, whose bytes never depend on them, and
+/// for the default LVM columns).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Key {
     pub(crate) listing: Listing,

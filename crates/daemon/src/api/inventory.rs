@@ -1,6 +1,8 @@
-//! `GET /v1/mounts`, `/v1/devices`, `/v1/lvm/pvs`, `/v1/lvm/vgs`: the
-//! trackers' tables in the very bytes `weir mounts`, `weir devices`,
-//! `weir pvs` and `weir vgs` print (weir-view renders both).
+//! `GET /v1/mounts`, `/v1/devices`, `/v1/lvm/pvs`, `/v1/lvm/vgs`,
+//! `/v1/lvm/lvs`: the trackers' tables in the very bytes `weir mounts`,
+//! `weir devices`, `weir pvs`, `weir vgs` and `weir lvs` print (weir-view
+//! renders both; the LVM listings through the one function the CLI calls,
+//! `lvm_view::render`).
 //!
 //! A rendering is cached by tracker generation ([`super::cache`]) and made
 //! on a blocking thread when it is not cached, so a large table never
@@ -12,13 +14,13 @@ use axum::extract::{RawQuery, State};
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use weir_devices::{DevNum, Inventory};
-use weir_view::{lvm_json, lvm_table, mounts_json, mounts_table};
+use weir_view::lvm_view::{self, Listing as View};
+use weir_view::{mounts_json, mounts_table};
 
 use super::cache::{Key, Listing, Lvm};
 use super::context::Ctx;
 use super::error::{ApiError, Code};
-use super::query::{Format, FormatQuery, MountsQuery, QueryError};
+use super::query::{Format, FormatQuery, LvmQuery, MountsQuery, QueryError};
 
 /// A query error as a 400.
 pub(crate) fn bad_query(e: QueryError) -> ApiError {
@@ -113,8 +115,37 @@ pub(crate) async fn vgs(
     lvm(ctx, Lvm::Vgs, q).await
 }
 
+/// `GET /v1/lvm/lvs`.
+pub(crate) async fn lvs(
+    State(ctx): State<Arc<Ctx>>,
+    RawQuery(q): RawQuery,
+) -> Result<Response, ApiError> {
+    lvm(ctx, Lvm::Lvs, q).await
+}
+
+impl Lvm {
+    /// The listing weir-view renders.
+    fn view(self) -> View {
+        match self {
+            Lvm::Devices => View::Devices,
+            Lvm::Pvs => View::Pvs,
+            Lvm::Vgs => View::Vgs,
+            Lvm::Lvs => View::Lvs,
+        }
+    }
+}
+
 async fn lvm(ctx: Arc<Ctx>, what: Lvm, q: Option<String>) -> Result<Response, ApiError> {
-    let q = FormatQuery::parse(q.as_deref()).map_err(bad_query)?;
+    let q = match what {
+        Lvm::Devices => {
+            let q = FormatQuery::parse(q.as_deref()).map_err(bad_query)?;
+            LvmQuery {
+                format: q.format,
+                columns: None,
+            }
+        }
+        _ => LvmQuery::parse(what.view(), q.as_deref()).map_err(bad_query)?,
+    };
     let tracker = ctx
         .state
         .devices
@@ -127,45 +158,32 @@ async fn lvm(ctx: Arc<Ctx>, what: Lvm, q: Option<String>) -> Result<Response, Ap
     let key = Key {
         listing: Listing::Lvm(what),
         format,
-        columns: Vec::new(),
+        columns: match (format, &q.columns) {
+            (Format::Text, Some(c)) => c.key().to_vec(),
+            _ => Vec::new(),
+        },
     };
     if let Some(b) = ctx.cache.get(&key, tracker.generation()) {
         return Ok(answer(format, b));
     }
+    let view_format = match format {
+        Format::Json => lvm_view::Format::Json,
+        Format::Text => lvm_view::Format::Text,
+    };
     let body = tokio::task::spawn_blocking(move || {
         // The generation moves under the inventory's lock: read inside it,
         // it is exactly the rendered inventory's.
-        let (generation, text) =
-            tracker.with_inventory(|inv| (tracker.generation(), render_lvm(inv, what, format)));
+        let (generation, text) = tracker.with_inventory(|inv| {
+            let text = lvm_view::render(inv, what.view(), view_format, q.columns.as_ref());
+            (tracker.generation(), text)
+        });
+        // The columns were parsed for this very listing.
+        let text = text.map_err(|e| ApiError::new(Code::Internal, e.to_string()))?;
         let body = Bytes::from(text);
         ctx.cache.put(key, generation, body.clone());
-        body
+        Ok::<_, ApiError>(body)
     })
     .await
-    .map_err(|e| ApiError::join(&e))?;
+    .map_err(|e| ApiError::join(&e))??;
     Ok(answer(format, body))
-}
-
-/// What `weir devices|pvs|vgs [--json]` prints for this inventory.
-fn render_lvm(inv: &Inventory, what: Lvm, format: Format) -> String {
-    let path = |dn: DevNum| {
-        inv.get(dn).map_or_else(
-            || dn.to_string(),
-            |e| e.device.dev_path().display().to_string(),
-        )
-    };
-    // PVs sorted by device path, as LVM (and the CLI) sort them.
-    let sorted_pvs = || {
-        let mut pvs = inv.pvs();
-        pvs.sort_by_cached_key(|p| path(p.device));
-        pvs
-    };
-    match (what, format) {
-        (Lvm::Vgs, Format::Json) => lvm_json::vgs_json(&inv.vgs()),
-        (Lvm::Vgs, Format::Text) => lvm_table::vgs_table(&inv.vgs()),
-        (Lvm::Pvs, Format::Json) => lvm_json::pvs_json(&sorted_pvs(), path),
-        (Lvm::Pvs, Format::Text) => lvm_table::pvs_table(&sorted_pvs(), path),
-        (Lvm::Devices, Format::Json) => lvm_json::devices_json(inv),
-        (Lvm::Devices, Format::Text) => lvm_table::devices_table(inv),
-    }
 }

@@ -72,6 +72,7 @@ fn build(ctx: Arc<Ctx>) -> Router {
         .route("/v1/mounts", get(inventory::mounts))
         .route("/v1/devices", get(inventory::devices))
         .route("/v1/lvm/pvs", get(inventory::pvs))
+        .route("/v1/lvm/lvs", get(inventory::lvs))
         .route("/v1/lvm/vgs", get(inventory::vgs))
         .route("/v1/log/records", get(records::read).post(records::append))
         .route("/v1/log/stats", get(status::log_stats))

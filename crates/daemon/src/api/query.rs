@@ -9,6 +9,8 @@
 use std::str::FromStr;
 
 use weir_log::TypeMask;
+use weir_view::lvm_columns::Columns as LvmColumns;
+use weir_view::lvm_view::Listing;
 use weir_view::mounts_table::Columns;
 
 /// The most parameters one query may have.
@@ -185,7 +187,31 @@ impl MountsQuery {
     }
 }
 
-/// `GET /v1/devices`, `/v1/lvm/pvs`, `/v1/lvm/vgs`: `format`.
+/// `GET /v1/lvm/pvs`, `/v1/lvm/vgs`, `/v1/lvm/lvs`: `format`, `columns`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LvmQuery {
+    /// JSON or text.
+    pub format: Format,
+    /// The text form's columns (`None`: the default ones), checked even
+    /// for JSON, which ignores them.
+    pub columns: Option<LvmColumns>,
+}
+
+impl LvmQuery {
+    /// Parses the query of an LVM report of `listing`.
+    pub fn parse(listing: Listing, query: Option<&str>) -> Result<LvmQuery, QueryError> {
+        let mut p = Params::parse(query)?;
+        let format = format(&mut p)?;
+        let columns = p
+            .take("columns")
+            .map(|v| LvmColumns::parse(listing, &v).map_err(|e| bad("columns", e.to_string())))
+            .transpose()?;
+        p.done()?;
+        Ok(LvmQuery { format, columns })
+    }
+}
+
+/// `GET /v1/devices`: `format`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FormatQuery {
     /// JSON or text.
@@ -309,6 +335,37 @@ mod tests {
         ] {
             assert!(RecordsQuery::parse(Some(bad)).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn lvm_query() {
+        let q =
+            LvmQuery::parse(Listing::Lvs, Some("format=text&columns=%2Bdevices,SEGTYPE")).unwrap();
+        assert_eq!(q.format, Format::Text);
+        assert_eq!(
+            q.columns.unwrap().headers(),
+            ["LV", "VG", "ATTR", "LSIZE", "DEVICES", "TYPE"]
+        );
+        let d = LvmQuery::parse(Listing::Pvs, None).unwrap();
+        assert_eq!((d.format, d.columns), (Format::Json, None));
+        // Checked for JSON too, though JSON ignores them.
+        let e = LvmQuery::parse(Listing::Vgs, Some("columns=lv_name")).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("query parameter columns: unknown column \"lv_name\" for weir vgs (valid columns: VG (vg_name)"),
+            "{e}"
+        );
+        for bad in [
+            "columns=",
+            "columns=a,,b",
+            "columns=pv_name&columns=pv_size",
+            "columns=%ff",
+            "column=pv_name",
+        ] {
+            assert!(LvmQuery::parse(Listing::Pvs, Some(bad)).is_err(), "{bad}");
+        }
+        let many = vec!["pv_name"; weir_view::lvm_columns::MAX_COLUMNS + 1].join(",");
+        assert!(LvmQuery::parse(Listing::Pvs, Some(&format!("columns={many}"))).is_err());
     }
 
     #[test]

@@ -21,7 +21,7 @@ mod texts;
 
 use std::collections::{BTreeMap, HashMap};
 
-use weir_lvm::assembly::{Assembly, PvReport, VgReport};
+use weir_lvm::assembly::{Assembly, LvReport, PvReport, VgReport};
 use weir_lvm::probe::TextCache;
 
 use crate::change::Change;
@@ -171,6 +171,12 @@ impl Inventory {
     /// [`Inventory::get`] for the device).
     pub fn pvs(&self) -> Vec<PvReport<DevNum>> {
         self.assembly.pvs()
+    }
+
+    /// The visible LVs of every VG, as `lvs` reports them (a PV's device
+    /// by number; see [`Inventory::get`]).
+    pub fn lvs(&self) -> Vec<LvReport<DevNum>> {
+        self.assembly.lvs(false)
     }
 
     /// How many devices carry a PV label.

@@ -309,6 +309,39 @@ impl Fleet {
         out
     }
 
+    /// `lvcreate` of LV `name`, `extents` extents, with `args` (stripes,
+    /// permissions, ...) and then the PVs (slots) it must use, if any.
+    /// Without device-mapper the LV is never activated nor zeroed.
+    pub(crate) fn lvcreate(&self, name: &str, extents: u32, args: &[&str], on: &[usize]) {
+        let n = extents.to_string();
+        let mut a = vec![
+            "lvcreate",
+            "--driverloaded",
+            "n",
+            "-an",
+            "--zero",
+            "n",
+            "-l",
+            &n,
+            "-n",
+            name,
+        ];
+        a.extend_from_slice(args);
+        a.push(&self.vg);
+        let paths: Vec<String> = on.iter().map(|&i| self.path(i)).collect();
+        a.extend(paths.iter().map(String::as_str));
+        self.lvm_ok(&a);
+    }
+
+    /// `lvextend` of LV `name` by `extents` extents, on slot `on`'s PV: a
+    /// second segment when that is not where the LV ends.
+    pub(crate) fn lvextend(&self, name: &str, extents: u32, on: usize) {
+        let lv = format!("{}/{name}", self.vg);
+        let n = format!("+{extents}");
+        let path = self.path(on);
+        self.lvm_ok(&["lvextend", "--driverloaded", "n", "-l", &n, &lv, &path]);
+    }
+
     /// LVM's own report (`vgs` or `pvs`) of `fields` (comma list), in
     /// bytes: one map per row, keyed by field name (`vg_name`, ...).
     pub(crate) fn report(&self, what: &str, fields: &str) -> Vec<BTreeMap<String, String>> {

@@ -25,7 +25,7 @@ pub struct LvRef {
     pub segtype: String,
     /// How many segments it has.
     pub segments: usize,
-    /// `status` flags, comma-joined (`READ,WRITE,VISIBLE`), then
+    /// `status` then `flags`, comma-joined (`READ,WRITE,VISIBLE`), then
     /// `alloc=POLICY` when the text states an allocation policy.
     pub status: String,
     /// A fingerprint of where its extents are (every segment's type,
@@ -45,7 +45,13 @@ impl LvRef {
                 types.push(t);
             }
         }
-        let mut status = lv.status.join(",");
+        let mut status = lv
+            .status
+            .iter()
+            .chain(&lv.flags)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(",");
         if let Some(p) = &lv.allocation_policy {
             status.push_str(if status.is_empty() {
                 "alloc="

@@ -5,7 +5,8 @@
 //! maps and a per-VG count of present PVs); only a VG's metadata that is
 //! new, or newer than the copy held, costs O(PVs in the VG). The result is
 //! a list of [`Event`]s for the changelog, and reports ([`Assembly::vgs`],
-//! [`Assembly::pvs`]) with LVM 2.03's `vgs`/`pvs` semantics.
+//! [`Assembly::pvs`], [`Assembly::lvs`]) with LVM 2.03's `vgs`/`pvs`/`lvs`
+//! semantics.
 //!
 //! Rules:
 //! - A VG is known by its uuid. Its metadata is the copy with the highest
@@ -31,6 +32,7 @@
 
 mod delta;
 mod event;
+mod lvs;
 #[cfg(test)]
 mod prop_tests;
 mod report;
@@ -46,6 +48,7 @@ use crate::model::{Uuid, VgMeta};
 
 pub use delta::{LvDelta, LvRef, VgDelta, lv_deltas};
 pub use event::{Event, VgRef};
+pub use lvs::{DeviceOn, LvAttr, LvReport, SegDevice, SegReport};
 pub use report::{PvReport, VgReport};
 
 /// What a probe found on one device.

@@ -41,6 +41,7 @@ fn vg(name: &str, id: u32, seqno: u64, pvs: &[u32]) -> Arc<VgMeta> {
             name: "lv".into(),
             id: uuid(999),
             status: vec!["VISIBLE".into()],
+            flags: Vec::new(),
             visible: true,
             extents: 4,
             allocation_policy: None,

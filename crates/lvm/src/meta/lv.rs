@@ -9,14 +9,18 @@
 //! the stripes, so nothing is counted twice.
 //!
 //! Each segment is kept too ([`LvSegment`]): its type, stripes and areas,
-//! with PV keys resolved to PV uuids, for `lvs` and for telling what an
-//! update changed.
+//! with PV keys resolved to PV uuids, and the other LVs it names (a pool's
+//! metadata, a snapshot's origin, ...) by role, for `lvs` (whose `lv_attr`
+//! is mostly the roles LVs play for each other) and for telling what an
+//! update changed. Which key names what follows each segment type's
+//! importer in LVM (lib/thin, lib/cache_segtype, lib/mirror, lib/raid,
+//! lib/snapshot, lib/vdo, lib/writecache, lib/integrity).
 
 use std::collections::{HashMap, HashSet};
 
 use super::fields::At;
 use super::{MetaError, NameKind, names, show};
-use crate::model::{AreaOn, LvMeta, LvSegment, PvMeta, SegArea};
+use crate::model::{AreaOn, LinkRole, LvMeta, LvSegment, PvMeta, SegArea, SegLink};
 use crate::text::Scalar;
 
 /// Reads every LV, in text order, and adds each stripe's extents to its
@@ -72,15 +76,43 @@ pub(super) fn read_lvs(section: At<'_>, pvs: &mut [PvMeta]) -> Result<Vec<LvMeta
                     .opt_uint("stripe_size", u64::from(u32::MAX))?
                     .unwrap_or(0),
                 areas: Vec::new(),
+                links: Vec::new(),
+                zero_new_blocks: false,
             };
             if let Some(stripes) = seg.opt_array("stripes")? {
                 segment.stripe_count = areas.count(seg, count, stripes, &mut alloc)?;
                 segment.areas = areas.pairs(seg, stripes, "stripes")?;
             } else if let Some(mirrors) = seg.opt_array("mirrors")? {
                 segment.areas = areas.pairs(seg, mirrors, "mirrors")?;
-            } else if let Some(raids) = seg.opt_array("raids")? {
-                segment.areas = areas.names(seg, raids)?;
+            } else if let Some((raids, key)) = raid_list(seg)? {
+                for area in areas.names(seg, raids, key)? {
+                    match area.on {
+                        // LVM tells a RAID's metadata LVs by name too.
+                        AreaOn::Lv(lv) if lv.contains("_rmeta_") => segment.links.push(SegLink {
+                            role: LinkRole::RaidMetadata,
+                            lv,
+                        }),
+                        _ => segment.areas.push(area),
+                    }
+                }
             }
+            let (area_key, link_keys) = named_lvs(LvMeta::seg_type_base(&segment));
+            if let Some(key) = area_key
+                && let Some(lv) = areas.named_lv(seg, key)?
+            {
+                segment.areas.push(SegArea {
+                    on: AreaOn::Lv(lv),
+                    start: 0,
+                });
+            }
+            for &(key, role) in link_keys {
+                if let Some(lv) = areas.named_lv(seg, key)? {
+                    segment.links.push(SegLink { role, lv });
+                }
+            }
+            segment.zero_new_blocks = seg
+                .opt_uint("zero_new_blocks", u64::from(u32::MAX))?
+                .is_some_and(|z| z != 0);
             segments.push(segment);
         }
         lvs.push(LvMeta {
@@ -89,6 +121,7 @@ pub(super) fn read_lvs(section: At<'_>, pvs: &mut [PvMeta]) -> Result<Vec<LvMeta
             id: lv.uuid("id")?,
             visible: status.iter().any(|s| s == "VISIBLE"),
             status,
+            flags: lv.opt_flags("flags")?.unwrap_or_default(),
             extents,
             allocation_policy: policy(lv)?,
             segments,
@@ -100,14 +133,23 @@ pub(super) fn read_lvs(section: At<'_>, pvs: &mut [PvMeta]) -> Result<Vec<LvMeta
     Ok(lvs)
 }
 
-/// A segment's `type`: a word of `[a-z0-9_+-]`, at most 64 bytes (LVM's
-/// names: `striped`, `thin-pool`, `raid10`, ...).
+/// A segment's `type`: a word of `[a-z0-9_-]` (LVM's names: `striped`,
+/// `thin-pool`, `raid10`, ...), then any `+FLAG`s of `[A-Z0-9_]` LVM adds
+/// for old versions to refuse (`cache-pool+METADATA_FORMAT`,
+/// `raid5+RESHAPE`); at most 64 bytes.
 fn seg_type(seg: At<'_>) -> Result<String, MetaError> {
     let t = seg.str("type")?;
-    let ok = !t.is_empty()
+    let mut parts = t.split(|&b| b == b'+');
+    let base = parts.next().unwrap_or_default();
+    let ok = !base.is_empty()
         && t.len() <= 64
-        && t.iter().all(|b| {
-            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'+' | b'-')
+        && base
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'-'))
+        && parts.all(|f| {
+            !f.is_empty()
+                && f.iter()
+                    .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || *b == b'_')
         });
     if !ok {
         return Err(MetaError::BadSegType {
@@ -124,8 +166,11 @@ fn policy(lv: At<'_>) -> Result<Option<String>, MetaError> {
     let Some(p) = lv.opt_str("allocation_policy")? else {
         return Ok(None);
     };
-    let ok =
-        !p.is_empty() && p.len() <= 32 && p.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_');
+    // Old metadata may say `next free`.
+    let ok = !p.is_empty()
+        && p.len() <= 32
+        && p.iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b' '));
     if !ok {
         return Err(MetaError::BadFlag {
             section: lv.path.show(),
@@ -135,6 +180,51 @@ fn policy(lv: At<'_>) -> Result<Option<String>, MetaError> {
     }
     // Checked ASCII just above.
     Ok(Some(String::from_utf8_lossy(p).into_owned()))
+}
+
+/// A RAID segment's LV list and its key: `raids`, or `raid0_lvs` (raid0
+/// without metadata LVs).
+fn raid_list<'a>(seg: At<'a>) -> Result<Option<(&'a [Scalar], &'static str)>, MetaError> {
+    for key in ["raids", "raid0_lvs"] {
+        if let Some(list) = seg.opt_array(key)? {
+            return Ok(Some((list, key)));
+        }
+    }
+    Ok(None)
+}
+
+/// For a segment type: the key naming the one LV it maps onto, if any,
+/// and the keys naming the other LVs it uses.
+fn named_lvs(base: &str) -> (Option<&'static str>, &'static [(&'static str, LinkRole)]) {
+    use LinkRole::*;
+    match base {
+        "mirror" => (None, &[("mirror_log", MirrorLog)]),
+        "thin-pool" => (Some("pool"), &[("metadata", PoolMetadata)]),
+        "cache-pool" => (Some("data"), &[("metadata", PoolMetadata)]),
+        "cache" => (Some("origin"), &[("cache_pool", CachePool)]),
+        "writecache" => (Some("origin"), &[("writecache", Writecache)]),
+        "integrity" => (Some("origin"), &[("meta_dev", IntegrityMetadata)]),
+        "vdo" => (Some("vdo_pool"), &[]),
+        "vdo-pool" => (Some("data"), &[]),
+        "snapshot" => (
+            None,
+            &[
+                ("origin", SnapshotOrigin),
+                ("cow_store", SnapshotCow),
+                ("merging_store", MergingCow),
+            ],
+        ),
+        "thin" => (
+            None,
+            &[
+                ("thin_pool", ThinPool),
+                ("origin", ThinOrigin),
+                ("merge", ThinMerge),
+                ("external_origin", ExternalOrigin),
+            ],
+        ),
+        _ => (None, &[]),
+    }
 }
 
 /// What a segment's stripes are resolved against.
@@ -224,11 +314,17 @@ impl Areas<'_> {
             .collect()
     }
 
-    /// `raids`: LV names (metadata and image LVs, alternating).
-    fn names(&self, seg: At<'_>, items: &[Scalar]) -> Result<Vec<SegArea>, MetaError> {
+    /// `raids` or `raid0_lvs`: LV names (metadata and image LVs,
+    /// alternating, or images alone).
+    fn names(
+        &self,
+        seg: At<'_>,
+        items: &[Scalar],
+        key: &'static str,
+    ) -> Result<Vec<SegArea>, MetaError> {
         let bad = || MetaError::BadAreas {
             section: seg.path.show(),
-            key: "raids",
+            key,
         };
         items
             .iter()
@@ -240,5 +336,22 @@ impl Areas<'_> {
                 _ => Err(bad()),
             })
             .collect()
+    }
+
+    /// The LV a string key names (`pool = "pool_tdata"`), if the key is
+    /// there: it must name an LV of the VG.
+    fn named_lv(&self, seg: At<'_>, key: &'static str) -> Result<Option<String>, MetaError> {
+        let Some(name) = seg.opt_str(key)? else {
+            return Ok(None);
+        };
+        if !self.lv_names.contains(name) {
+            return Err(MetaError::UnknownLv {
+                section: seg.path.show(),
+                key,
+                name: show(name),
+            });
+        }
+        // Checked ASCII by is_valid_name when the LV names were read.
+        Ok(Some(String::from_utf8_lossy(name).into_owned()))
     }
 }

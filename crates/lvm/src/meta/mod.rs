@@ -113,13 +113,25 @@ pub enum MetaError {
         /// The type, escaped and truncated.
         value: String,
     },
-    /// `mirrors` or `raids` is not a list of volumes of the VG.
+    /// `mirrors`, `raids` or `raid0_lvs` is not a list of volumes of the
+    /// VG.
     #[error("{section}: {key} do not name volumes of the VG")]
     BadAreas {
         /// The segment.
         section: String,
-        /// `mirrors` or `raids`.
+        /// `mirrors`, `raids` or `raid0_lvs`.
         key: &'static str,
+    },
+    /// A key that names another LV (`pool`, `origin`, `mirror_log`, ...)
+    /// names none of the VG.
+    #[error("{section}: {key} names no LV of the VG: {name}")]
+    UnknownLv {
+        /// The segment.
+        section: String,
+        /// The key.
+        key: &'static str,
+        /// The name, escaped and truncated.
+        name: String,
     },
     /// `stripes` is not `stripe_count` pairs of (volume name, extent).
     #[error("{section}: stripes are not {stripe_count} (name, extent) pairs")]

@@ -170,8 +170,125 @@ fn segments_keep_type_stripes_and_areas() {
 
 #[test]
 fn a_segment_type_that_is_not_a_word_is_refused() {
-    let bad = REAL.replacen("type = \"striped\"", "type = \"str iped\"", 1);
-    assert!(matches!(meta_err(&bad), MetaError::BadSegType { .. }));
+    for t in [
+        "str iped",
+        "",
+        "Striped",
+        "striped+",
+        "striped+lower",
+        "+FLAG",
+    ] {
+        let bad = REAL.replacen("type = \"striped\"", &format!("type = \"{t}\""), 1);
+        assert!(
+            matches!(meta_err(&bad), MetaError::BadSegType { .. }),
+            "{t:?}"
+        );
+    }
+}
+
+#[test]
+fn a_segment_type_may_carry_flags() {
+    // LVM 2.03 writes a cache pool with metadata format 2 this way.
+    let text = REAL.replacen(
+        "type = \"striped\"",
+        "type = \"striped+METADATA_FORMAT+X2\"",
+        1,
+    );
+    let vg = parse_vg(text.as_bytes()).unwrap();
+    let seg = &vg.lvs[0].segments[0];
+    assert_eq!(seg.seg_type, "striped+METADATA_FORMAT+X2");
+    assert_eq!(crate::model::LvMeta::seg_type_name(seg), "linear");
+}
+
+/// REAL with `lvs` replaced by a thin pool `pool` (data `pool_tdata` on
+/// pv1, metadata `pool_tmeta`) and a thin volume `thin` in it.
+fn with_thin(pool_extra: &str, thin_pool: &str) -> String {
+    REAL.replace(
+        "lvs {\nid",
+        &format!(
+            "pool {{ id = \"Ai53tS-frPQ-dC20-KNxJ-Aj2I-tEbH-bYSo1A\" status = [\"READ\", \"WRITE\", \"VISIBLE\"]\n\
+             segment1 {{ start_extent = 0 extent_count = 1 type = \"thin-pool\" metadata = \"pool_tmeta\"\n\
+             pool = \"pool_tdata\" transaction_id = 1 chunk_size = 128 {pool_extra} }} }}\n\
+             pool_tdata {{ id = \"Ai53tS-frPQ-dC20-KNxJ-Aj2I-tEbH-bYSo1B\" status = [\"READ\", \"WRITE\"]\n\
+             segment1 {{ start_extent = 0 extent_count = 1 type = \"striped\" stripe_count = 1 stripes = [\"pv1\", 9] }} }}\n\
+             pool_tmeta {{ id = \"Ai53tS-frPQ-dC20-KNxJ-Aj2I-tEbH-bYSo1C\" status = [\"READ\", \"WRITE\"]\n\
+             segment1 {{ start_extent = 0 extent_count = 1 type = \"striped\" stripe_count = 1 stripes = [\"pv1\", 10] }} }}\n\
+             thin {{ id = \"Ai53tS-frPQ-dC20-KNxJ-Aj2I-tEbH-bYSo1D\" status = [\"READ\", \"WRITE\", \"VISIBLE\"]\n\
+             flags = [\"ACTIVATION_SKIP\"] allocation_policy = \"next free\"\n\
+             segment1 {{ start_extent = 0 extent_count = 4 type = \"thin\" thin_pool = \"{thin_pool}\"\n\
+             transaction_id = 0 device_id = 1 }} }}\n\
+             lvs {{\nid"
+        ),
+    )
+}
+
+#[test]
+fn pools_keep_their_data_lv_as_area_and_name_their_other_lvs() {
+    use crate::model::{AreaOn, LinkRole, SegLink};
+    let vg = parse_vg(with_thin("zero_new_blocks = 1", "pool").as_bytes()).unwrap();
+    let lv = |n: &str| vg.lvs.iter().find(|l| l.name == n).unwrap();
+    let pool = &lv("pool").segments[0];
+    assert_eq!(pool.areas.len(), 1);
+    assert_eq!(pool.areas[0].on, AreaOn::Lv("pool_tdata".into()));
+    assert_eq!(
+        pool.links,
+        [SegLink {
+            role: LinkRole::PoolMetadata,
+            lv: "pool_tmeta".into()
+        }]
+    );
+    assert!(pool.zero_new_blocks);
+    let thin = lv("thin");
+    assert_eq!(thin.flags, ["ACTIVATION_SKIP"]);
+    assert_eq!(thin.allocation_policy.as_deref(), Some("next free"));
+    assert!(thin.segments[0].areas.is_empty());
+    assert_eq!(thin.segments[0].links[0].role, LinkRole::ThinPool);
+    // The pool's data LV is allocated once, by its own stripes.
+    assert_eq!(vg.pvs[1].pe_alloc, 2 + 2);
+    let vg = parse_vg(with_thin("", "pool").as_bytes()).unwrap();
+    assert!(
+        !vg.lvs
+            .iter()
+            .any(|l| l.segments.iter().any(|s| s.zero_new_blocks))
+    );
+}
+
+#[test]
+fn a_named_lv_that_is_not_in_the_vg_is_refused() {
+    let e = meta_err(&with_thin("", "nope"));
+    assert_eq!(
+        e,
+        MetaError::UnknownLv {
+            section: "wtextvg/logical_volumes/thin/segment1".into(),
+            key: "thin_pool",
+            name: "nope".into()
+        }
+    );
+}
+
+#[test]
+fn raid_metadata_lvs_are_links_and_images_areas() {
+    use crate::model::{AreaOn, LinkRole};
+    let text = REAL.replace(
+        "lvs {\nid",
+        "r {\nid = \"Ai53tS-frPQ-dC20-KNxJ-Aj2I-tEbH-bYSo1E\"\nstatus = [\"READ\", \"VISIBLE\"]\n\
+         segment1 {\nstart_extent = 0\nextent_count = 1\ntype = \"raid1\"\ndevice_count = 1\n\
+         raids = [\"r_rmeta_0\", \"r_rimage_0\"]\n}\n}\n\
+         r_rmeta_0 {\nid = \"Ai53tS-frPQ-dC20-KNxJ-Aj2I-tEbH-bYSo1F\"\nstatus = [\"READ\"]\n\
+         segment1 {\nstart_extent = 0\nextent_count = 1\ntype = \"striped\"\nstripe_count = 1\n\
+         stripes = [\"pv1\", 9]\n}\n}\n\
+         r_rimage_0 {\nid = \"Ai53tS-frPQ-dC20-KNxJ-Aj2I-tEbH-bYSo1G\"\nstatus = [\"READ\"]\n\
+         segment1 {\nstart_extent = 0\nextent_count = 1\ntype = \"striped\"\nstripe_count = 1\n\
+         stripes = [\"pv1\", 10]\n}\n}\n\
+         lvs {\nid",
+    );
+    let vg = parse_vg(text.as_bytes()).unwrap();
+    let seg = &vg.lvs.iter().find(|l| l.name == "r").unwrap().segments[0];
+    assert_eq!(seg.areas.len(), 1);
+    assert_eq!(seg.areas[0].on, AreaOn::Lv("r_rimage_0".into()));
+    assert_eq!(seg.links.len(), 1);
+    assert_eq!(seg.links[0].role, LinkRole::RaidMetadata);
+    assert_eq!(seg.links[0].lv, "r_rmeta_0");
 }
 
 #[test]

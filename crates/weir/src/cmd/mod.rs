@@ -18,6 +18,7 @@ mod sync;
 pub(crate) use status::NoDaemon;
 
 use anyhow::Result;
+use weir_view::lvm_view::Listing;
 
 use crate::cli::{Cli, Command, DevicesCommand, LogCommand, MountsCommand};
 use crate::daemon::Route;
@@ -49,11 +50,12 @@ pub(crate) fn dispatch(cli: Cli) -> Result<()> {
             Some(MountsCommand::Watch(a)) => mounts_watch::watch(&state?, &a),
         },
         Command::Devices(d) => match d.command {
-            None => lvm::list(&route, lvm::Listing::Devices, &d.list),
+            None => lvm::list(&route, Listing::Devices, &d.list, None),
             Some(DevicesCommand::Watch(a)) => devices_watch::watch(&state?, &a),
         },
-        Command::Pvs(a) => lvm::list(&route, lvm::Listing::Pvs, &a),
-        Command::Vgs(a) => lvm::list(&route, lvm::Listing::Vgs, &a),
+        Command::Pvs(a) => lvm::list(&route, Listing::Pvs, &a.list, a.columns.as_ref()),
+        Command::Vgs(a) => lvm::list(&route, Listing::Vgs, &a.list, a.columns.as_ref()),
+        Command::Lvs(a) => lvm::list(&route, Listing::Lvs, &a.list, a.columns.as_ref()),
         Command::Sync(a) => sync::sync(&route, a.json),
         Command::Status(a) => status::status(&route, a.json),
     }

@@ -173,6 +173,7 @@ impl World {
                     id: *id,
                     status: vec!["READ".into(), "WRITE".into(), "VISIBLE".into()],
                     visible: true,
+                    flags: Vec::new(),
                     extents: *extents,
                     allocation_policy: None,
                     segments: vec![LvSegment {
@@ -185,6 +186,8 @@ impl World {
                             on: AreaOn::Pv(vg.members[0]),
                             start: 0,
                         }],
+                        links: Vec::new(),
+                        zero_new_blocks: false,
                     }],
                 })
                 .collect(),

@@ -1,0 +1,104 @@
+//! The one renderer of `weir devices`, `weir pvs`, `weir vgs` and
+//! `weir lvs`: an inventory, a listing, a format and the table's columns
+//! in, the bytes out. The CLI calls it on its own scan and the daemon on
+//! its tracker's inventory, so the two print the same bytes by
+//! construction, sorting and device paths included.
+
+use weir_devices::{DevNum, Inventory};
+use weir_lvm::assembly::PvReport;
+
+use crate::lvm_columns::Columns;
+use crate::{lvm_json, lvm_table};
+
+/// What is listed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Listing {
+    /// `weir devices`: every block device.
+    Devices,
+    /// `weir pvs`.
+    Pvs,
+    /// `weir vgs`.
+    Vgs,
+    /// `weir lvs`.
+    Lvs,
+}
+
+impl Listing {
+    /// The command that prints it: `weir lvs`.
+    pub fn command(self) -> &'static str {
+        match self {
+            Listing::Devices => "weir devices",
+            Listing::Pvs => "weir pvs",
+            Listing::Vgs => "weir vgs",
+            Listing::Lvs => "weir lvs",
+        }
+    }
+}
+
+/// The form of a listing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// A JSON array, one object per line; every field, whatever the
+    /// columns.
+    Json,
+    /// The table.
+    Text,
+}
+
+/// Why a listing cannot be rendered as asked.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RenderError {
+    /// Columns chosen for another listing.
+    #[error("columns of {columns} given for {listing}")]
+    OtherListing {
+        /// The listing rendered.
+        listing: &'static str,
+        /// The listing the columns are for.
+        columns: &'static str,
+    },
+}
+
+/// What `weir devices|pvs|vgs|lvs [--json] [-o COLUMNS]` prints for this
+/// inventory. `columns` chooses the table's columns (`None`: the default
+/// ones); the JSON form ignores them.
+pub fn render(
+    inv: &Inventory,
+    what: Listing,
+    format: Format,
+    columns: Option<&Columns>,
+) -> Result<String, RenderError> {
+    if let Some(c) = columns
+        && c.listing() != what
+    {
+        return Err(RenderError::OtherListing {
+            listing: what.command(),
+            columns: c.listing().command(),
+        });
+    }
+    let path = |dn: DevNum| {
+        inv.get(dn).map_or_else(
+            || dn.to_string(),
+            |e| e.device.dev_path().display().to_string(),
+        )
+    };
+    Ok(match (what, format) {
+        (Listing::Devices, Format::Json) => lvm_json::devices_json(inv),
+        (Listing::Devices, Format::Text) => lvm_table::devices_table(inv),
+        (Listing::Vgs, Format::Json) => lvm_json::vgs_json(&inv.vgs()),
+        (Listing::Vgs, Format::Text) => lvm_table::vgs_table(&inv.vgs(), columns),
+        (Listing::Pvs, Format::Json) => lvm_json::pvs_json(&sorted_pvs(inv, &path), path),
+        (Listing::Pvs, Format::Text) => {
+            lvm_table::pvs_table(&sorted_pvs(inv, &path), path, columns)
+        }
+        (Listing::Lvs, Format::Json) => lvm_json::lvs_json(&inv.lvs(), path),
+        (Listing::Lvs, Format::Text) => lvm_table::lvs_table(&inv.lvs(), path, columns),
+    })
+}
+
+/// PVs sorted by device path, as LVM sorts them.
+fn sorted_pvs(inv: &Inventory, path: &impl Fn(DevNum) -> String) -> Vec<PvReport<DevNum>> {
+    let mut pvs = inv.pvs();
+    pvs.sort_by_cached_key(|p| path(p.device));
+    pvs
+}
