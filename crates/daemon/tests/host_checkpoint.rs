@@ -103,8 +103,12 @@ fn each_kind_of_damage_has_its_error() {
     ));
     assert!(matches!(with(0, b"NOTWEIR\0"), CheckpointError::BadMagic));
     assert!(matches!(
-        with(8, &2u32.to_le_bytes()),
-        CheckpointError::UnknownVersion { version: 2 }
+        with(8, &3u32.to_le_bytes()),
+        CheckpointError::UnknownVersion { version: 3 }
+    ));
+    assert!(matches!(
+        with(8, &0u32.to_le_bytes()),
+        CheckpointError::UnknownVersion { version: 0 }
     ));
     assert!(matches!(
         with(16, &u64::MAX.to_le_bytes()),
