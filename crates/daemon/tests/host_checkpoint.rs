@@ -133,7 +133,7 @@ fn each_kind_of_damage_has_its_error() {
     // A payload that checks out but does not decode, or has bytes over.
     let framed = |payload: &[u8]| {
         let mut b = MAGIC.to_vec();
-        b.extend_from_slice(&1u32.to_le_bytes());
+        b.extend_from_slice(&checkpoint::VERSION.to_le_bytes());
         b.extend_from_slice(&crc32c::crc32c(payload).to_le_bytes());
         b.extend_from_slice(&(payload.len() as u64).to_le_bytes());
         b.extend_from_slice(payload);
@@ -238,7 +238,7 @@ proptest! {
     #[test]
     fn headed_garbage_fails_cleanly(payload in proptest::collection::vec(any::<u8>(), 0..512), fix_crc in any::<bool>()) {
         let mut b = MAGIC.to_vec();
-        b.extend_from_slice(&1u32.to_le_bytes());
+        b.extend_from_slice(&checkpoint::VERSION.to_le_bytes());
         let crc = if fix_crc { crc32c::crc32c(&payload) } else { 0 };
         b.extend_from_slice(&crc.to_le_bytes());
         b.extend_from_slice(&(payload.len() as u64).to_le_bytes());
