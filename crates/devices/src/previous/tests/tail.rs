@@ -209,12 +209,48 @@ fn records_that_do_not_parse_change_nothing() {
         &[],
         &[("seqno", b"1")],
     );
+    // The metadata records, each bad in one way.
+    let vg = [b'V'; 32];
+    let vg_values: &[(&str, &[u8])] = &[
+        ("seqno", b"2"),
+        ("extent_count", b"10"),
+        ("free_count", b"5"),
+        ("extent_size", b"4194304"),
+        ("metadata_copies", b"0"),
+    ];
+    append_raw(&m.log, RecordType::VG_CHANGE, &vg[..31], &[], vg_values);
+    append_raw(&m.log, RecordType::VG_CHANGE, &vg, &[], &vg_values[..2]);
+    let mut bad_pvs = vg_values.to_vec();
+    bad_pvs.push(("pvs_added", b"not-a-uuid"));
+    append_raw(&m.log, RecordType::VG_CHANGE, &vg, &[], &bad_pvs);
+    let lv = [b'L'; 32];
+    let lv_values: &[(&str, &[u8])] = &[
+        ("vg", b"vg0"),
+        ("size", b"4194304"),
+        ("extents", b"1"),
+        ("segments", b"1"),
+        ("segtype", b"linear"),
+        ("status", b"READ"),
+        ("layout", b"0123abcd"),
+    ];
+    append_raw(&m.log, RecordType::LV_ADD, &lv, &[], lv_values);
+    append_raw(&m.log, RecordType::LV_ADD, &lv, &vg, &lv_values[..6]);
+    let mut bad_layout = lv_values.to_vec();
+    bad_layout[6] = ("layout", b"xyz");
+    append_raw(&m.log, RecordType::LV_CHANGE, &lv, &vg, &bad_layout);
+    append_raw(
+        &m.log,
+        RecordType::PV_CHANGE,
+        &pv,
+        &vg,
+        &[("dev", b"7:9"), ("vg", b"vg0")],
+    );
     // And one good record at the end still counts.
     append_raw(&m.log, RecordType::DEVICE_CHANGE, &dev1, &[], changed);
     let before = state_of(&w);
     let mut state = before.clone();
     let report = catch_up(&m.log, &mut state, 0);
-    assert_eq!((report.applied, report.bad), (1, 11));
+    assert_eq!((report.applied, report.bad), (1, 18));
     assert!(state.vgs.is_empty());
     let mut expected = before;
     expected.devices.values_mut().for_each(|d| d.size_bytes = 1);
