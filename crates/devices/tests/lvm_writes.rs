@@ -124,76 +124,6 @@ fn weir_view(inv: &Inventory) -> (Vec<String>, Vec<String>) {
     (pvs, vgs)
 }
 
-/// A VG's life, one LVM command at a time, with the records each must
-/// give.
-fn steps(fleet: &Fleet) -> Vec<(Vec<String>, Vec<&'static str>)> {
-    let vg = fleet.vg_name().to_owned();
-    let renamed = format!("{vg}r");
-    let p = |i: usize| fleet.path(i);
-    let args = |a: &[&str]| a.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
-    let dm = "--driverloaded";
-    vec![
-        (
-            args(&["pvcreate", "-y", &p(0), &p(1), &p(2), &p(3)]),
-            vec!["PV_FOUND"; 4],
-        ),
-        (
-            args(&["vgcreate", &vg, &p(0), &p(1), &p(2)]),
-            vec!["PV_CHANGE", "PV_CHANGE", "PV_CHANGE", "VG_COMPLETE"],
-        ),
-        (
-            args(&[
-                "lvcreate", dm, "n", "-an", "-Zn", "-l", "1", "-n", "lin", &vg,
-            ]),
-            vec!["VG_CHANGE", "LV_ADD"],
-        ),
-        (
-            args(&[
-                "lvcreate", dm, "n", "-an", "-Zn", "-i", "2", "-l", "2", "-n", "str", &vg,
-            ]),
-            vec!["VG_CHANGE", "LV_ADD"],
-        ),
-        (
-            args(&["vgextend", &vg, &p(3)]),
-            vec!["VG_CHANGE", "PV_CHANGE"],
-        ),
-        (
-            args(&["lvextend", dm, "n", "-l", "+1", &format!("{vg}/lin")]),
-            vec!["VG_CHANGE", "LV_CHANGE"],
-        ),
-        (
-            args(&["lvrename", dm, "n", &vg, "lin", "lin2"]),
-            vec!["VG_CHANGE", "LV_CHANGE"],
-        ),
-        (args(&["vgrename", &vg, &renamed]), vec!["VG_CHANGE"]),
-        (
-            args(&["lvremove", dm, "n", "-y", &format!("{renamed}/lin2")]),
-            vec!["VG_CHANGE", "LV_REMOVE"],
-        ),
-        (
-            args(&["vgreduce", &renamed, &p(3)]),
-            vec!["VG_CHANGE", "PV_CHANGE"],
-        ),
-        (args(&["pvremove", "-y", &p(3)]), vec!["PV_LOST"]),
-        (
-            args(&["vgremove", dm, "n", "-f", &renamed]),
-            // One wipe: its LV goes with the VG, its PVs are orphans.
-            vec![
-                "LV_REMOVE",
-                "PV_CHANGE",
-                "PV_CHANGE",
-                "PV_CHANGE",
-                "VG_REMOVE",
-            ],
-        ),
-    ]
-}
-
-fn run(fleet: &Fleet, cmd: &[String]) {
-    let a: Vec<&str> = cmd.iter().map(String::as_str).collect();
-    fleet.lvm_ok(&a);
-}
-
 #[test]
 fn every_lvm_command_is_in_the_inventory_after_sync_and_logged_once() {
     if skipping() {
@@ -205,8 +135,8 @@ fn every_lvm_command_is_in_the_inventory_after_sync_and_logged_once() {
     let t = Tracker::start(Some(Arc::clone(&log)), options(&fleet), None).expect("start");
     assert!(t.stats().watched >= 4, "{:?}", t.stats());
     let mut last = end(&log);
-    for (cmd, want) in steps(&fleet) {
-        run(&fleet, &cmd);
+    for (cmd, want) in fleet.life() {
+        fleet.run(&cmd);
         t.sync().expect("sync");
         let recs = lvm_records(&log, last);
         assert_eq!(kinds(&recs), want, "after {cmd:?}");
@@ -233,30 +163,12 @@ fn an_lv_record_names_the_lv_its_vg_and_what_changed() {
     }
     let fleet = Fleet::blank("rec", 2);
     let vg = fleet.vg_name().to_owned();
-    run(
-        &fleet,
-        &["pvcreate", "-y", &fleet.path(0), &fleet.path(1)].map(str::to_owned),
-    );
-    run(
-        &fleet,
-        &["vgcreate", &vg, &fleet.path(0), &fleet.path(1)].map(str::to_owned),
-    );
+    fleet.make_vg(&[0, 1], &[0, 1]);
     let dir = tempfile::tempdir().unwrap();
     let log = open_log(dir.path());
     let t = Tracker::start(Some(Arc::clone(&log)), options(&fleet), None).expect("start");
     let from = end(&log);
-    fleet.lvm_ok(&[
-        "lvcreate",
-        "--driverloaded",
-        "n",
-        "-an",
-        "-Zn",
-        "-l",
-        "2",
-        "-n",
-        "lv",
-        &vg,
-    ]);
+    fleet.lvcreate("lv", 2, &[], &[]);
     fleet.lvm_ok(&[
         "lvextend",
         "--driverloaded",
@@ -302,7 +214,6 @@ fn past_the_watch_limit_devices_are_polled_and_sync_stays_exact() {
         return;
     }
     let fleet = Fleet::blank("lim", 2);
-    let vg = fleet.vg_name().to_owned();
     let dir = tempfile::tempdir().unwrap();
     let log = open_log(dir.path());
     let opts = TrackerOptions {
@@ -312,30 +223,12 @@ fn past_the_watch_limit_devices_are_polled_and_sync_stays_exact() {
     let t = Tracker::start(Some(Arc::clone(&log)), opts, None).expect("start");
     assert_eq!(t.stats().watched, 0);
     assert_eq!(t.stats().unwatched, 2);
-    run(
-        &fleet,
-        &["pvcreate", "-y", &fleet.path(0), &fleet.path(1)].map(str::to_owned),
-    );
-    run(
-        &fleet,
-        &["vgcreate", &vg, &fleet.path(0), &fleet.path(1)].map(str::to_owned),
-    );
+    fleet.make_vg(&[0, 1], &[0, 1]);
     t.sync().expect("sync");
     assert_eq!(t.with_inventory(weir_view), lvm_view(&fleet));
     // Without a sync, the poll finds a write within a few seconds.
     let before = end(&log);
-    fleet.lvm_ok(&[
-        "lvcreate",
-        "--driverloaded",
-        "n",
-        "-an",
-        "-Zn",
-        "-l",
-        "1",
-        "-n",
-        "lv",
-        &vg,
-    ]);
+    fleet.lvcreate("lv", 1, &[], &[]);
     let deadline = Instant::now() + Duration::from_secs(30);
     while kinds(&lvm_records(&log, before)) != ["VG_CHANGE", "LV_ADD"] {
         assert!(
@@ -358,42 +251,16 @@ fn a_restart_logs_the_commands_run_while_down_once() {
     let dir = tempfile::tempdir().unwrap();
     let log = open_log(dir.path());
     let p = |i| fleet.path(i);
-    run(
-        &fleet,
-        &["pvcreate", "-y", &p(0), &p(1), &p(2)].map(str::to_owned),
-    );
-    run(&fleet, &["vgcreate", &vg, &p(0), &p(1)].map(str::to_owned));
-    fleet.lvm_ok(&[
-        "lvcreate",
-        "--driverloaded",
-        "n",
-        "-an",
-        "-Zn",
-        "-l",
-        "1",
-        "-n",
-        "a",
-        &vg,
-    ]);
+    fleet.make_vg(&[0, 1, 2], &[0, 1]);
+    fleet.lvcreate("a", 1, &[], &[]);
     let t = Tracker::start(Some(Arc::clone(&log)), options(&fleet), None).expect("start");
     let prev: Previous = t.checkpoint();
     t.stop().expect("stop");
 
     // While down: an LV made, one renamed, a PV added.
-    fleet.lvm_ok(&[
-        "lvcreate",
-        "--driverloaded",
-        "n",
-        "-an",
-        "-Zn",
-        "-l",
-        "1",
-        "-n",
-        "b",
-        &vg,
-    ]);
+    fleet.lvcreate("b", 1, &[], &[]);
     fleet.lvm_ok(&["lvrename", "--driverloaded", "n", &vg, "a", "a2"]);
-    run(&fleet, &["vgextend", &vg, &p(2)].map(str::to_owned));
+    fleet.run(&["vgextend".to_owned(), vg.clone(), p(2)]);
 
     let from = end(&log);
     let opts = TrackerOptions {
@@ -427,40 +294,15 @@ fn a_storm_of_lv_commands_keeps_the_text_cache_small_and_the_records_paired() {
         return;
     }
     let fleet = Fleet::blank("st", 2);
-    let vg = fleet.vg_name().to_owned();
-    run(
-        &fleet,
-        &["pvcreate", "-y", &fleet.path(0), &fleet.path(1)].map(str::to_owned),
-    );
-    run(
-        &fleet,
-        &["vgcreate", &vg, &fleet.path(0), &fleet.path(1)].map(str::to_owned),
-    );
+    fleet.make_vg(&[0, 1], &[0, 1]);
     let dir = tempfile::tempdir().unwrap();
     let log = open_log(dir.path());
     let t = Tracker::start(Some(Arc::clone(&log)), options(&fleet), None).expect("start");
     let from = end(&log);
     for i in 0..10 {
         let name = format!("s{i}");
-        fleet.lvm_ok(&[
-            "lvcreate",
-            "--driverloaded",
-            "n",
-            "-an",
-            "-Zn",
-            "-l",
-            "1",
-            "-n",
-            &name,
-            &vg,
-        ]);
-        fleet.lvm_ok(&[
-            "lvremove",
-            "--driverloaded",
-            "n",
-            "-y",
-            &format!("{vg}/{name}"),
-        ]);
+        fleet.lvcreate(&name, 1, &[], &[]);
+        fleet.lvremove(&name);
     }
     t.sync().expect("sync");
     let recs = lvm_records(&log, from);
@@ -510,11 +352,7 @@ fn metadata_alone_makes_a_vg_incomplete_and_complete_again_and_activates_it() {
     let fleet = Fleet::blank("md", 3);
     let vg = fleet.vg_name().to_owned();
     let p = |i| fleet.path(i);
-    run(
-        &fleet,
-        &["pvcreate", "-y", &p(0), &p(1), &p(2)].map(str::to_owned),
-    );
-    run(&fleet, &["vgcreate", &vg, &p(0), &p(1)].map(str::to_owned));
+    fleet.make_vg(&[0, 1, 2], &[0, 1]);
     let dir = tempfile::tempdir().unwrap();
     let log = open_log(dir.path());
     // The tracker sees the first two devices only: the third is a PV it
@@ -531,14 +369,14 @@ fn metadata_alone_makes_a_vg_incomplete_and_complete_again_and_activates_it() {
     };
     let t = Tracker::start(Some(Arc::clone(&log)), opts, None).expect("start");
     let from = end(&log);
-    run(&fleet, &["vgextend", &vg, &p(2)].map(str::to_owned));
+    fleet.run(&["vgextend".to_owned(), vg.clone(), p(2)]);
     t.sync().expect("sync");
     assert_eq!(
         kinds(&lvm_records(&log, from)),
         ["VG_CHANGE", "VG_INCOMPLETE"]
     );
     let from = end(&log);
-    run(&fleet, &["vgreduce", &vg, &p(2)].map(str::to_owned));
+    fleet.run(&["vgreduce".to_owned(), vg.clone(), p(2)]);
     t.sync().expect("sync");
     assert_eq!(
         kinds(&lvm_records(&log, from)),
@@ -568,10 +406,7 @@ fn udevds_echo_of_a_write_is_not_probed_again() {
         ..options(&fleet)
     };
     let t = Tracker::start(Some(Arc::clone(&log)), opts, None).expect("start");
-    run(
-        &fleet,
-        &["pvcreate", "-y", &fleet.path(0)].map(str::to_owned),
-    );
+    fleet.make_vg(&[0], &[]);
     t.sync().expect("sync");
     let probes = |t: &Tracker| t.with_inventory(|i| i.counters().probes);
     let echoes = |t: &Tracker| t.with_inventory(|i| i.counters().echoes);

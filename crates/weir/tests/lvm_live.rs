@@ -247,74 +247,6 @@ fn assert_views(fleet: &Fleet, socket: &Path, when: &str) {
     }
 }
 
-/// A VG's life, one LVM command at a time, with the records each gives.
-fn steps(fleet: &Fleet) -> Vec<(Vec<String>, Vec<&'static str>)> {
-    let vg = fleet.vg_name().to_owned();
-    let renamed = format!("{vg}r");
-    let p = |i: usize| fleet.path(i);
-    let args = |a: &[&str]| a.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
-    let dm = "--driverloaded";
-    vec![
-        (
-            args(&["pvcreate", "-y", &p(0), &p(1), &p(2), &p(3)]),
-            vec!["PV_FOUND"; 4],
-        ),
-        (
-            args(&["vgcreate", &vg, &p(0), &p(1), &p(2)]),
-            vec!["PV_CHANGE", "PV_CHANGE", "PV_CHANGE", "VG_COMPLETE"],
-        ),
-        (
-            args(&[
-                "lvcreate", dm, "n", "-an", "-Zn", "-l", "1", "-n", "lin", &vg,
-            ]),
-            vec!["VG_CHANGE", "LV_ADD"],
-        ),
-        (
-            args(&[
-                "lvcreate", dm, "n", "-an", "-Zn", "-i", "2", "-l", "2", "-n", "str", &vg,
-            ]),
-            vec!["VG_CHANGE", "LV_ADD"],
-        ),
-        (
-            args(&["vgextend", &vg, &p(3)]),
-            vec!["VG_CHANGE", "PV_CHANGE"],
-        ),
-        (
-            args(&["lvextend", dm, "n", "-l", "+1", &format!("{vg}/lin")]),
-            vec!["VG_CHANGE", "LV_CHANGE"],
-        ),
-        (
-            args(&["lvrename", dm, "n", &vg, "lin", "lin2"]),
-            vec!["VG_CHANGE", "LV_CHANGE"],
-        ),
-        (args(&["vgrename", &vg, &renamed]), vec!["VG_CHANGE"]),
-        (
-            args(&["lvremove", dm, "n", "-y", &format!("{renamed}/lin2")]),
-            vec!["VG_CHANGE", "LV_REMOVE"],
-        ),
-        (
-            args(&["vgreduce", &renamed, &p(3)]),
-            vec!["VG_CHANGE", "PV_CHANGE"],
-        ),
-        (args(&["pvremove", "-y", &p(3)]), vec!["PV_LOST"]),
-        (
-            args(&["vgremove", dm, "n", "-f", &renamed]),
-            vec![
-                "LV_REMOVE",
-                "PV_CHANGE",
-                "PV_CHANGE",
-                "PV_CHANGE",
-                "VG_REMOVE",
-            ],
-        ),
-    ]
-}
-
-fn run(fleet: &Fleet, cmd: &[String]) {
-    let a: Vec<&str> = cmd.iter().map(String::as_str).collect();
-    fleet.lvm_ok(&a);
-}
-
 #[test]
 fn each_lvm_command_is_in_every_view_after_sync_and_logged_once() {
     if skipping() {
@@ -325,8 +257,8 @@ fn each_lvm_command_is_in_every_view_after_sync_and_logged_once() {
     let socket = state.path().join("weir.sock");
     let daemon = start(&fleet, state.path());
     let mut last = sync(&socket);
-    for (cmd, want) in steps(&fleet) {
-        run(&fleet, &cmd);
+    for (cmd, want) in fleet.life() {
+        fleet.run(&cmd);
         let index = sync(&socket);
         let recs = lvm_records(state.path(), last);
         assert_eq!(kinds(&recs), want, "after {cmd:?}");
@@ -355,8 +287,8 @@ fn each_lvm_command_run_while_the_daemon_is_down_is_reconciled_once() {
         d.stop();
         i
     };
-    for (cmd, want) in steps(&fleet) {
-        run(&fleet, &cmd);
+    for (cmd, want) in fleet.life() {
+        fleet.run(&cmd);
         let daemon = start(&fleet, state.path());
         let index = sync(&socket);
         let recs = lvm_records(state.path(), last);
@@ -387,14 +319,8 @@ fn a_storm_of_lv_commands_on_fifty_pvs_ends_exact_with_paired_records() {
     const PVS: usize = 50;
     const PAIRS: usize = 100;
     let fleet = Fleet::blank("storm", PVS);
-    let vg = fleet.vg_name().to_owned();
-    let paths: Vec<String> = (0..PVS).map(|i| fleet.path(i)).collect();
-    let mut create = vec!["pvcreate".to_owned(), "-y".to_owned()];
-    create.extend(paths.iter().cloned());
-    run(&fleet, &create);
-    let mut vgcreate = vec!["vgcreate".to_owned(), vg.clone()];
-    vgcreate.extend(paths.iter().cloned());
-    run(&fleet, &vgcreate);
+    let all: Vec<usize> = (0..PVS).collect();
+    fleet.make_vg(&all, &all);
     let state = tempfile::tempdir().expect("state directory");
     let socket = state.path().join("weir.sock");
     let daemon = start(&fleet, state.path());
@@ -423,25 +349,8 @@ fn a_storm_of_lv_commands_on_fifty_pvs_ends_exact_with_paired_records() {
     let started = Instant::now();
     for i in 0..PAIRS {
         let name = format!("s{i}");
-        fleet.lvm_ok(&[
-            "lvcreate",
-            "--driverloaded",
-            "n",
-            "-an",
-            "-Zn",
-            "-l",
-            "1",
-            "-n",
-            &name,
-            &vg,
-        ]);
-        fleet.lvm_ok(&[
-            "lvremove",
-            "--driverloaded",
-            "n",
-            "-y",
-            &format!("{vg}/{name}"),
-        ]);
+        fleet.lvcreate(&name, 1, &[], &[]);
+        fleet.lvremove(&name);
     }
     eprintln!("{} LVM commands in {:?}", 2 * PAIRS, started.elapsed());
     let end = sync(&socket);

@@ -342,6 +342,99 @@ impl Fleet {
         self.lvm_ok(&["lvextend", "--driverloaded", "n", "-l", &n, &lv, &path]);
     }
 
+    /// `pvcreate` of slots `on`, then, unless `vg_on` is empty, `vgcreate`
+    /// of the fleet's VG over slots `vg_on`.
+    pub(crate) fn make_vg(&self, on: &[usize], vg_on: &[usize]) {
+        let paths = |slots: &[usize]| slots.iter().map(|&i| self.path(i)).collect::<Vec<_>>();
+        let mut a = vec!["pvcreate".to_owned(), "-y".to_owned()];
+        a.extend(paths(on));
+        self.run(&a);
+        if !vg_on.is_empty() {
+            let mut a = vec!["vgcreate".to_owned(), self.vg.clone()];
+            a.extend(paths(vg_on));
+            self.run(&a);
+        }
+    }
+
+    /// `lvremove` of LV `name`.
+    pub(crate) fn lvremove(&self, name: &str) {
+        let lv = format!("{}/{name}", self.vg);
+        self.lvm_ok(&["lvremove", "--driverloaded", "n", "-y", &lv]);
+    }
+
+    /// `lvm ARGS...`, asserted to succeed.
+    pub(crate) fn run(&self, args: &[String]) {
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        self.lvm_ok(&a);
+    }
+
+    /// A VG's life over four blank slots, one LVM command at a time, with
+    /// the record types each must give (docs/records.md): pvcreate,
+    /// vgcreate, a linear and a striped lvcreate, vgextend, lvextend,
+    /// lvrename, vgrename, lvremove, vgreduce, pvremove, vgremove.
+    pub(crate) fn life(&self) -> Vec<(Vec<String>, Vec<&'static str>)> {
+        let vg = self.vg.clone();
+        let renamed = format!("{vg}r");
+        let p = |i: usize| self.path(i);
+        let args = |a: &[&str]| a.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        let dm = "--driverloaded";
+        vec![
+            (
+                args(&["pvcreate", "-y", &p(0), &p(1), &p(2), &p(3)]),
+                vec!["PV_FOUND"; 4],
+            ),
+            (
+                args(&["vgcreate", &vg, &p(0), &p(1), &p(2)]),
+                vec!["PV_CHANGE", "PV_CHANGE", "PV_CHANGE", "VG_COMPLETE"],
+            ),
+            (
+                args(&[
+                    "lvcreate", dm, "n", "-an", "-Zn", "-l", "1", "-n", "lin", &vg,
+                ]),
+                vec!["VG_CHANGE", "LV_ADD"],
+            ),
+            (
+                args(&[
+                    "lvcreate", dm, "n", "-an", "-Zn", "-i", "2", "-l", "2", "-n", "str", &vg,
+                ]),
+                vec!["VG_CHANGE", "LV_ADD"],
+            ),
+            (
+                args(&["vgextend", &vg, &p(3)]),
+                vec!["VG_CHANGE", "PV_CHANGE"],
+            ),
+            (
+                args(&["lvextend", dm, "n", "-l", "+1", &format!("{vg}/lin")]),
+                vec!["VG_CHANGE", "LV_CHANGE"],
+            ),
+            (
+                args(&["lvrename", dm, "n", &vg, "lin", "lin2"]),
+                vec!["VG_CHANGE", "LV_CHANGE"],
+            ),
+            (args(&["vgrename", &vg, &renamed]), vec!["VG_CHANGE"]),
+            (
+                args(&["lvremove", dm, "n", "-y", &format!("{renamed}/lin2")]),
+                vec!["VG_CHANGE", "LV_REMOVE"],
+            ),
+            (
+                args(&["vgreduce", &renamed, &p(3)]),
+                vec!["VG_CHANGE", "PV_CHANGE"],
+            ),
+            (args(&["pvremove", "-y", &p(3)]), vec!["PV_LOST"]),
+            (
+                args(&["vgremove", dm, "n", "-f", &renamed]),
+                // One wipe: its LV goes with the VG, its PVs are orphans.
+                vec![
+                    "LV_REMOVE",
+                    "PV_CHANGE",
+                    "PV_CHANGE",
+                    "PV_CHANGE",
+                    "VG_REMOVE",
+                ],
+            ),
+        ]
+    }
+
     /// LVM's own report (`vgs` or `pvs`) of `fields` (comma list), in
     /// bytes: one map per row, keyed by field name (`vg_name`, ...).
     pub(crate) fn report(&self, what: &str, fields: &str) -> Vec<BTreeMap<String, String>> {
