@@ -193,33 +193,12 @@ fn lv_fleet(tag: &str) -> Fleet {
 /// LVM's `lvs --reportformat json --units b --nosuffix` of the fleet's VG:
 /// one row per segment, as LVM gives them with segment fields.
 fn lvm_lvs(fleet: &Fleet) -> Vec<BTreeMap<String, String>> {
-    let out = fleet.lvm_ok(&[
+    fleet.report_json(
         "lvs",
-        "--driverloaded",
-        "n",
-        "--reportformat",
-        "json",
-        "--units",
-        "b",
-        "--nosuffix",
-        "-o",
         "lv_name,lv_uuid,vg_name,vg_uuid,lv_size,segtype,stripes,devices,lv_attr,\
          stripe_size,seg_start_pe,seg_size_pe",
-        fleet.vg_name(),
-    ]);
-    let v: Value = serde_json::from_slice(&out.stdout).expect("lvs's JSON");
-    v["report"][0]["lv"]
-        .as_array()
-        .expect("an lv array")
-        .iter()
-        .map(|row| {
-            row.as_object()
-                .expect("a row")
-                .iter()
-                .map(|(k, v)| (k.clone(), v.as_str().expect("a string").to_owned()))
-                .collect()
-        })
-        .collect()
+        &[fleet.vg_name()],
+    )
 }
 
 /// `lv_attr` without state and open, which only device-mapper knows

@@ -70,37 +70,6 @@ fn kinds(recs: &[LogRecord]) -> Vec<String> {
     recs.iter().map(|r| r.kind.to_string()).collect()
 }
 
-/// LVM's JSON report of `what` (`pvs`, `vgs`, `lvs`) with `fields`, in
-/// bytes: one map per row.
-fn lvm_json(fleet: &Fleet, what: &str, fields: &str) -> Vec<BTreeMap<String, String>> {
-    let out = fleet.lvm_ok(&[
-        what,
-        "--driverloaded",
-        "n",
-        "--reportformat",
-        "json",
-        "--units",
-        "b",
-        "--nosuffix",
-        "-o",
-        fields,
-    ]);
-    let v: Value = serde_json::from_slice(&out.stdout).expect("LVM's JSON");
-    let key = &what[..2];
-    v["report"][0][key]
-        .as_array()
-        .expect("a report array")
-        .iter()
-        .map(|row| {
-            row.as_object()
-                .expect("a row")
-                .iter()
-                .map(|(k, v)| (k.clone(), v.as_str().expect("a string").to_owned()))
-                .collect()
-        })
-        .collect()
-}
-
 fn json(text: &[u8]) -> Vec<Value> {
     match serde_json::from_slice(text) {
         Ok(Value::Array(a)) => a,
@@ -121,7 +90,8 @@ fn num(row: &BTreeMap<String, String>, key: &str) -> Value {
 /// direct reading's bytes.
 fn assert_views(fleet: &Fleet, socket: &Path, when: &str) {
     let via = |args: &[&str]| ok(weir(socket, args));
-    let mut want: Vec<Value> = lvm_json(fleet, "pvs", "pv_name,pv_uuid,vg_name,pv_size,pv_free")
+    let mut want: Vec<Value> = fleet
+        .report_json("pvs", "pv_name,pv_uuid,vg_name,pv_size,pv_free", &[])
         .iter()
         .map(|r| {
             serde_json::json!([
@@ -149,24 +119,25 @@ fn assert_views(fleet: &Fleet, socket: &Path, when: &str) {
     got.sort_by_key(ToString::to_string);
     assert_eq!(got, want, "pvs {when}");
 
-    let want: Vec<Value> = lvm_json(
-        fleet,
-        "vgs",
-        "vg_name,vg_uuid,vg_seqno,pv_count,lv_count,vg_size,vg_free",
-    )
-    .iter()
-    .map(|r| {
-        serde_json::json!([
-            r["vg_name"],
-            r["vg_uuid"],
-            num(r, "vg_seqno"),
-            num(r, "pv_count"),
-            num(r, "lv_count"),
-            num(r, "vg_size"),
-            num(r, "vg_free")
-        ])
-    })
-    .collect();
+    let want: Vec<Value> = fleet
+        .report_json(
+            "vgs",
+            "vg_name,vg_uuid,vg_seqno,pv_count,lv_count,vg_size,vg_free",
+            &[],
+        )
+        .iter()
+        .map(|r| {
+            serde_json::json!([
+                r["vg_name"],
+                r["vg_uuid"],
+                num(r, "vg_seqno"),
+                num(r, "pv_count"),
+                num(r, "lv_count"),
+                num(r, "vg_size"),
+                num(r, "vg_free")
+            ])
+        })
+        .collect();
     let got: Vec<Value> = json(&via(&["vgs", "--json"]))
         .iter()
         .map(|v| {
@@ -186,10 +157,10 @@ fn assert_views(fleet: &Fleet, socket: &Path, when: &str) {
     // LVM's lvs gives a row per segment with segment fields: compare the
     // LVs' own fields and their segments' devices, joined.
     let mut want: BTreeMap<String, Value> = BTreeMap::new();
-    for r in lvm_json(
-        fleet,
+    for r in fleet.report_json(
         "lvs",
         "lv_name,lv_uuid,vg_name,lv_size,segtype,stripes,devices",
+        &[],
     ) {
         let e = want.entry(r["lv_uuid"].clone()).or_insert_with(|| {
             serde_json::json!([r["lv_name"], r["vg_name"], num(&r, "lv_size"), [], []])

@@ -174,7 +174,8 @@ impl State {
                 let dn = DevNum::from_be_slice(&r.target).ok_or_else(bad_target)?;
                 self.devices.remove(&dn);
             }
-            RecordType::PV_FOUND => {
+            // A PV that moved between VGs is named as a found one is.
+            RecordType::PV_FOUND | RecordType::PV_CHANGE => {
                 let pv = uuid(&r.target).ok_or_else(bad_target)?;
                 let dn = dev_field(r)?;
                 let vg_uuid = match r.parent.as_slice() {
@@ -262,23 +263,6 @@ impl State {
             RecordType::VG_REMOVE => {
                 let vg = uuid(&r.target).ok_or_else(bad_target)?;
                 self.vgs.remove(&vg.0);
-            }
-            RecordType::PV_CHANGE => {
-                let pv = uuid(&r.target).ok_or_else(bad_target)?;
-                let dn = dev_field(r)?;
-                let vg_uuid = match r.parent.as_slice() {
-                    [] => None,
-                    p => Some(uuid(p).ok_or_else(|| bad_field(r, "parent"))?.0),
-                };
-                let vg_name = text(r, "vg")?.unwrap_or_default();
-                self.device(r, dn)?;
-                if let Some(d) = self.devices.get_mut(&dn) {
-                    d.pv = Some(PvState {
-                        uuid: pv.0,
-                        vg_uuid,
-                        vg_name,
-                    });
-                }
             }
             RecordType::LV_ADD | RecordType::LV_CHANGE | RecordType::LV_REMOVE => {
                 let lv = uuid(&r.target).ok_or_else(bad_target)?;

@@ -88,32 +88,8 @@ impl Fleet {
     /// that is not 0, and reserves `spares` more loop device numbers for
     /// [`Fleet::attach_copy`]. Everything is attached when it returns.
     pub(crate) fn build(tag: &str, mda_copies: &[u32], lv_extents: u32, spares: usize) -> Fleet {
-        let dir = tempfile::Builder::new()
-            .prefix("weir-lvmfleet")
-            .tempdir_in("/var/tmp")
-            .or_else(|_| tempfile::tempdir())
-            .expect("temporary directory");
-        std::fs::create_dir(dir.path().join("lvm")).expect("mkdir lvm");
-        std::fs::write(dir.path().join("lvm/lvm.conf"), LVM_CONF).expect("write lvm.conf");
-        let mut fleet = Fleet {
-            dir,
-            vg: format!("weir{}{tag}", std::process::id()),
-            slots: Vec::new(),
-            members: mda_copies.len(),
-            vg_created: false,
-        };
-        for i in 0..mda_copies.len() + spares {
-            let file = fleet.dir.path().join(format!("slot{i}.img"));
-            let f = std::fs::File::create(&file).expect("create image");
-            f.set_len(PV_BYTES).expect("size image");
-            let (number, reserved) = attach_free(&file);
-            fleet.slots.push(Slot {
-                number,
-                file,
-                attached: true,
-                _reserved: reserved,
-            });
-        }
+        let members = mda_copies.len();
+        let mut fleet = Fleet::attached(tag, members, members + spares);
         // The spares only needed their numbers.
         for i in fleet.members..fleet.slots.len() {
             fleet.detach(i);
@@ -153,6 +129,14 @@ impl Fleet {
     /// LVM commands itself. [`Fleet::vg_name`] is a name for the VG it may
     /// make; teardown removes a VG of that name, and every PV label.
     pub(crate) fn blank(tag: &str, n: usize) -> Fleet {
+        let mut fleet = Fleet::attached(tag, n, n);
+        fleet.vg_created = true;
+        fleet
+    }
+
+    /// `slots` loop devices of `PV_BYTES` attached, `members` of them the
+    /// VG's to be, with the private LVM configuration; no LVM command run.
+    fn attached(tag: &str, members: usize, slots: usize) -> Fleet {
         let dir = tempfile::Builder::new()
             .prefix("weir-lvmfleet")
             .tempdir_in("/var/tmp")
@@ -164,10 +148,10 @@ impl Fleet {
             dir,
             vg: format!("weir{}{tag}", std::process::id()),
             slots: Vec::new(),
-            members: n,
-            vg_created: true,
+            members,
+            vg_created: false,
         };
-        for i in 0..n {
+        for i in 0..slots {
             let file = fleet.dir.path().join(format!("slot{i}.img"));
             let f = std::fs::File::create(&file).expect("create image");
             f.set_len(PV_BYTES).expect("size image");
@@ -433,6 +417,44 @@ impl Fleet {
                 ],
             ),
         ]
+    }
+
+    /// LVM's JSON report (`--reportformat json`) of `what` (`pvs`, `vgs`,
+    /// `lvs`) and `fields`, in bytes: one map per row (per segment for
+    /// `lvs` with segment fields), every value a string as LVM gives it.
+    pub(crate) fn report_json(
+        &self,
+        what: &str,
+        fields: &str,
+        extra: &[&str],
+    ) -> Vec<BTreeMap<String, String>> {
+        let mut args = vec![
+            what,
+            "--driverloaded",
+            "n",
+            "--reportformat",
+            "json",
+            "--units",
+            "b",
+            "--nosuffix",
+            "-o",
+            fields,
+        ];
+        args.extend_from_slice(extra);
+        let out = self.lvm_ok(&args);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("LVM's JSON");
+        v["report"][0][&what[..2]]
+            .as_array()
+            .expect("a report array")
+            .iter()
+            .map(|row| {
+                row.as_object()
+                    .expect("a row")
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().expect("a string").to_owned()))
+                    .collect()
+            })
+            .collect()
     }
 
     /// LVM's own report (`vgs` or `pvs`) of `fields` (comma list), in
