@@ -424,3 +424,26 @@ fn udevds_echo_of_a_write_is_not_probed_again() {
     assert_eq!(probes(&t), before + 1);
     t.stop().expect("stop");
 }
+
+#[test]
+fn a_wiped_label_is_a_lost_pv() {
+    if skipping() {
+        return;
+    }
+    let fleet = Fleet::blank("wipe", 1);
+    let dir = tempfile::tempdir().unwrap();
+    let log = open_log(dir.path());
+    let t = Tracker::start(Some(Arc::clone(&log)), options(&fleet), None).expect("start");
+    fleet.make_vg(&[0], &[]);
+    t.sync().expect("sync");
+    let from = end(&log);
+    let out = std::process::Command::new("wipefs")
+        .args(["-a", &fleet.path(0)])
+        .output()
+        .expect("run wipefs");
+    assert!(out.status.success(), "wipefs: {out:?}");
+    t.sync().expect("sync");
+    assert_eq!(kinds(&lvm_records(&log, from)), ["PV_LOST"]);
+    assert_eq!(t.with_inventory(weir_view).0, Vec::<String>::new());
+    t.stop().expect("stop");
+}
