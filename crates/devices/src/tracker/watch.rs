@@ -59,6 +59,9 @@ pub(super) struct Watches {
     limit: Option<usize>,
     /// The limit was named in a warning already.
     warned: bool,
+    /// Devices whose node could not be watched for another reason, said
+    /// once each.
+    warned_nodes: HashSet<DevNum>,
     /// Whether udevd echoes each write as a `change` uevent.
     udev_echoes: bool,
     /// Devices written and probed whose echo has not come yet.
@@ -87,6 +90,7 @@ impl Watches {
             unwatched: BTreeSet::new(),
             limit,
             warned: false,
+            warned_nodes: HashSet::new(),
             udev_echoes,
             echoes: HashSet::new(),
             events: Vec::new(),
@@ -163,6 +167,7 @@ impl Watches {
         if !want {
             self.unwatched.remove(&dn);
             self.echoes.remove(&dn);
+            self.warned_nodes.remove(&dn);
             if let Some(wd) = self.by_dev.remove(&dn) {
                 self.by_wd.remove(&wd);
                 if let Some(ino) = &self.ino {
@@ -208,7 +213,9 @@ impl Watches {
                          devices past it are probed for LVM metadata writes every second \
                          and by every sync instead; raise {WATCH_SYSCTL} to watch them"
                     );
-                } else if let Some(errno) = errno.filter(|e| *e != Errno::NOSPC) {
+                } else if let Some(errno) = errno.filter(|e| *e != Errno::NOSPC)
+                    && self.warned_nodes.insert(dn)
+                {
                     tracing::warn!(
                         path = %path.display(),
                         error = %errno,
@@ -293,6 +300,7 @@ mod tests {
             unwatched: BTreeSet::new(),
             limit: None,
             warned: false,
+            warned_nodes: HashSet::new(),
             udev_echoes: udev,
             echoes: HashSet::new(),
             events: Vec::new(),
