@@ -447,3 +447,37 @@ fn a_wiped_label_is_a_lost_pv() {
     assert_eq!(t.with_inventory(weir_view).0, Vec::<String>::new());
     t.stop().expect("stop");
 }
+
+#[test]
+fn a_write_that_leaves_the_metadata_as_it_was_reads_no_text() {
+    if skipping() {
+        return;
+    }
+    let fleet = Fleet::blank("same", 1);
+    fleet.make_vg(&[0], &[0]);
+    let dir = tempfile::tempdir().unwrap();
+    let log = open_log(dir.path());
+    let t = Tracker::start(Some(Arc::clone(&log)), options(&fleet), None).expect("start");
+    let texts = |t: &Tracker| t.with_inventory(|i| i.text_stats().texts_read);
+    let (before, writes) = (texts(&t), t.stats().writes);
+    let from = end(&log);
+    // Opened for writing and closed, twice: IN_CLOSE_WRITE, nothing new
+    // on disk.
+    for _ in 0..2 {
+        drop(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(fleet.path(0))
+                .expect("open the device for writing"),
+        );
+        t.sync().expect("sync");
+    }
+    assert_eq!(t.stats().writes, writes + 2, "the closes were seen");
+    assert_eq!(
+        texts(&t),
+        before,
+        "the text the device still carries was read again"
+    );
+    assert_eq!(kinds(&lvm_records(&log, from)), Vec::<String>::new());
+    t.stop().expect("stop");
+}

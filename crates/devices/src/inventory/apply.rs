@@ -223,9 +223,11 @@ impl Inventory {
             );
             return Vec::new();
         }
+        // Held before the old one is released: a text both name stays
+        // cached.
+        self.texts.hold(&probe);
         let old = std::mem::replace(&mut entry.probe, probe);
         self.texts.release(&old, &self.cache);
-        self.texts.hold(&entry.probe);
         let events = match entry.probe.pv() {
             Some(pv) => self.assembly.add(dn, seen(pv)),
             None => self.assembly.remove(&dn),
