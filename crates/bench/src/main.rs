@@ -45,7 +45,7 @@ enum Cmd {
     Recovery(recovery::Args),
     /// Mount storms (mount(8) and raw mount(2)) under weir's two backends and findmnt --poll (needs root).
     MountStorm(storm::Args),
-    /// LVM2 against weir: cold vgs at 350 and 1000 PVs, event activation of 1000 PVs, parity (needs root, lvm2).
+    /// LVM2 against weir: cold vgs at 350 and 1000 PVs, event activation of 1000 PVs, parity, lvcreate under weir run (needs root, lvm2).
     Lvm(lvm::Args),
     /// weir run queried and followed through its socket: latency, 100 consumers in a storm, restart (needs root, lvm2).
     Daemon(daemon::Args),

@@ -255,6 +255,9 @@ async fn the_budget_state_is_shown_with_the_mount_tracker() {
         .map(|s| s.labels[0].1.as_str())
         .collect();
     assert_eq!(sources, ["mounts", "devices"]);
+    assert_eq!(fams["weir_devices_writes_total"].kind, "counter");
+    assert_eq!(fams["weir_devices_unwatched"].kind, "gauge");
+    assert!(value(&fams, "weir_devices_watched") >= 0.0);
     histogram(&fams, "weir_log_commit_seconds");
 }
 

@@ -31,6 +31,18 @@ impl Daemon {
         stderr_file: &Path,
         timeout: Duration,
     ) -> Result<Daemon> {
+        Self::start_with(weir, state, socket, stderr_file, timeout, &[])
+    }
+
+    /// [`Daemon::start`] with more `weir run` flags (`run_args`).
+    pub(crate) fn start_with(
+        weir: &Path,
+        state: &Path,
+        socket: &Path,
+        stderr_file: &Path,
+        timeout: Duration,
+        run_args: &[String],
+    ) -> Result<Daemon> {
         let err = std::fs::File::create(stderr_file)
             .with_context(|| format!("create {}", stderr_file.display()))?;
         let child = Command::new(weir)
@@ -39,6 +51,7 @@ impl Daemon {
             .arg(state)
             .arg("--socket")
             .arg(socket)
+            .args(run_args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(err)
@@ -83,6 +96,11 @@ impl Daemon {
     /// The process id.
     pub(crate) fn pid(&self) -> u32 {
         self.child.as_ref().map_or(0, Child::id)
+    }
+
+    /// The socket it listens on.
+    pub(crate) fn socket(&self) -> &Path {
+        &self.socket
     }
 
     /// CPU time the daemon has used so far, ns.

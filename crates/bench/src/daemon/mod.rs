@@ -9,7 +9,7 @@
 //! - restart: stop the daemon, make 50 mounts and attach 20 PVs, start it
 //!   again: all 70 changes must be logged once each, flagged RECONCILED.
 
-mod child;
+pub(crate) mod child;
 mod followers;
 mod query;
 mod restart;

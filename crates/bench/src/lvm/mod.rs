@@ -2,12 +2,15 @@
 //! targets of issue 4: cold `weir vgs` against `lvm vgs` at 350 and 1000
 //! PVs, the bytes each reads per PV, parity of `weir vgs/pvs --json` with
 //! LVM's reports, and event activation of 1000 PVs under `weir devices
-//! watch` against one `lvm pvscan --cache` per device as udev runs it.
+//! watch` against one `lvm pvscan --cache` per device as udev runs it;
+//! and `weir run` following `lvcreate`/`lvremove` on a VG of 100 and 1000
+//! PVs against the pvscans udev runs for the same writes.
 //!
 //! Timeline: for each fleet size, ascending, a VG over N PVs on loop
 //! devices (sparse 8 MiB images, real `pvcreate`/`vgcreate`), the `vgs`
 //! timings, and teardown; the largest fleet also gets parity, activation
-//! and the pvscan baseline before its teardown. The anchor is
+//! and the pvscan baseline, and the `lvcreate` fleets the `lvcreate` phase,
+//! before their teardown. `--only` picks parts. The anchor is
 //! `/work/shared/anchors/lvm/lvm_probe.sh`, whose discipline this follows:
 //! a private `LVM_SYSTEM_DIR`, only our devices touched, `/run/lvm` online
 //! files of our PVs and VG removed, everything torn down on error and on
@@ -16,6 +19,8 @@
 mod activation;
 pub(crate) mod env;
 pub(crate) mod fleet;
+mod listing;
+mod lvcreate;
 mod parity;
 mod pvscan;
 pub(crate) mod stop;
@@ -42,7 +47,7 @@ const BENCH: &str = "lvm";
 #[derive(clap::Args, Debug, Clone)]
 pub(crate) struct Args {
     /// Short run (about a minute): fleets of 50 and 100 PVs, activation of
-    /// 100, 3 timed runs.
+    /// 100, 3 timed runs, 20 lvcreates at 100.
     #[arg(long)]
     quick: bool,
     /// Fleet sizes for the `vgs` timings; the largest also gets parity,
@@ -54,24 +59,109 @@ pub(crate) struct Args {
     /// with --quick].
     #[arg(long)]
     runs: Option<usize>,
+    /// Fleet sizes for the `lvcreate` phase [default: 100,1000; 100 with
+    /// --quick].
+    #[arg(long, value_delimiter = ',')]
+    lvcreate_counts: Option<Vec<usize>>,
+    /// `lvcreate`s (each followed by its `lvremove`) per fleet in the
+    /// `lvcreate` phase [default: 100, or 20 with --quick].
+    #[arg(long)]
+    lvcreates: Option<usize>,
+    /// Run only these parts, comma-separated [default: all].
+    #[arg(long, value_enum, value_delimiter = ',')]
+    only: Vec<Part>,
+}
+
+/// The parts of the benchmark.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Part {
+    /// Cold `vgs` timings and bytes, on every `--counts` fleet.
+    Vgs,
+    /// `weir vgs/pvs` against LVM's reports, on the largest.
+    Parity,
+    /// Event activation and the pvscan baseline, on the largest.
+    Activation,
+    /// `weir run` following lvcreate/lvremove, on the `--lvcreate-counts`
+    /// fleets.
+    Lvcreate,
+}
+
+impl Part {
+    fn name(self) -> &'static str {
+        match self {
+            Part::Vgs => "vgs",
+            Part::Parity => "parity",
+            Part::Activation => "activation",
+            Part::Lvcreate => "lvcreate",
+        }
+    }
+}
+
+fn sorted(mut c: Vec<usize>) -> Vec<usize> {
+    c.sort_unstable();
+    c.dedup();
+    c
 }
 
 impl Args {
     fn counts(&self) -> Vec<usize> {
-        let mut c = self.counts.clone().unwrap_or_else(|| {
+        sorted(self.counts.clone().unwrap_or_else(|| {
             if self.quick {
                 vec![50, 100]
             } else {
                 vec![350, 1000]
             }
-        });
-        c.sort_unstable();
-        c.dedup();
-        c
+        }))
+    }
+
+    fn lvcreate_counts(&self) -> Vec<usize> {
+        sorted(self.lvcreate_counts.clone().unwrap_or_else(|| {
+            if self.quick {
+                vec![100]
+            } else {
+                vec![100, 1000]
+            }
+        }))
+    }
+
+    fn lvcreates(&self) -> usize {
+        self.lvcreates.unwrap_or(if self.quick { 20 } else { 100 })
     }
 
     fn runs(&self) -> usize {
         self.runs.unwrap_or(if self.quick { 3 } else { 5 })
+    }
+
+    fn part(&self, p: Part) -> bool {
+        self.only.is_empty() || self.only.contains(&p)
+    }
+
+    fn parts(&self) -> Vec<&'static str> {
+        [Part::Vgs, Part::Parity, Part::Activation, Part::Lvcreate]
+            .into_iter()
+            .filter(|p| self.part(*p))
+            .map(Part::name)
+            .collect()
+    }
+
+    /// The fleet that gets parity and activation, if either runs.
+    fn largest(&self) -> Option<usize> {
+        (self.part(Part::Parity) || self.part(Part::Activation))
+            .then(|| self.counts().last().copied())
+            .flatten()
+    }
+
+    /// Every fleet to set up, ascending.
+    fn fleets(&self) -> Vec<usize> {
+        let mut f = Vec::new();
+        if self.part(Part::Vgs) {
+            f.extend(self.counts());
+        }
+        f.extend(self.largest());
+        if self.part(Part::Lvcreate) {
+            f.extend(self.lvcreate_counts());
+        }
+        sorted(f)
     }
 }
 
@@ -97,8 +187,11 @@ pub(crate) fn run(a: Args) -> Result<()> {
     if counts.is_empty() || counts[0] < 2 {
         bail!("--counts needs fleet sizes of at least 2 PVs");
     }
-    if a.runs() == 0 {
-        bail!("--runs must be positive");
+    if a.lvcreate_counts().first().is_some_and(|&n| n < 2) {
+        bail!("--lvcreate-counts needs fleet sizes of at least 2 PVs");
+    }
+    if a.runs() == 0 || a.lvcreates() == 0 {
+        bail!("--runs and --lvcreates must be positive");
     }
     let stop = Stop::install()?;
     let env = LvmEnv::new(lvm)?;
@@ -112,6 +205,17 @@ pub(crate) fn run(a: Args) -> Result<()> {
     println!(
         "  the largest fleet also: parity, event activation under `weir devices watch`, the `lvm pvscan --cache` baseline"
     );
+    println!(
+        "  lvcreate phase on fleets {:?}: weir run over those PVs only, {} lvcreate + lvremove; pvscan baseline on {} update(s) per fleet",
+        a.lvcreate_counts(),
+        a.lvcreates(),
+        a.lvcreate_counts()
+            .iter()
+            .map(|&n| lvcreate::baseline_updates(n).to_string())
+            .collect::<Vec<_>>()
+            .join("/")
+    );
+    println!("  parts: {}", a.parts().join(", "));
     println!("  {}", report::host_note());
     println!();
 
@@ -141,7 +245,14 @@ pub(crate) fn run(a: Args) -> Result<()> {
     out.insert("quick".into(), json!(a.quick));
     out.insert("counts".into(), json!(counts));
     out.insert("runs".into(), json!(a.runs()));
+    out.insert("parts".into(), json!(a.parts()));
+    out.insert("lvcreate_counts".into(), json!(a.lvcreate_counts()));
+    out.insert("lvcreates".into(), json!(a.lvcreates()));
     out.extend(res.json());
+    if !a.part(Part::Parity) {
+        // Not run, which `false` (failed) would misstate.
+        out.insert("parity".into(), Value::Null);
+    }
     out.insert("failures".into(), json!(failures));
     report::emit(&Value::Object(out));
     if !failures.is_empty() {
@@ -151,7 +262,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
 }
 
 /// Every fleet, ascending: setup, `vgs` timings, the extra parts on the
-/// largest, teardown (by drop, also on error).
+/// largest, the `lvcreate` phase, teardown (by drop, also on error).
 fn measure_all(
     env: &LvmEnv,
     vg: &str,
@@ -162,22 +273,34 @@ fn measure_all(
     failures: &mut Vec<String>,
 ) -> Result<()> {
     let counts = a.counts();
-    let largest = counts[counts.len() - 1];
-    for &n in &counts {
+    let lvcreate_counts = a.lvcreate_counts();
+    for n in a.fleets() {
         eprintln!("  N={n}: setting up");
         let mut fleet = Fleet::create(env, vg, n, stop)?;
-        eprintln!("  N={n}: timing vgs");
-        let lvm_vgs = || env.cmd(["vgs"]);
-        res.vgs.push(vgs::measure(
-            &fleet,
-            &lvm_vgs,
-            weir,
-            a.runs(),
-            stop,
-            failures,
-        )?);
-        if n == largest {
-            largest_only(env, &mut fleet, weir, stop, res, failures)?;
+        if a.part(Part::Vgs) && counts.contains(&n) {
+            eprintln!("  N={n}: timing vgs");
+            let lvm_vgs = || env.cmd(["vgs"]);
+            res.vgs.push(vgs::measure(
+                &fleet,
+                &lvm_vgs,
+                weir,
+                a.runs(),
+                stop,
+                failures,
+            )?);
+        }
+        if a.largest() == Some(n) {
+            largest_only(env, &mut fleet, weir, a, stop, res, failures)?;
+        }
+        if a.part(Part::Lvcreate) && lvcreate_counts.contains(&n) {
+            eprintln!("  N={n}: lvcreate under weir run");
+            match lvcreate::run(env, &fleet, weir, a.lvcreates(), stop, failures) {
+                Ok(l) => res.lvcreate.push(l),
+                Err(e) => {
+                    stop.check()?;
+                    failures.push(format!("lvcreate N={n}: {e:#}"));
+                }
+            }
         }
         eprintln!("  N={n}: tearing down");
         drop(fleet);
@@ -185,23 +308,30 @@ fn measure_all(
     Ok(())
 }
 
-/// Parity, activation and the pvscan baseline on the largest fleet. weir's
-/// failures are recorded and the rest goes on; LVM's end the run.
+/// Parity, activation and the pvscan baseline on the largest fleet, those
+/// of them `a` asks for. weir's failures are recorded and the rest goes
+/// on; LVM's end the run.
 fn largest_only(
     env: &LvmEnv,
     fleet: &mut Fleet<'_>,
     weir: &Path,
+    a: &Args,
     stop: &Stop,
     res: &mut Results,
     failures: &mut Vec<String>,
 ) -> Result<()> {
     let n = fleet.n();
-    eprintln!("  N={n}: parity");
-    match parity::check(env, fleet, weir) {
-        Ok(p) => res.parity = Some(p),
-        Err(e) => failures.push(format!("parity: {e:#}")),
+    if a.part(Part::Parity) {
+        eprintln!("  N={n}: parity");
+        match parity::check(env, fleet, weir) {
+            Ok(p) => res.parity = Some(p),
+            Err(e) => failures.push(format!("parity: {e:#}")),
+        }
+        stop.check()?;
     }
-    stop.check()?;
+    if !a.part(Part::Activation) {
+        return Ok(());
+    }
     eprintln!("  N={n}: event activation");
     let state = env.scratch("watch-state")?;
     match activation::run(fleet, weir, &state, stop, failures) {

@@ -86,12 +86,13 @@ fn devices(t: &weir_devices::Tracker) -> Value {
         (false, true) => "udev",
         _ => "kernel",
     };
-    let (count, pvs, vgs, counters) = t.with_inventory(|inv| {
+    let (count, pvs, vgs, counters, texts) = t.with_inventory(|inv| {
         (
             inv.devices().count(),
             inv.pv_count(),
             inv.vgs().len(),
             inv.counters(),
+            inv.text_stats(),
         )
     });
     json!({
@@ -109,6 +110,13 @@ fn devices(t: &weir_devices::Tracker) -> Value {
         "probes": counters.probes,
         "bytes_read": counters.bytes_read,
         "resyncs": counters.resyncs,
+        "writes": s.writes,
+        "write_overflows": s.write_overflows,
+        "watched": s.watched,
+        "unwatched": s.unwatched,
+        "torn": counters.torn,
+        "texts_read": texts.texts_read,
+        "text_bytes_read": texts.bytes_read,
         "reconciled": s.reconciled,
         "generation": t.generation(),
     })

@@ -1,6 +1,6 @@
 //! The sources' families: events, changes, overflows and reconciled
-//! changes per source, and the mount tracker's table size, CPU time and
-//! reading budget.
+//! changes per source, the mount tracker's table size, CPU time and
+//! reading budget, and the device tracker's watches on device nodes.
 
 use super::Ctx;
 use super::text::{Out, seconds};
@@ -66,6 +66,38 @@ pub(super) fn write(o: &mut Out, ctx: &Ctx) {
         );
         budget(o, &s);
     }
+    if let Some(s) = d {
+        writes(o, &s);
+    }
+}
+
+/// LVM metadata writes on attached devices: seen by inotify on the device
+/// nodes, or by polling the devices past the watch limit.
+fn writes(o: &mut Out, s: &weir_devices::TrackerStats) {
+    o.one(
+        "weir_devices_writes_total",
+        "counter",
+        "Devices probed because LVM closed them after writing, or polled for lack of a watch.",
+        s.writes,
+    );
+    o.one(
+        "weir_devices_write_overflows_total",
+        "counter",
+        "Times inotify dropped write events (every watched device was probed again).",
+        s.write_overflows,
+    );
+    o.one(
+        "weir_devices_watched",
+        "gauge",
+        "Devices LVM would read that are watched for writes.",
+        s.watched,
+    );
+    o.one(
+        "weir_devices_unwatched",
+        "gauge",
+        "Devices LVM would read that are polled each second instead (the inotify watch limit).",
+        s.unwatched,
+    );
 }
 
 /// The reading budget's state: a token bucket of CPU time (see
