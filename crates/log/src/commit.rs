@@ -498,8 +498,14 @@ impl Committer {
     }
 
     fn release(&self, upto: u64) {
-        self.inner.ring.release(upto);
-        self.wake_space_waiters();
+        // Only freed slots are news to a writer waiting for room. Woken for
+        // nothing behind a hole, it kicked the committer, whose gather
+        // released nothing and woke it again: the two took turns on the
+        // CPUs the hole's writer was waiting for.
+        if upto > self.inner.ring.taken() {
+            self.inner.ring.release(upto);
+            self.wake_space_waiters();
+        }
     }
 
     fn wake_space_waiters(&self) {
