@@ -243,18 +243,26 @@ impl VgMeta {
         self.extent_size.saturating_mul(SECTOR)
     }
 
+    /// Every PV's extents.
+    pub fn extent_count(&self) -> u64 {
+        self.pvs.iter().fold(0, |a, p| a.saturating_add(p.pe_count))
+    }
+
+    /// The extents not allocated to any LV.
+    pub fn free_count(&self) -> u64 {
+        self.pvs.iter().fold(0, |a, p| {
+            a.saturating_add(p.pe_count.saturating_sub(p.pe_alloc))
+        })
+    }
+
     /// The VG size in bytes: every PV's extents.
     pub fn size_bytes(&self) -> u64 {
-        let pe: u64 = self.pvs.iter().fold(0, |a, p| a.saturating_add(p.pe_count));
-        pe.saturating_mul(self.extent_bytes())
+        self.extent_count().saturating_mul(self.extent_bytes())
     }
 
     /// The free space in bytes: extents not allocated to any LV.
     pub fn free_bytes(&self) -> u64 {
-        let free: u64 = self.pvs.iter().fold(0, |a, p| {
-            a.saturating_add(p.pe_count.saturating_sub(p.pe_alloc))
-        });
-        free.saturating_mul(self.extent_bytes())
+        self.free_count().saturating_mul(self.extent_bytes())
     }
 
     /// LVM's `lv_count`: the visible LVs.

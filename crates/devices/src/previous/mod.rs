@@ -28,7 +28,7 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
-use weir_lvm::assembly::{LvRef, VgDelta};
+use weir_lvm::assembly::LvRef;
 use weir_lvm::{Uuid, VgMeta};
 
 use crate::devnum::DevNum;
@@ -154,14 +154,13 @@ pub struct LvState {
 impl VgDetail {
     /// What records say of `meta`.
     pub(crate) fn of(meta: &VgMeta) -> VgDetail {
-        let d = VgDelta::of(meta, meta);
         VgDetail {
             pvs: meta.pvs.iter().map(|p| p.id.0).collect(),
-            extent_count: d.extent_count.1,
-            free_count: d.free_count.1,
-            extent_size: d.extent_size.1,
-            metadata_copies: d.metadata_copies.1,
-            status: d.status.1,
+            extent_count: meta.extent_count(),
+            free_count: meta.free_count(),
+            extent_size: meta.extent_bytes(),
+            metadata_copies: meta.metadata_copies,
+            status: meta.status.join(","),
             lvs: meta
                 .lvs
                 .iter()

@@ -143,6 +143,11 @@ impl Watches {
         self.unwatched.iter().copied()
     }
 
+    /// How many devices are unwatched.
+    pub(super) fn unwatched_count(&self) -> usize {
+        self.unwatched.len()
+    }
+
     /// Whether any device is unwatched.
     pub(super) fn any_unwatched(&self) -> bool {
         !self.unwatched.is_empty()

@@ -271,13 +271,12 @@ impl Worker {
         self.stats
             .generation
             .store(st.inv.generation(), Ordering::Release);
-        let unwatched = self.watches.unwatched().count();
         self.stats
             .watched
             .store(self.watches.watched() as u64, Ordering::Relaxed);
         self.stats
             .unwatched
-            .store(unwatched as u64, Ordering::Relaxed);
+            .store(self.watches.unwatched_count() as u64, Ordering::Relaxed);
     }
 
     /// Applies one uevent. A synthesized `change` that echoes a write

@@ -154,8 +154,8 @@ impl VgDelta {
                 .map(|p| p.id)
                 .filter(|id| !new_ids.contains(id))
                 .collect(),
-            extent_count: (extents(old), extents(new)),
-            free_count: (free(old), free(new)),
+            extent_count: (old.extent_count(), new.extent_count()),
+            free_count: (old.free_count(), new.free_count()),
             extent_size: (old.extent_bytes(), new.extent_bytes()),
             metadata_copies: (old.metadata_copies, new.metadata_copies),
             status: (old.status.join(","), new.status.join(",")),
@@ -227,14 +227,4 @@ pub fn lv_deltas(old: &VgMeta, new: &VgMeta) -> Vec<LvDelta> {
         }
     }
     out
-}
-
-fn extents(vg: &VgMeta) -> u64 {
-    vg.pvs.iter().fold(0, |a, p| a.saturating_add(p.pe_count))
-}
-
-fn free(vg: &VgMeta) -> u64 {
-    vg.pvs.iter().fold(0, |a, p| {
-        a.saturating_add(p.pe_count.saturating_sub(p.pe_alloc))
-    })
 }
