@@ -1,4 +1,4 @@
-//! `weir-bench`: the benchmarks behind the targets of issue 2.
+//! `weir-bench`: the benchmarks behind the targets in the README.
 //!
 //! Each subcommand prints how it measured and its figures in readable form,
 //! then ends with exactly one JSON line on stdout, so scripts can take the

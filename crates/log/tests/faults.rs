@@ -1,4 +1,4 @@
-//! Injected faults (issue 2, "Tests that must exist → Injected faults").
+//! Injected faults: errors, short writes and failed fsyncs from `FaultyFs`.
 //!
 //! Each test arms [`FaultyFs`] and checks the documented behaviour:
 //! - an fsync error poisons the log until it is reopened, and nothing that

@@ -1,6 +1,6 @@
 //! The committed fixture log of format version 1 (`tests/fixtures/v1/`), and
-//! the test that reads it (issue 2: "a fixture log committed for each format
-//! version and a test that reads it").
+//! the test that reads it: each format version keeps a committed log that
+//! this build must read.
 //!
 //! The fixture has a sealed segment (footer and sparse index) holding
 //! records 1–12 with padding from durable commits, an unsealed, preallocated

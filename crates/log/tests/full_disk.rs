@@ -1,4 +1,4 @@
-//! A real full disk (issue 2, "Tests that must exist → A real full disk").
+//! A real full disk: ENOSPC from a filesystem that is really full.
 //!
 //! `full_disk` needs root, `unshare` and `mount`; without them it prints why
 //! and skips. It re-runs this test binary under `unshare -m --propagation

@@ -1,5 +1,4 @@
-//! Crash points, power cuts and torn tails (issue 2: "Recovery on open",
-//! "Injected faults → a torn tail").
+//! Crash points, power cuts and torn tails: recovery on open after each.
 //!
 //! `crash_points_then_power_cut` runs a workload that records which indexes
 //! were acknowledged durable, stops the "process" after k filesystem

@@ -89,7 +89,7 @@ fn assert_table_is_the_kernels(t: &Tracker) {
     assert_eq!(t.mounts(), fresh);
 }
 
-/// Issue 5, "Restart": a checkpoint, then 50 mounts, 5 unmounts and a
+/// A restart: a checkpoint, then 50 mounts, 5 unmounts and a
 /// remount while no tracker runs. The new tracker logs exactly one
 /// reconciled ATTACH per new mount, one DETACH per unmount and one CHANGE
 /// for the remount, and nothing else.

@@ -42,7 +42,7 @@ fn id_of(r: &LogRecord) -> u64 {
     weir_mounts::record::mount_id(r).expect("8-byte target")
 }
 
-/// Issue 3, "Barrier": 1000 rounds of (mount, sync, query) with the
+/// The barrier: 1000 rounds of (mount, sync, query) with the
 /// mountinfo backend under its budget; the mount is always there. Every
 /// tenth round also unmounts, and the unmount must be gone at once too.
 #[test]
@@ -123,7 +123,7 @@ fn barrier_holds_on_fanotify_without_duplicate_records() {
     t.stop().unwrap();
 }
 
-/// Issue 3, "Changes, each seen correctly": remount read-only,
+/// Each change seen correctly: remount read-only,
 /// make-shared, a move, and a lazy umount of a tree of 100 mounts.
 fn each_change_is_seen(backend: BackendChoice) {
     let d = tempfile::tempdir().unwrap();

@@ -1,4 +1,4 @@
-//! Issue 5, "Barrier": 1000 rounds of (mount, `weir sync`, query) over the
+//! The barrier: 1000 rounds of (mount, `weir sync`, query) over the
 //! API, and the mount is always there.
 //!
 //! In a private mount namespace: `weir run` with the fanotify backend for

@@ -135,7 +135,7 @@ fn tmpfs(target: &Path) {
     .expect("mount tmpfs");
 }
 
-/// Issue 5, "Restart without losing changes", with the stop's contract:
+/// A restart loses no change, and the stop keeps its contract:
 /// SIGTERM gives exit 0, a `weir stopped` MARK last, a clean checkpoint and
 /// no socket file; mounts made while down come back as reconciled records.
 #[test]

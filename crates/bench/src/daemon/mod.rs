@@ -1,4 +1,4 @@
-//! `daemon`: `weir run` as users meet it, for the targets of issue 5.
+//! `daemon`: `weir run` as users meet it, for the targets in the README.
 //!
 //! In a private mount namespace, with a VG over N PVs on loop devices
 //! (real `pvcreate`/`vgcreate`, as `lvm` makes them) and M bind mounts:

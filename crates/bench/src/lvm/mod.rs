@@ -1,5 +1,5 @@
 //! `lvm`: weir against LVM2 on the same devices, in the same run, for the
-//! targets of issue 4: cold `weir vgs` against `lvm vgs` at 350 and 1000
+//! targets in the README: cold `weir vgs` against `lvm vgs` at 350 and 1000
 //! PVs, the bytes each reads per PV, parity of `weir vgs/pvs --json` with
 //! LVM's reports, and event activation of 1000 PVs under `weir devices
 //! watch` against one `lvm pvscan --cache` per device as udev runs it;

@@ -12,7 +12,7 @@ use super::pvscan::Pvscan;
 use super::vgs::VgsRun;
 use crate::report::{median, num, quantile};
 
-/// The per-PV read budget of issue 4: a label sector, the mda header,
+/// The per-PV read budget of the target: a label sector, the mda header,
 /// rounded to O_DIRECT blocks; each distinct metadata text comes on top.
 const BUDGET_PER_PV: u64 = 8192;
 

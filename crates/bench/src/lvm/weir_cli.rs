@@ -1,5 +1,5 @@
-//! Running `weir vgs --json` and `weir pvs --json` (the CLI contract of
-//! issue 4) and finding our VG and PVs in what they print. Their failures
+//! Running `weir vgs --json` and `weir pvs --json` (the CLI contract in
+//! docs/cli.md) and finding our VG and PVs in what they print. Their failures
 //! are errors with the command's own words, so that a missing subcommand or
 //! a malformed line says so instead of skewing a figure.
 

@@ -1,4 +1,4 @@
-//! Issue 5, "Crash": SIGKILL the daemon during a storm and restart it; the
+//! A crash: SIGKILL the daemon during a storm and restart it; the
 //! log is consistent, and the final inventory matches the system.
 //!
 //! In a private mount namespace, for each mount backend (fanotify, then
