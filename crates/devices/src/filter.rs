@@ -33,7 +33,7 @@ pub const MAX_PATTERN_LEN: usize = 4096;
 const REGEX_SIZE_LIMIT: usize = 1 << 20;
 
 /// Why a filter list did not parse. `index` is the pattern's position.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum FilterError {
     /// More than [`MAX_PATTERNS`] patterns.
@@ -66,12 +66,14 @@ pub enum FilterError {
         close: char,
     },
     /// The regex does not compile.
-    #[error("filter pattern #{index}: bad regex: {reason}")]
+    #[error("filter pattern #{index}: bad regex")]
     BadRegex {
         /// The pattern's position.
         index: usize,
-        /// The regex crate's explanation.
-        reason: String,
+        /// What the regex crate found wrong, kept whole so callers can
+        /// tell a syntax error from a pattern over the size limit.
+        #[source]
+        source: regex::Error,
     },
 }
 
@@ -164,10 +166,7 @@ fn parse_pattern(index: usize, pat: &str) -> Result<Pattern, FilterError> {
     let regex = RegexBuilder::new(regex)
         .size_limit(REGEX_SIZE_LIMIT)
         .build()
-        .map_err(|e| FilterError::BadRegex {
-            index,
-            reason: e.to_string(),
-        })?;
+        .map_err(|source| FilterError::BadRegex { index, source })?;
     Ok(Pattern { accept, regex })
 }
 
@@ -253,6 +252,22 @@ mod tests {
         assert!(matches!(
             err("a|(|"),
             FilterError::BadRegex { index: 0, .. }
+        ));
+        // The regex crate's error is kept as the source: a pattern over the
+        // size limit is told apart from a syntax error without its text.
+        match err(r"a|\w{2000}|") {
+            FilterError::BadRegex {
+                index: 0,
+                source: regex::Error::CompiledTooBig(limit),
+            } => assert_eq!(limit, REGEX_SIZE_LIMIT),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            err("a|(|"),
+            FilterError::BadRegex {
+                source: regex::Error::Syntax(_),
+                ..
+            }
         ));
         let e = Filter::parse(&["a|x|", "q|y|"]).unwrap_err();
         assert_eq!(e, FilterError::BadLeadingLetter { index: 1 });
