@@ -1,4 +1,4 @@
-//! The crash test the changelog issue requires: a child `weir log write
+//! The changelog's crash test: a child `weir log write
 //! --sync` is fed a steady stream of lines and SIGKILLed after a random short
 //! delay, 200 times on one state directory. An index the child printed was
 //! acknowledged as durable, so after reopening it must be there with its
