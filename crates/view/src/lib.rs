@@ -13,6 +13,7 @@ pub mod bytes;
 pub mod chain;
 pub mod consumer;
 pub mod devices_line;
+pub mod error;
 pub mod lvm_columns;
 pub mod lvm_json;
 pub mod lvm_table;
@@ -23,3 +24,5 @@ pub mod mounts_table;
 pub mod record;
 pub mod table;
 pub mod time;
+
+pub use error::{Error, Result};
