@@ -12,10 +12,10 @@ use serde::Deserialize;
 use serde_json::Value;
 use weir_log::fs::StdFs;
 
-use super::log_consumer::{ConsumerRow, read_list};
+use super::log_consumer::read_list;
 use crate::daemon::{Route, print_json_line};
 use crate::state_dir::StateDir;
-use weir_view::consumer::consumer_json;
+use weir_view::consumer::{Consumer, consumer_json};
 
 pub(super) fn stats(route: &Route, state: &StateDir, json: bool) -> Result<()> {
     let v = match route.log_client()? {
@@ -64,7 +64,7 @@ struct Figures {
     first_index: u64,
     last_index: u64,
     records: u64,
-    consumers: Vec<ConsumerRow>,
+    consumers: Vec<Consumer>,
     /// `None`: unknown (read without the writer, or an older daemon).
     #[serde(default)]
     poisoned: Option<bool>,
