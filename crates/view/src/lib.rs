@@ -22,6 +22,8 @@ pub mod mounts_json;
 pub mod mounts_line;
 pub mod mounts_table;
 pub mod record;
+pub mod status;
+pub mod status_text;
 pub mod table;
 pub mod time;
 
