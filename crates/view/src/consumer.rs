@@ -6,6 +6,8 @@
 use serde::{Deserialize, Serialize};
 use weir_log::ConsumerInfo;
 
+use crate::json::to_sorted_value;
+
 /// A consumer's JSON form.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Consumer {
@@ -51,7 +53,7 @@ impl From<&ConsumerInfo> for Consumer {
 /// A consumer as a JSON value: a map, so its keys print in the order of
 /// their names, as every JSON object of the CLI and the API does.
 pub fn consumer_json(c: &ConsumerInfo) -> serde_json::Value {
-    serde_json::to_value(Consumer::from(c)).expect("a consumer has only string keys")
+    to_sorted_value(&Consumer::from(c))
 }
 
 #[cfg(test)]

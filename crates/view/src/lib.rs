@@ -14,6 +14,8 @@ pub mod chain;
 pub mod consumer;
 pub mod devices_line;
 pub mod error;
+mod json;
+pub mod log_stats;
 pub mod lvm_columns;
 pub mod lvm_json;
 pub mod lvm_table;

@@ -12,6 +12,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::json::to_sorted_string;
+
 /// The status object.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Status {
@@ -223,9 +225,7 @@ impl Status {
     /// `weir status --json`, which prints the daemon's object as a map,
     /// gives the same bytes).
     pub fn to_json(&self) -> String {
-        serde_json::to_value(self)
-            .expect("a status has only string keys")
-            .to_string()
+        to_sorted_string(self)
     }
 }
 

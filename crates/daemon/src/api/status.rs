@@ -1,15 +1,16 @@
 //! `GET /v1/status` (what runs, with which backends, and its counters:
 //! weir-view's [`Status`], which `weir status` reads back) and
-//! `GET /v1/log/stats` (the object `weir log stats --json` prints).
+//! `GET /v1/log/stats` (weir-view's [`LogStats`], the object
+//! `weir log stats --json` prints).
 
 use std::sync::Arc;
 
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use serde_json::{Value, json};
 use weir_view::chain::error_chain;
-use weir_view::consumer::consumer_json;
+use weir_view::consumer::Consumer;
+use weir_view::log_stats::LogStats;
 use weir_view::status::{ApiStatus, DevicesStatus, LogStatus, MountsStatus, Status};
 use weir_view::time::rfc3339_ns;
 
@@ -164,25 +165,27 @@ pub(crate) async fn log_stats(
 ) -> Result<Response, ApiError> {
     parse_empty(q.as_deref()).map_err(bad_query)?;
     let log = ctx.state.log.clone();
-    let v = tokio::task::spawn_blocking(move || {
+    let stats = tokio::task::spawn_blocking(move || {
         let s = log.stats();
-        let consumers: Vec<Value> = log.consumer_list().iter().map(consumer_json).collect();
-        json!({
-            "dir": log.dir().display().to_string(),
-            "segments": s.segments,
-            "bytes": s.bytes,
-            "allocated_bytes": allocated(log.dir()),
-            "spare_bytes": s.spare_bytes,
-            "first_index": s.first_index,
-            "last_index": s.last_index,
-            "records": (s.last_index + 1).saturating_sub(s.first_index),
-            "consumers": consumers,
-            "poisoned": log.is_poisoned(),
-        })
+        LogStats {
+            dir: log.dir().display().to_string(),
+            segments: s.segments as u64,
+            bytes: s.bytes,
+            allocated_bytes: allocated(log.dir()),
+            spare_bytes: s.spare_bytes,
+            first_index: s.first_index,
+            last_index: s.last_index,
+            records: (s.last_index + 1).saturating_sub(s.first_index),
+            consumers: log.consumer_list().iter().map(Consumer::from).collect(),
+            poisoned: Some(log.is_poisoned()),
+        }
     })
     .await
     .map_err(|e| ApiError::join(&e))?;
-    Ok(json_response(StatusCode::OK, format!("{v}\n")))
+    Ok(json_response(
+        StatusCode::OK,
+        format!("{}\n", stats.to_json()),
+    ))
 }
 
 /// Bytes allocated on disk for the segments (`st_blocks * 512`), as
