@@ -557,7 +557,8 @@ fn the_schema_checker_can_fail() {
     let rec = &d.0["components"]["schemas"]["Record"];
     let good = serde_json::json!({
         "index": 1, "time": 5, "time_iso": "x", "type": "MARK", "type_code": 0,
-        "flags": 0, "target": "", "parent": "", "name": [255], "fields": {"a": "b"}
+        "flags": 0, "flag_names": [], "target": "", "parent": "", "name": [255],
+        "fields": {"a": "b"}
     });
     d.check(rec, &good, "$").unwrap();
     let mut missing = good.clone();

@@ -22,6 +22,28 @@ use crate::sysfs::{BlockDevice, Kind};
 /// Record flag: found by reading every device, not from a uevent.
 pub const FLAG_SCAN: u16 = 1 << 0;
 
+/// The names of this source's flags, as `weir log tail` shows them
+/// (beside weir-log's shared `RECONCILED`).
+pub const FLAG_NAMES: [(u16, &str); 1] = [(FLAG_SCAN, "SCAN")];
+
+/// The record types this module writes, which describe the inventory
+/// (its MARKs aside).
+pub const TYPES: [RecordType; 13] = [
+    RecordType::DEVICE_ADD,
+    RecordType::DEVICE_REMOVE,
+    RecordType::DEVICE_CHANGE,
+    RecordType::PV_FOUND,
+    RecordType::PV_LOST,
+    RecordType::VG_COMPLETE,
+    RecordType::VG_INCOMPLETE,
+    RecordType::VG_CHANGE,
+    RecordType::VG_REMOVE,
+    RecordType::PV_CHANGE,
+    RecordType::LV_ADD,
+    RecordType::LV_REMOVE,
+    RecordType::LV_CHANGE,
+];
+
 /// The record type of a change.
 pub fn record_type(c: &Change) -> RecordType {
     match c.kind {

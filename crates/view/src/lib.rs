@@ -1,6 +1,7 @@
 //! How weir's objects look to people and to programs: the JSON and text
 //! forms of log records, consumers, mounts, block devices, PVs, VGs and
-//! LVs.
+//! LVs, and the lines `weir mounts watch` and `weir devices watch` print
+//! per change.
 //!
 //! The CLI prints them when it works directly, and the daemon serves the
 //! very same bytes over its API, so `weir mounts` gives one answer whether
@@ -11,12 +12,21 @@
 pub mod bytes;
 pub mod chain;
 pub mod consumer;
+pub mod devices_line;
+pub mod error;
+mod json;
+pub mod log_stats;
 pub mod lvm_columns;
 pub mod lvm_json;
 pub mod lvm_table;
 pub mod lvm_view;
 pub mod mounts_json;
+pub mod mounts_line;
 pub mod mounts_table;
 pub mod record;
+pub mod status;
+pub mod status_text;
 pub mod table;
 pub mod time;
+
+pub use error::{Error, Result};

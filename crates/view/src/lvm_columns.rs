@@ -12,43 +12,13 @@
 use weir_devices::DevNum;
 use weir_lvm::assembly::{LvReport, PvReport, SegReport, VgReport};
 
+use crate::error::{Error, Result};
 use crate::lvm_view::Listing;
 use crate::table::{Align, human_size};
 
 /// The most columns one choice may name (repeats count), so a hostile
 /// `columns=` cannot make a table of millions of cells.
 pub const MAX_COLUMNS: usize = 64;
-
-/// Why a column choice is refused.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ColumnError {
-    /// A name no column of the listing has.
-    #[error("unknown column {name:?} for {listing} (valid columns: {valid})")]
-    Unknown {
-        /// The name as given.
-        name: String,
-        /// The listing (`weir lvs`).
-        listing: &'static str,
-        /// Every column: its header and LVM's names.
-        valid: String,
-    },
-    /// An empty name (`-o ''`, `-o a,,b`).
-    #[error("an empty column name in {spec:?}")]
-    Empty {
-        /// The whole choice as given.
-        spec: String,
-    },
-    /// More than [`MAX_COLUMNS`] columns.
-    #[error("more than {MAX_COLUMNS} columns")]
-    TooMany,
-    /// A listing without columns to choose (`weir devices`).
-    #[error("{listing} has no columns to choose")]
-    NoColumns {
-        /// The listing.
-        listing: &'static str,
-    },
-}
 
 /// One `weir pvs` row: the PV and its device's path.
 pub(crate) struct PvRow<'a> {
@@ -224,7 +194,7 @@ struct Catalog {
     defaults: &'static [&'static str],
 }
 
-fn catalog(listing: Listing) -> Result<Catalog, ColumnError> {
+fn catalog(listing: Listing) -> Result<Catalog> {
     fn names<F>(defs: &[Def<F>]) -> Vec<(&'static str, &'static [&'static str])> {
         defs.iter().map(|d| (d.header, d.fields)).collect()
     }
@@ -248,7 +218,7 @@ fn catalog(listing: Listing) -> Result<Catalog, ColumnError> {
             defaults: &["LV", "VG", "ATTR", "LSIZE"],
         },
         Listing::Devices => {
-            return Err(ColumnError::NoColumns {
+            return Err(Error::NoColumns {
                 listing: "weir devices",
             });
         }
@@ -290,7 +260,7 @@ impl Catalog {
 impl Columns {
     /// Parses `-o`: comma-separated names, or `+` and names to add to
     /// the default columns.
-    pub fn parse(listing: Listing, spec: &str) -> Result<Columns, ColumnError> {
+    pub fn parse(listing: Listing, spec: &str) -> Result<Columns> {
         let cat = catalog(listing)?;
         let (mut ids, rest) = match spec.trim().strip_prefix('+') {
             Some(rest) => (Self::defaults_of(&cat), rest),
@@ -299,17 +269,17 @@ impl Columns {
         for name in rest.split(',') {
             let name = name.trim();
             if name.is_empty() {
-                return Err(ColumnError::Empty {
+                return Err(Error::EmptyColumn {
                     spec: spec.to_owned(),
                 });
             }
-            let id = cat.find(name).ok_or_else(|| ColumnError::Unknown {
+            let id = cat.find(name).ok_or_else(|| Error::UnknownColumn {
                 name: name.to_owned(),
                 listing: cat.name,
                 valid: cat.valid(),
             })?;
             if ids.len() == MAX_COLUMNS {
-                return Err(ColumnError::TooMany);
+                return Err(Error::TooManyColumns);
             }
             ids.push(id);
         }
@@ -317,7 +287,7 @@ impl Columns {
     }
 
     /// The listing's default columns.
-    pub fn defaults(listing: Listing) -> Result<Columns, ColumnError> {
+    pub fn defaults(listing: Listing) -> Result<Columns> {
         let cat = catalog(listing)?;
         Ok(Columns {
             listing,
@@ -432,24 +402,24 @@ mod tests {
             assert!(
                 matches!(
                     Columns::parse(Listing::Lvs, bad),
-                    Err(ColumnError::Empty { .. } | ColumnError::Unknown { .. })
+                    Err(Error::EmptyColumn { .. } | Error::UnknownColumn { .. })
                 ),
                 "{bad:?}"
             );
         }
         assert!(matches!(
             Columns::parse(Listing::Lvs, ""),
-            Err(ColumnError::Empty { .. })
+            Err(Error::EmptyColumn { .. })
         ));
         let many = vec!["lv_name"; MAX_COLUMNS + 1].join(",");
         assert_eq!(
             Columns::parse(Listing::Lvs, &many),
-            Err(ColumnError::TooMany)
+            Err(Error::TooManyColumns)
         );
         assert!(Columns::parse(Listing::Lvs, &many[..many.len() - 8]).is_ok());
         assert_eq!(
             Columns::parse(Listing::Devices, "name"),
-            Err(ColumnError::NoColumns {
+            Err(Error::NoColumns {
                 listing: "weir devices"
             })
         );

@@ -7,6 +7,7 @@
 use weir_devices::{DevNum, Inventory};
 use weir_lvm::assembly::PvReport;
 
+use crate::error::{Error, Result};
 use crate::lvm_columns::Columns;
 use crate::{lvm_json, lvm_table};
 
@@ -45,20 +46,6 @@ pub enum Format {
     Text,
 }
 
-/// Why a listing cannot be rendered as asked.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum RenderError {
-    /// Columns chosen for another listing.
-    #[error("columns of {columns} given for {listing}")]
-    OtherListing {
-        /// The listing rendered.
-        listing: &'static str,
-        /// The listing the columns are for.
-        columns: &'static str,
-    },
-}
-
 /// What `weir devices|pvs|vgs|lvs [--json] [-o COLUMNS]` prints for this
 /// inventory. `columns` chooses the table's columns (`None`: the default
 /// ones); the JSON form ignores them.
@@ -67,11 +54,11 @@ pub fn render(
     what: Listing,
     format: Format,
     columns: Option<&Columns>,
-) -> Result<String, RenderError> {
+) -> Result<String> {
     if let Some(c) = columns
         && c.listing() != what
     {
-        return Err(RenderError::OtherListing {
+        return Err(Error::OtherListing {
             listing: what.command(),
             columns: c.listing().command(),
         });

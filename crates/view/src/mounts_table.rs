@@ -11,6 +11,7 @@ use std::fmt::Write as _;
 use weir_mounts::{Mount, Propagation};
 
 use crate::bytes::escape;
+use crate::error::{Error, Result};
 
 /// One column of the table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,7 +92,7 @@ pub struct Columns(pub Vec<Column>);
 impl Columns {
     /// Parses a comma-separated list of column names, case-insensitive;
     /// `-` may stand for `_` (findmnt spells `VFS-OPTIONS`).
-    pub fn parse(s: &str) -> Result<Columns, String> {
+    pub fn parse(s: &str) -> Result<Columns> {
         let mut cols = Vec::new();
         for name in s.split(',') {
             let want = name.trim().to_ascii_uppercase().replace('-', "_");
@@ -99,10 +100,10 @@ impl Columns {
                 Some((c, _)) => cols.push(*c),
                 None => {
                     let valid: Vec<&str> = Column::ALL.iter().map(|(_, h)| *h).collect();
-                    return Err(format!(
-                        "unknown column {name:?} (valid columns: {})",
-                        valid.join(", ")
-                    ));
+                    return Err(Error::UnknownMountColumn {
+                        name: name.to_owned(),
+                        valid: valid.join(", "),
+                    });
                 }
             }
         }
@@ -181,6 +182,11 @@ mod tests {
         let c = Columns::parse("target,Maj:Min,vfs-options").unwrap();
         assert_eq!(c.0, [Column::Target, Column::MajMin, Column::VfsOptions]);
         let e = Columns::parse("TARGET,SIZE").unwrap_err();
+        assert!(
+            matches!(&e, Error::UnknownMountColumn { name, .. } if name == "SIZE"),
+            "{e:?}"
+        );
+        let e = e.to_string();
         assert!(e.contains("\"SIZE\"") && e.contains("PROPAGATION"), "{e}");
         assert!(Columns::parse("").is_err());
     }

@@ -5,17 +5,23 @@
 //! - text, one line each, in the spirit of Lustre's `lfs changelog`:
 //!
 //! ```text
-//! INDEX TYPE TIME flags=0xF t=HEX p=HEX NAME [KEY=VALUE ...]
+//! INDEX TYPE TIME flags=0xF(NAME,...) t=HEX p=HEX NAME [KEY=VALUE ...]
 //! ```
 //!
 //! Text names and values are escaped ([`escape`]). The text form is for
 //! people; JSON is for programs.
+//!
+//! Both forms name the set flag bits ([`flag_names`]) beside the number. A
+//! bit means what the source of the record's type says: weir-mounts and
+//! weir-devices name their own bits beside their constants, and every
+//! source shares weir-log's `RECONCILED`. A bit without a name (an
+//! application's, say) shows as its hex value, so the names lose nothing.
+
+use std::fmt::{self, Write as _};
 
 use serde::Serialize;
-use std::fmt::Write as _;
-
 use serde::ser::{SerializeMap, Serializer};
-use weir_log::LogRecord;
+use weir_log::{FLAG_RECONCILED, LogRecord, RecordType};
 
 use crate::bytes::{Bytes, escape, hex};
 use crate::time::rfc3339_ns;
@@ -30,6 +36,7 @@ struct JsonRecord<'a> {
     kind: String,
     type_code: u16,
     flags: u16,
+    flag_names: Vec<Flag>,
     target: String,
     parent: String,
     name: Bytes<'a>,
@@ -49,14 +56,78 @@ impl Serialize for Fields<'_> {
     }
 }
 
+/// The flag every source shares, by name.
+const SHARED: (u16, &str) = (FLAG_RECONCILED, "RECONCILED");
+
+/// The names the source of records of type `kind` gives its flag bits.
+fn source_flags(kind: RecordType) -> &'static [(u16, &'static str)] {
+    if weir_mounts::record::TYPES.contains(&kind) {
+        &weir_mounts::record::FLAG_NAMES
+    } else if weir_devices::record::TYPES.contains(&kind) {
+        &weir_devices::record::FLAG_NAMES
+    } else {
+        &[]
+    }
+}
+
+/// One set flag bit of a record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flag {
+    /// A bit its source names (`COMPARE`).
+    Named(&'static str),
+    /// A bit without a name, shown as its value (`0x80`).
+    Unnamed(u16),
+}
+
+impl fmt::Display for Flag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Flag::Named(name) => f.write_str(name),
+            Flag::Unnamed(bit) => write!(f, "{bit:#x}"),
+        }
+    }
+}
+
+impl Serialize for Flag {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// The set bits of `flags` on a record of type `kind`, lowest first.
+pub fn flag_names(kind: RecordType, flags: u16) -> Vec<Flag> {
+    let named = source_flags(kind);
+    (0..u16::BITS)
+        .map(|i| 1u16 << i)
+        .filter(|bit| flags & bit != 0)
+        .map(|bit| {
+            named
+                .iter()
+                .chain([&SHARED])
+                .find(|(b, _)| *b == bit)
+                .map_or(Flag::Unnamed(bit), |(_, name)| Flag::Named(name))
+        })
+        .collect()
+}
+
 /// One record as a text line, without the newline.
 pub fn record_line(r: &LogRecord) -> String {
     let mut s = format!(
-        "{} {} {} flags={:#x} t={} p={} {}",
+        "{} {} {} flags={:#x}",
         r.index,
         r.kind,
         rfc3339_ns(r.time_ns),
-        r.flags,
+        r.flags
+    );
+    // The names once a bit has one: `0x2(0x2)` would tell nothing more.
+    let flags = flag_names(r.kind, r.flags);
+    if flags.iter().any(|f| matches!(f, Flag::Named(_))) {
+        let names: Vec<String> = flags.iter().map(Flag::to_string).collect();
+        let _ = write!(s, "({})", names.join(","));
+    }
+    let _ = write!(
+        s,
+        " t={} p={} {}",
         hex(&r.target),
         hex(&r.parent),
         escape(&r.name)
@@ -76,6 +147,7 @@ pub fn record_json(r: &LogRecord) -> String {
         kind: r.kind.to_string(),
         type_code: r.kind.0,
         flags: r.flags,
+        flag_names: flag_names(r.kind, r.flags),
         target: hex(&r.target),
         parent: hex(&r.parent),
         name: Bytes(&r.name),
@@ -118,6 +190,8 @@ mod tests {
         assert_eq!(v["fields"]["z"], json!("ok"));
         assert_eq!(v["type"], json!("300"));
         assert_eq!(v["type_code"], json!(300));
+        assert_eq!(v["flags"], json!(1));
+        assert_eq!(v["flag_names"], json!(["0x1"]));
         assert_eq!(v["target"], json!("00ff"));
         assert_eq!(v["parent"], json!("07"));
         assert_eq!(v["time"], json!(1_500_000_000u64));
@@ -144,5 +218,54 @@ mod tests {
             record_line(&r),
             "42 CREAT 1970-01-01T00:00:01.000000007Z flags=0x12 t=ab01 p= f\\xff k=v 1"
         );
+    }
+
+    #[test]
+    fn flags_are_named_by_the_source_of_the_type() {
+        let with = |kind: RecordType, flags: u16| LogRecord {
+            index: 5,
+            time_ns: 0,
+            kind,
+            flags,
+            target: vec![],
+            parent: vec![],
+            name: b"n".to_vec(),
+            fields: vec![],
+        };
+        let json = |r: &LogRecord| -> Value {
+            let v: Value = serde_json::from_str(&record_json(r)).unwrap();
+            v["flag_names"].clone()
+        };
+        // A mount's bit 0 is COMPARE, a device's SCAN; RECONCILED is
+        // everyone's.
+        let m = with(RecordType::MOUNT_ATTACH, 0x8003);
+        assert_eq!(json(&m), json!(["COMPARE", "GONE", "RECONCILED"]));
+        assert_eq!(
+            record_line(&m),
+            "5 MOUNT_ATTACH 1970-01-01T00:00:00.000000000Z \
+             flags=0x8003(COMPARE,GONE,RECONCILED) t= p= n"
+        );
+        let d = with(RecordType::LV_CHANGE, 0x8081);
+        assert_eq!(json(&d), json!(["SCAN", "0x80", "RECONCILED"]));
+        assert!(record_line(&d).contains(" flags=0x8081(SCAN,0x80,RECONCILED) "));
+        // Another type has only the shared name; its own bits stay numbers.
+        let app = with(RecordType(300), 0x8002);
+        assert_eq!(json(&app), json!(["0x2", "RECONCILED"]));
+        assert!(record_line(&app).contains(" flags=0x8002(0x2,RECONCILED) "));
+        let mark = with(RecordType::MARK, 0x4);
+        assert_eq!(json(&mark), json!(["0x4"]));
+        assert!(record_line(&mark).contains(" flags=0x4 t="));
+        let none = with(RecordType::MOUNT_DETACH, 0);
+        assert_eq!(json(&none), json!([]));
+        assert!(record_line(&none).contains(" flags=0x0 t="));
+        // Each source's names are single bits clear of the shared one.
+        for (bit, name) in weir_mounts::record::FLAG_NAMES
+            .iter()
+            .chain(&weir_devices::record::FLAG_NAMES)
+        {
+            assert!(bit.count_ones() == 1 && *bit != SHARED.0, "{name}");
+        }
+        // The JSON key follows the number.
+        assert!(record_json(&m).contains(r#""flags":32771,"flag_names":["COMPARE","#));
     }
 }

@@ -460,7 +460,7 @@ fn backend_parser() -> impl TypedValueParser<Value = BackendChoice> {
 fn parse_columns(s: &str) -> Result<ColumnsArg, String> {
     Ok(ColumnsArg {
         text: s.to_owned(),
-        columns: Columns::parse(s)?,
+        columns: Columns::parse(s).map_err(|e| e.to_string())?,
     })
 }
 

@@ -10,8 +10,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use serde::Deserialize;
 use weir_client::{Client, ErrorCode, PathQuery};
+use weir_view::status::Status;
 
 /// The environment variable that names the socket when `--socket` is not
 /// given.
@@ -65,16 +65,14 @@ impl Route {
         let Some(arg) = &self.state_arg else {
             return Ok(Some(client));
         };
-        let status: StatusDir = client
+        let status: Status = client
             .get_json("/v1/status")
             .context("asking the daemon for its state directory")?;
-        Ok(same_dir(arg, Path::new(&status.state_dir)).then_some(client))
+        let dir = status
+            .state_dir
+            .context("the daemon's status names no state directory")?;
+        Ok(same_dir(arg, Path::new(&dir)).then_some(client))
     }
-}
-
-#[derive(Deserialize)]
-struct StatusDir {
-    state_dir: String,
 }
 
 /// Whether two paths name the same existing directory.

@@ -13,8 +13,6 @@ mod cli;
 mod cmd;
 mod config_file;
 mod daemon;
-mod devices_line;
-mod mounts_line;
 mod signals;
 mod state_dir;
 mod stdout;

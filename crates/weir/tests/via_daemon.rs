@@ -229,7 +229,7 @@ fn tail_follow_prints_whole_lines_and_fails_when_the_daemon_goes() {
 fn sync_and_status_print_the_daemons_answers() {
     let status = json!({"version": "9.9.9", "pid": 77, "uptime_seconds": 3725,
                         "state_dir": "/nowhere", "socket": "/s", "mounts": null,
-                        "devices": null, "log": {"consumers": []}});
+                        "devices": null, "log": {"consumers": 0}});
     let d = FakeDaemon::start(&[
         ("POST /v1/sync", Answer::json(r#"{"index":42}"#)),
         ("GET /v1/status", Answer::json(&status.to_string())),

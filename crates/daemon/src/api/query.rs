@@ -181,7 +181,7 @@ impl MountsQuery {
         let format = format(&mut p)?;
         let cols = p.take("columns");
         let columns = Columns::parse(cols.as_deref().unwrap_or(DEFAULT_COLUMNS))
-            .map_err(|reason| bad("columns", reason))?;
+            .map_err(|e| bad("columns", e.to_string()))?;
         p.done()?;
         Ok(MountsQuery { format, columns })
     }

@@ -5,7 +5,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use serde::Serialize;
+// The start's report is part of the status object, which weir-view defines
+// for the daemon and the CLI alike.
+pub use weir_view::status::ReconcileReport;
 
 /// Everything a request may read or change.
 ///
@@ -90,25 +92,6 @@ impl Default for Limits {
             max_followers: 1024,
         }
     }
-}
-
-/// What the start found: whether a checkpoint of the last inventory was
-/// used, why not, and how many changes each source logged as reconciled.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct ReconcileReport {
-    /// Whether a checkpoint was read and compared with the live system.
-    pub checkpoint_used: bool,
-    /// Why no checkpoint was used (missing, damaged, another boot), when
-    /// none was.
-    pub not_used_reason: Option<String>,
-    /// Whether the daemon that wrote the checkpoint stopped cleanly;
-    /// `None` without a checkpoint.
-    pub previous_clean: Option<bool>,
-    /// Mount changes logged as reconciled; `None` when mounts are off.
-    pub mounts: Option<u64>,
-    /// Device and LVM changes logged as reconciled; `None` when devices
-    /// are off.
-    pub devices: Option<u64>,
 }
 
 /// Now, ns since the epoch (0 if the clock is before it).

@@ -12,23 +12,7 @@ use weir_log::{Log, LogRecord, RecordType, TypeMask};
 use super::{DeviceState, LvState, PvState, State, VgDetail, VgState, uuid};
 use crate::change::ATTRIBUTES;
 use crate::devnum::DevNum;
-
-/// The record types that describe the inventory.
-pub(crate) const TYPES: [RecordType; 13] = [
-    RecordType::DEVICE_ADD,
-    RecordType::DEVICE_REMOVE,
-    RecordType::DEVICE_CHANGE,
-    RecordType::PV_FOUND,
-    RecordType::PV_LOST,
-    RecordType::VG_COMPLETE,
-    RecordType::VG_INCOMPLETE,
-    RecordType::VG_CHANGE,
-    RecordType::VG_REMOVE,
-    RecordType::PV_CHANGE,
-    RecordType::LV_ADD,
-    RecordType::LV_REMOVE,
-    RecordType::LV_CHANGE,
-];
+use crate::record::TYPES;
 
 /// Why a record of the tail was not applied.
 #[derive(Debug, thiserror::Error)]

@@ -21,6 +21,9 @@ pub const FLAG_COMPARE: u16 = 1 << 0;
 /// Record flag: the mount was gone before weir could read it; the record
 /// holds its id only.
 pub const FLAG_GONE: u16 = 1 << 1;
+/// The names of this source's flags, as `weir log tail` shows them
+/// (beside weir-log's shared `RECONCILED`).
+pub const FLAG_NAMES: [(u16, &str); 2] = [(FLAG_COMPARE, "COMPARE"), (FLAG_GONE, "GONE")];
 
 /// The record types this module writes: MOUNT_ATTACH, MOUNT_DETACH,
 /// MOUNT_MOVE and MOUNT_CHANGE.

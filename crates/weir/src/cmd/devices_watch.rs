@@ -17,9 +17,9 @@ use weir_devices::{Change, OnChange, Tracker, TrackerOptions};
 use super::foreground::{close_log, print_line};
 use super::lvm::filter;
 use crate::cli::DevicesWatchArgs;
-use crate::devices_line::change_line;
 use crate::signals;
 use crate::state_dir::StateDir;
+use weir_view::devices_line::change_line;
 
 pub(super) fn watch(state: &StateDir, args: &DevicesWatchArgs) -> Result<()> {
     let stop = signals::stop_flag()?;

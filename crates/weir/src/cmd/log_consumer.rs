@@ -18,7 +18,7 @@ use weir_log::{ConsumerInfo, TypeMask};
 use crate::cli::ConsumerCommand;
 use crate::daemon::Route;
 use crate::state_dir::StateDir;
-use weir_view::consumer::consumer_json;
+use weir_view::consumer::{Consumer, consumer_json};
 
 pub(super) fn consumer(route: &Route, state: &StateDir, command: ConsumerCommand) -> Result<()> {
     if let Some(mut client) = route.log_client()? {
@@ -104,27 +104,6 @@ pub(super) fn read_list(state: &StateDir) -> Result<Vec<ConsumerInfo>> {
         .context("reading the consumer list")
 }
 
-/// A consumer as its JSON form ([`consumer_json`]) gives it, for the text
-/// forms of `consumer list` and `log stats`.
-#[derive(Debug, Deserialize)]
-pub(super) struct ConsumerRow {
-    pub(super) id: u64,
-    pub(super) name: String,
-    pub(super) mask: String,
-    pub(super) cleared: u64,
-    pub(super) lag: u64,
-    pub(super) idle_seconds: f64,
-}
-
-impl ConsumerRow {
-    /// Whole seconds idle, rounded down.
-    pub(super) fn idle_secs(&self) -> u64 {
-        // A float-to-int `as` saturates, and NaN gives 0: no panic on any
-        // value the JSON holds.
-        self.idle_seconds.floor() as u64
-    }
-}
-
 /// Prints consumers (their JSON forms) one per line, or as a table.
 fn print_list(list: &[Value], json: bool) -> Result<()> {
     let mut out = crate::stdout::lock();
@@ -139,7 +118,7 @@ fn print_list(list: &[Value], json: bool) -> Result<()> {
             "ID", "NAME", "CLEARED", "LAG", "IDLE_S"
         )?;
         for c in list {
-            let c = ConsumerRow::deserialize(c).context("a consumer's JSON form")?;
+            let c = Consumer::deserialize(c).context("a consumer's JSON form")?;
             writeln!(
                 out,
                 "{:>4}  {:<24} {:>12} {:>12} {:>10}  {}",
@@ -154,28 +133,4 @@ fn print_list(list: &[Value], json: bool) -> Result<()> {
     }
     out.flush()?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::time::Duration;
-
-    #[test]
-    fn rows_read_the_json_form_of_a_consumer() {
-        let info = ConsumerInfo {
-            id: 4,
-            name: "indexer".to_owned(),
-            mask: TypeMask::parse("all,-MARK").unwrap(),
-            cleared: 17,
-            lag: 3,
-            idle: Duration::from_millis(2999),
-            registered_ns: 5,
-        };
-        let row = ConsumerRow::deserialize(&consumer_json(&info)).unwrap();
-        assert_eq!((row.id, row.cleared, row.lag), (4, 17, 3));
-        assert_eq!(row.name, "indexer");
-        assert_eq!(row.mask, info.mask.to_string());
-        assert_eq!(row.idle_secs(), info.idle.as_secs());
-    }
 }

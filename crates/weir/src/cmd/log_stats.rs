@@ -2,8 +2,9 @@
 //! figures when one answers, otherwise read here without the writer's lock
 //! (a snapshot that may trail a running writer slightly).
 //!
-//! Both paths produce the same JSON object, and the text form is printed
-//! from that object, so the two cannot drift apart.
+//! Both paths produce weir-view's [`LogStats`], and the text form is
+//! printed from it ([`weir_view::log_stats::text`]), so the two cannot
+//! drift apart.
 
 use std::io::Write;
 
@@ -12,104 +13,47 @@ use serde::Deserialize;
 use serde_json::Value;
 use weir_log::fs::StdFs;
 
-use super::log_consumer::{ConsumerRow, read_list};
+use super::log_consumer::read_list;
 use crate::daemon::{Route, print_json_line};
 use crate::state_dir::StateDir;
-use weir_view::consumer::consumer_json;
+use weir_view::consumer::Consumer;
+use weir_view::log_stats::{self, LogStats};
 
 pub(super) fn stats(route: &Route, state: &StateDir, json: bool) -> Result<()> {
-    let v = match route.log_client()? {
+    // As a map: `--json` prints every field the daemon sent, those of a
+    // newer daemon included.
+    let v: Value = match route.log_client()? {
         Some(mut client) => client
             .get_json("/v1/log/stats")
             .context("asking the daemon for the log's figures")?,
-        None => direct(state)?,
+        None => serde_json::to_value(direct(state)?)?,
     };
     if json {
-        print_json_line(&v)
-    } else {
-        print_text(&v)
+        return print_json_line(&v);
     }
+    let s = LogStats::deserialize(&v).context("the log's figures")?;
+    let mut out = crate::stdout::lock();
+    out.write_all(log_stats::text(&s).as_bytes())?;
+    out.flush()?;
+    Ok(())
 }
 
 /// The figures, read from the log directory.
-fn direct(state: &StateDir) -> Result<Value> {
+fn direct(state: &StateDir) -> Result<LogStats> {
     let dir = state.existing_log_dir()?;
     let s = weir_log::inspect(&StdFs, &dir).context("reading the log")?;
     let consumers = read_list(state)?;
-    Ok(serde_json::json!({
-        "dir": dir.display().to_string(),
-        "segments": s.segments,
-        "bytes": s.bytes,
-        "allocated_bytes": s.allocated,
-        "spare_bytes": s.spare_bytes,
-        "first_index": s.first_index,
-        "last_index": s.last_index,
-        "records": s.records(),
-        "consumers": consumers.iter().map(consumer_json).collect::<Vec<_>>(),
+    Ok(LogStats {
+        dir: dir.display().to_string(),
+        segments: s.segments as u64,
+        bytes: s.bytes,
+        allocated_bytes: s.allocated,
+        spare_bytes: s.spare_bytes,
+        first_index: s.first_index,
+        last_index: s.last_index,
+        records: s.records(),
+        consumers: consumers.iter().map(Consumer::from).collect(),
         // Only the writer knows.
-        "poisoned": null,
-    }))
-}
-
-/// The JSON object's fields that the text form shows.
-#[derive(Deserialize)]
-struct Figures {
-    dir: String,
-    segments: u64,
-    bytes: u64,
-    allocated_bytes: u64,
-    /// Absent from a daemon older than the field.
-    #[serde(default)]
-    spare_bytes: u64,
-    first_index: u64,
-    last_index: u64,
-    records: u64,
-    consumers: Vec<ConsumerRow>,
-    /// `None`: unknown (read without the writer, or an older daemon).
-    #[serde(default)]
-    poisoned: Option<bool>,
-}
-
-fn print_text(v: &Value) -> Result<()> {
-    let s = Figures::deserialize(v).context("the log's figures")?;
-    let mut out = crate::stdout::lock();
-    writeln!(out, "log:          {}", s.dir)?;
-    if s.poisoned == Some(true) {
-        writeln!(
-            out,
-            "state:        POISONED: an fsync failed, so writes are refused \
-             until the log is reopened (restart the daemon)"
-        )?;
-    }
-    writeln!(out, "segments:     {}", s.segments)?;
-    writeln!(
-        out,
-        "bytes:        {} (allocated on disk: {})",
-        s.bytes, s.allocated_bytes
-    )?;
-    if s.spare_bytes > 0 {
-        writeln!(
-            out,
-            "spare:        {} bytes (the next segment, zero-filled ahead)",
-            s.spare_bytes
-        )?;
-    }
-    writeln!(out, "first index:  {}", s.first_index)?;
-    writeln!(out, "last index:   {}", s.last_index)?;
-    writeln!(out, "records:      {}", s.records)?;
-    writeln!(out, "consumers:    {}", s.consumers.len())?;
-    for c in &s.consumers {
-        writeln!(
-            out,
-            "  {} (id {}): cleared {}, lag {}, idle {} s, mask {}",
-            c.name,
-            c.id,
-            c.cleared,
-            c.lag,
-            c.idle_secs(),
-            c.mask
-        )?;
-    }
-    out.flush()?;
-    Ok(())
+        poisoned: None,
+    })
 }

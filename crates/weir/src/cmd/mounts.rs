@@ -9,13 +9,13 @@
 use std::io::Write;
 
 use anyhow::{Context, Result};
-use serde::Deserialize;
 use weir_client::{Client, PathQuery};
 use weir_mounts::{Backend, BackendChoice};
 
 use crate::cli::MountsListArgs;
 use crate::daemon::{Route, copy_listing};
 use weir_view::chain::error_chain;
+use weir_view::status::Status;
 use weir_view::{mounts_json, mounts_table};
 
 pub(super) fn list(route: &Route, args: &MountsListArgs) -> Result<()> {
@@ -63,18 +63,6 @@ fn via_daemon(client: &mut Client, args: &MountsListArgs) -> Result<bool> {
     copy_listing(client, &target, "the mount table")
 }
 
-/// What `GET /v1/status` says of the mount tracker.
-#[derive(Deserialize)]
-struct Status {
-    mounts: Option<MountsStatus>,
-}
-
-#[derive(Deserialize)]
-struct MountsStatus {
-    backend: String,
-    fallback_reason: Option<String>,
-}
-
 /// `--verbose` through the daemon: its tracker's backend, and why it fell
 /// back, on stderr.
 fn say_daemon_backend(client: &mut Client) -> Result<()> {
@@ -82,15 +70,16 @@ fn say_daemon_backend(client: &mut Client) -> Result<()> {
         .get_json("/v1/status")
         .context("asking the daemon for its mount backend")?;
     let socket = client.socket().display();
-    match status.mounts {
-        Some(MountsStatus {
-            backend,
-            fallback_reason: Some(why),
-        }) => eprintln!(
+    let Some(m) = status.mounts else {
+        eprintln!("weir: backend: none (the daemon on {socket} tracks no mounts)");
+        return Ok(());
+    };
+    let backend = m.backend.as_deref().unwrap_or("?");
+    match m.fallback_reason {
+        Some(why) => eprintln!(
             "weir: backend: {backend} (the daemon on {socket}; fanotify unavailable: {why})"
         ),
-        Some(m) => eprintln!("weir: backend: {} (the daemon on {socket})", m.backend),
-        None => eprintln!("weir: backend: none (the daemon on {socket} tracks no mounts)"),
+        None => eprintln!("weir: backend: {backend} (the daemon on {socket})"),
     }
     Ok(())
 }

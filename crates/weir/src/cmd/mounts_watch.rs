@@ -18,9 +18,9 @@ use weir_mounts::{Change, OnChange, Tracker, TrackerOptions};
 use super::foreground::{close_log, print_line};
 use super::mounts::fallback_note;
 use crate::cli::MountsWatchArgs;
-use crate::mounts_line::change_line;
 use crate::signals;
 use crate::state_dir::StateDir;
+use weir_view::mounts_line::change_line;
 
 pub(super) fn watch(state: &StateDir, args: &MountsWatchArgs) -> Result<()> {
     // Handlers first, as in `weir run`: a signal must stop us cleanly.

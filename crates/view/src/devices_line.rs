@@ -1,4 +1,5 @@
-//! The line `weir devices watch` prints per change.
+//! The line `weir devices watch` prints per change of the device tracker:
+//! a change's text form, kept here with the other forms of weir's objects.
 //!
 //! ```text
 //! DEVICE_ADD loop5 7:5 size=0 ro=0 type=loop
@@ -17,17 +18,17 @@
 //! ```
 //!
 //! A change found by a whole re-read ends in ` (scan)`. Values use the
-//! log's text escaping ([`weir_view::bytes::escape`]), so a line stays one line.
+//! log's text escaping ([`escape`]), so a line stays one line.
 
 use std::fmt::Write as _;
 
 use weir_devices::change::attributes;
 use weir_devices::{Change, ChangeKind};
 
-use weir_view::bytes::escape;
+use crate::bytes::escape;
 
 /// One change as a line, without the newline.
-pub(crate) fn change_line(c: &Change) -> String {
+pub fn change_line(c: &Change) -> String {
     let mut s = c.name().to_owned();
     match &c.kind {
         ChangeKind::DeviceAdd(d) => {

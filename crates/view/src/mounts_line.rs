@@ -1,4 +1,5 @@
-//! The line `weir mounts watch` prints per change.
+//! The line `weir mounts watch` prints per change of the mount tracker:
+//! a change's text form, kept here with the table and JSON forms of mounts.
 //!
 //! ```text
 //! ATTACH 2147483700 /mnt/x tmpfs tmpfs rw,relatime
@@ -7,18 +8,18 @@
 //! CHANGE 2147483700 /mnt/y options,super: options=ro,relatime super=ro,size=1024k
 //! ```
 //!
-//! Paths use the log's text escaping ([`weir_view::bytes::escape`]), so a line
+//! Paths use the log's text escaping ([`escape`]), so a line
 //! stays one line and shows every byte, as in `weir log tail`.
 
 use std::fmt::Write as _;
 
 use weir_mounts::{Attrs, Change, ChangeKind};
 
-use weir_view::bytes::escape;
-use weir_view::mounts_table::propagation_word;
+use crate::bytes::escape;
+use crate::mounts_table::propagation_word;
 
 /// One change as a line, without the newline.
-pub(crate) fn change_line(c: &Change) -> String {
+pub fn change_line(c: &Change) -> String {
     let mut s = format!("{} {}", c.name(), c.id());
     match &c.kind {
         ChangeKind::Attach(m) => {
