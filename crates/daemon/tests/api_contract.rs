@@ -143,13 +143,16 @@ fn cases(max_body: usize) -> Vec<Case> {
         case("DELETE", one, "/v1/log/consumers/c1", ""),
         case("DELETE", one, "/v1/log/consumers/%ff", ""),
         case("POST", "/v1/sync", "/v1/sync", ""),
+        case("POST", "/v1/sync", "/v1/sync?x=1", ""),
         refused("POST", "/v1/sync", "/v1/sync", ""),
         case("GET", "/v1/status", "/v1/status", ""),
         case("GET", "/v1/status", "/v1/status?verbose=1", ""),
         refused("GET", "/v1/status", "/v1/status", ""),
         case("GET", "/metrics", "/metrics", ""),
+        case("GET", "/metrics", "/metrics?x=1", ""),
         refused("GET", "/metrics", "/metrics", ""),
         case("GET", "/v1/openapi.yaml", "/v1/openapi.yaml", ""),
+        case("GET", "/v1/openapi.yaml", "/v1/openapi.yaml?x=1", ""),
         refused("GET", "/v1/openapi.yaml", "/v1/openapi.yaml", ""),
     ]);
     v

@@ -83,9 +83,11 @@ pub(crate) async fn get(
 /// `POST /v1/log/consumers`: 201 `{"id","name"}`.
 pub(crate) async fn register(
     State(ctx): State<Arc<Ctx>>,
+    RawQuery(q): RawQuery,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
+    parse_empty(q.as_deref()).map_err(bad_query)?;
     let req: RegisterRequest = body::json(&headers, body, ctx.state.limits.max_body_bytes).await?;
     let mask = match &req.mask {
         Some(m) => TypeMask::parse(m)?,
@@ -104,10 +106,12 @@ pub(crate) async fn register(
 pub(crate) async fn clear(
     State(ctx): State<Arc<Ctx>>,
     p: Result<Path<String>, PathRejection>,
+    RawQuery(q): RawQuery,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
     let name = name(p)?;
+    parse_empty(q.as_deref()).map_err(bad_query)?;
     let req: ClearRequest =
         body::json_or_default(&headers, body, ctx.state.limits.max_body_bytes).await?;
     let c = blocking(&ctx, move |log| log.clear(&name, req.index)).await?;
@@ -118,8 +122,10 @@ pub(crate) async fn clear(
 pub(crate) async fn deregister(
     State(ctx): State<Arc<Ctx>>,
     p: Result<Path<String>, PathRejection>,
+    RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
     let name = name(p)?;
+    parse_empty(q.as_deref()).map_err(bad_query)?;
     let n = name.clone();
     blocking(&ctx, move |log| log.deregister(&n)).await?;
     tracing::info!(consumer = %name, "deregistered a consumer");

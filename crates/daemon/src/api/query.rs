@@ -152,17 +152,24 @@ fn format(p: &mut Params) -> Result<Format, QueryError> {
     p.take("format").map_or(Ok(Format::Json), |v| v.parse())
 }
 
+/// `true` or `false`, the spellings of the document's booleans; `1` and
+/// `0` are not taken, so that one request has one spelling.
 fn boolean(name: &'static str, v: &str) -> Result<bool, QueryError> {
     match v {
-        "true" | "1" => Ok(true),
-        "false" | "0" => Ok(false),
+        "true" => Ok(true),
+        "false" => Ok(false),
         _ => Err(bad(name, "expected true or false")),
     }
 }
 
+/// Decimal digits only: `u64::from_str` also takes a leading `+`, which
+/// no integer of the document is written with.
 fn number(name: &'static str, v: &str) -> Result<u64, QueryError> {
-    v.parse()
-        .map_err(|_| bad(name, "expected a whole number from 0 to 2^64-1"))
+    let wrong = || bad(name, "expected a whole number from 0 to 2^64-1");
+    if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(wrong());
+    }
+    v.parse().map_err(|_| wrong())
 }
 
 /// `GET /v1/mounts`: `format`, `columns`.
@@ -322,8 +329,19 @@ mod tests {
         let d = RecordsQuery::parse(None).unwrap();
         assert_eq!((d.from, d.follow, d.format), (None, false, Format::Json));
 
+        // Numbers in digits (leading zeros are still digits), booleans as
+        // true or false.
+        let q = RecordsQuery::parse(Some("from=007&follow=false")).unwrap();
+        assert_eq!((q.from, q.follow), (Some(7), false));
         for bad in [
             "from=-1",
+            "from=+1",
+            "from=",
+            "limit=+0",
+            "limit=1.0",
+            "follow=1",
+            "follow=0",
+            "follow=TRUE",
             "from=x",
             "from=18446744073709551616",
             "follow=yes",

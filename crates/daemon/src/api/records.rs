@@ -19,7 +19,7 @@ use super::context::Ctx;
 use super::cursor::Cursor;
 use super::error::{ApiError, Code, ERROR_TRAILER, json_response};
 use super::inventory::bad_query;
-use super::query::{Format, RecordsQuery};
+use super::query::{Format, RecordsQuery, parse_empty};
 use super::requests::AppendRequest;
 use super::tail::Tail;
 
@@ -128,9 +128,11 @@ fn check_range(from: u64, first: u64, last: u64) -> Result<(), ApiError> {
 /// `POST /v1/log/records`.
 pub(crate) async fn append(
     State(ctx): State<Arc<Ctx>>,
+    RawQuery(q): RawQuery,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
+    parse_empty(q.as_deref()).map_err(bad_query)?;
     let req: AppendRequest = body::json(&headers, body, ctx.state.limits.max_body_bytes).await?;
     // Check every record before appending any, so that a bad one in the
     // middle does not leave half a request in the log.

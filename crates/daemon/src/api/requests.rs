@@ -5,19 +5,27 @@
 //! forms records go out in (see `weir_view::bytes`): a name or a field
 //! value is a string when it is UTF-8, else an array of byte values; the
 //! target and parent ids are lowercase hex. Fields keep their order.
-//! The body's size is bounded before it is parsed (module `api::body`).
+//! Every object of a request is a JSON object: serde's derived structs
+//! would also take an array of the members' values in order, which the
+//! API does not document and nobody should depend on. A whole number may
+//! be written `2.0` or `2e0` as well as `2`: JSON Schema, which the
+//! document's schemas are, calls each the integer 2, and a client whose
+//! numbers are all floats writes them so; `2.5` is refused. The body's
+//! size is bounded before it is parsed (module `api::body`).
 
 use std::collections::HashSet;
 use std::fmt;
+use std::marker::PhantomData;
 
 use serde::Deserialize;
+use serde::de::value::MapAccessDeserializer;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use weir_log::codec::MAX_FIELDS;
 use weir_log::{Field, Record, RecordType};
 
 /// `POST /v1/log/records`.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, remote = "Self")]
 pub struct AppendRequest {
     /// The records, appended in this order.
     pub records: Vec<NewRecord>,
@@ -28,13 +36,13 @@ pub struct AppendRequest {
 
 /// One record to append.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, remote = "Self")]
 pub struct NewRecord {
     /// Its type: a name (`"MARK"`), a number, or a number as a string.
     #[serde(rename = "type")]
     pub kind: Kind,
     /// Flags.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "whole_u16")]
     pub flags: u16,
     /// The target id, hex.
     #[serde(default)]
@@ -77,22 +85,123 @@ impl NewRecord {
 
 /// `POST /v1/log/consumers`.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, remote = "Self")]
 pub struct RegisterRequest {
     /// The consumer's name.
     pub name: String,
-    /// The types it reads (`all,-MARK`); every type when absent.
-    #[serde(default)]
+    /// The types it reads (`all,-MARK`); every type when absent (`null`
+    /// is refused: the document's mask is a string).
+    #[serde(default, deserialize_with = "some_string")]
     pub mask: Option<String>,
 }
 
 /// `POST /v1/log/consumers/{name}/clear`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, remote = "Self")]
 pub struct ClearRequest {
     /// Clear up to this index; 0 (the default) clears everything so far.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "whole_u64")]
     pub index: u64,
+}
+
+/// A request object that is a JSON object only. The derive (with
+/// `remote = "Self"`) gives each type an inherent `deserialize` that also
+/// takes an array; the trait's reaches it only through a map.
+trait FromObject: Sized {
+    fn from_map<'de, A: MapAccess<'de>>(map: A) -> Result<Self, A::Error>;
+}
+
+struct ObjectOnly<T>(PhantomData<T>);
+
+impl<'de, T: FromObject> Visitor<'de> for ObjectOnly<T> {
+    type Value = T;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+        T::from_map(map)
+    }
+}
+
+macro_rules! object_only {
+    ($($t:ident),*) => {$(
+        impl FromObject for $t {
+            fn from_map<'de, A: MapAccess<'de>>(map: A) -> Result<Self, A::Error> {
+                $t::deserialize(MapAccessDeserializer::new(map))
+            }
+        }
+        impl<'de> Deserialize<'de> for $t {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<$t, D::Error> {
+                d.deserialize_map(ObjectOnly(PhantomData))
+            }
+        }
+    )*};
+}
+
+object_only!(AppendRequest, NewRecord, RegisterRequest, ClearRequest);
+
+/// A whole number from 0 to `max`: `2`, `2.0` or `2e0`.
+struct Whole {
+    max: u64,
+}
+
+impl Visitor<'_> for Whole {
+    type Value = u64;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "a whole number from 0 to {}", self.max)
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<u64, E> {
+        if v <= self.max {
+            Ok(v)
+        } else {
+            Err(E::invalid_value(de::Unexpected::Unsigned(v), &self))
+        }
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<u64, E> {
+        match u64::try_from(v) {
+            Ok(u) => self.visit_u64(u),
+            Err(_) => Err(E::invalid_value(de::Unexpected::Signed(v), &self)),
+        }
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<u64, E> {
+        // 2^64 is the first float past u64::MAX; every float from 2^53 up
+        // is whole, and converts exactly below 2^64.
+        if v.fract() == 0.0 && (0.0..18_446_744_073_709_551_616.0).contains(&v) {
+            self.visit_u64(v as u64)
+        } else {
+            Err(E::invalid_value(de::Unexpected::Float(v), &self))
+        }
+    }
+}
+
+fn whole<'de, D: Deserializer<'de>>(d: D, max: u64) -> Result<u64, D::Error> {
+    d.deserialize_any(Whole { max })
+}
+
+fn whole_u64<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    whole(d, u64::MAX)
+}
+
+fn whole_u16<'de, D: Deserializer<'de>>(d: D) -> Result<u16, D::Error> {
+    let v = whole(d, u16::MAX.into())?;
+    u16::try_from(v).map_err(|_| de::Error::custom("a whole number above 65535"))
+}
+
+/// A member that may be absent but, when given, is a string (not `null`).
+fn some_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    String::deserialize(d).map(Some)
+}
+
+/// One byte of an array of byte values.
+struct Byte(u8);
+
+impl<'de> Deserialize<'de> for Byte {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Byte, D::Error> {
+        let v = whole(d, u8::MAX.into())?;
+        u8::try_from(v)
+            .map(Byte)
+            .map_err(|_| de::Error::custom("a byte value above 255"))
+    }
 }
 
 /// A record type as JSON gives it.
@@ -116,6 +225,16 @@ impl<'de> Deserialize<'de> for Kind {
                 u16::try_from(v)
                     .map(|c| Kind(RecordType(c)))
                     .map_err(|_| E::invalid_value(de::Unexpected::Signed(v), &self))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Kind, E> {
+                let code = Whole {
+                    max: u16::MAX.into(),
+                }
+                .visit_f64::<E>(v);
+                match code {
+                    Ok(c) => self.visit_u64(c),
+                    Err(_) => Err(E::invalid_value(de::Unexpected::Float(v), &self)),
+                }
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Kind, E> {
                 RecordType::parse(v)
@@ -146,7 +265,7 @@ impl<'de> Deserialize<'de> for ByteString {
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ByteString, A::Error> {
                 // The hint comes from the input: cap it.
                 let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
-                while let Some(b) = seq.next_element::<u8>()? {
+                while let Some(Byte(b)) = seq.next_element()? {
                     out.push(b);
                 }
                 Ok(ByteString(out))
@@ -276,6 +395,77 @@ mod tests {
         assert!(parse::<RegisterRequest>(br#"{"name":3}"#).is_err());
         assert!(parse::<ClearRequest>(br#"{"index":"3"}"#).is_err());
         assert_eq!(parse::<ClearRequest>(b"{}").unwrap().index, 0);
+    }
+
+    #[test]
+    fn every_request_object_is_a_json_object_never_an_array() {
+        // serde's derived structs take an array of the members' values in
+        // order too: `[5]` was a clear up to 5, `[]` a clear of everything.
+        let e = parse::<ClearRequest>(b"[]").unwrap_err();
+        assert!(e.to_string().contains("expected a JSON object"), "{e}");
+        assert!(parse::<ClearRequest>(b"[5]").is_err());
+        assert!(parse::<RegisterRequest>(br#"["c1"]"#).is_err());
+        assert!(parse::<AppendRequest>(br#"[[{"type":"MARK"}]]"#).is_err());
+        assert!(parse::<AppendRequest>(br#"{"records":[["MARK"]]}"#).is_err());
+        // Objects still read as before, unknown members still refused.
+        assert_eq!(parse::<ClearRequest>(br#"{"index":5}"#).unwrap().index, 5);
+        assert!(parse::<ClearRequest>(br#"{"index":5,"x":1}"#).is_err());
+        let r: RegisterRequest = parse(br#"{"name":"c1","mask":"MARK"}"#).unwrap();
+        assert_eq!((r.name.as_str(), r.mask.as_deref()), ("c1", Some("MARK")));
+    }
+
+    #[test]
+    fn a_mask_is_a_string_or_absent_never_null() {
+        let r: RegisterRequest = parse(br#"{"name":"c1"}"#).unwrap();
+        assert_eq!(r.mask, None);
+        let e = parse::<RegisterRequest>(br#"{"name":"c1","mask":null}"#).unwrap_err();
+        assert!(e.to_string().contains("expected a string"), "{e}");
+    }
+
+    #[test]
+    fn whole_numbers_may_be_written_as_floats_but_fractions_are_refused() {
+        // JSON Schema's `integer` takes 2.0 and 2e0 (the document's
+        // schemas are JSON Schema); serde's u64 took neither.
+        assert_eq!(parse::<ClearRequest>(br#"{"index":2.0}"#).unwrap().index, 2);
+        assert_eq!(parse::<ClearRequest>(br#"{"index":2e0}"#).unwrap().index, 2);
+        let max = parse::<ClearRequest>(br#"{"index":18446744073709551615}"#).unwrap();
+        assert_eq!(max.index, u64::MAX);
+        for bad in [
+            &br#"{"index":2.5}"#[..],
+            br#"{"index":-1}"#,
+            br#"{"index":-1.0}"#,
+            br#"{"index":1.8446744073709552e19}"#,
+            br#"{"index":"2"}"#,
+        ] {
+            let e = parse::<ClearRequest>(bad).unwrap_err();
+            assert!(
+                e.to_string().contains("expected a whole number from 0 to"),
+                "{}: {e}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+        let r: AppendRequest = parse(
+            br#"{"records":[{"type":1.0,"flags":3e0,"name":[104.0,105],"fields":{"k":[255.0]}}]}"#,
+        )
+        .unwrap();
+        let rec = &r.records[0];
+        assert_eq!((rec.kind.0, rec.flags), (RecordType::CREAT, 3));
+        assert_eq!(rec.name.0, b"hi");
+        assert_eq!(rec.fields.0[0].1.0, [255]);
+        for bad in [
+            &br#"{"records":[{"type":1.5}]}"#[..],
+            br#"{"records":[{"type":65536.0}]}"#,
+            br#"{"records":[{"type":"MARK","flags":0.5}]}"#,
+            br#"{"records":[{"type":"MARK","flags":65536}]}"#,
+            br#"{"records":[{"type":"MARK","name":[256.0]}]}"#,
+            br#"{"records":[{"type":"MARK","fields":{"k":[0.5]}}]}"#,
+        ] {
+            assert!(
+                parse::<AppendRequest>(bad).is_err(),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
+        }
     }
 
     /// A record of `n` fields with distinct keys, as JSON.

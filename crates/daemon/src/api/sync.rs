@@ -8,13 +8,15 @@
 
 use std::sync::Arc;
 
-use axum::extract::State;
+use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use weir_view::chain::error_chain;
 
 use super::context::Ctx;
 use super::error::{ApiError, Code, json_response};
+use super::inventory::bad_query;
+use super::query::parse_empty;
 
 fn failed(what: &str, e: &(dyn std::error::Error + 'static)) -> ApiError {
     ApiError::new(
@@ -24,7 +26,11 @@ fn failed(what: &str, e: &(dyn std::error::Error + 'static)) -> ApiError {
 }
 
 /// The handler.
-pub(crate) async fn sync(State(ctx): State<Arc<Ctx>>) -> Result<Response, ApiError> {
+pub(crate) async fn sync(
+    State(ctx): State<Arc<Ctx>>,
+    RawQuery(q): RawQuery,
+) -> Result<Response, ApiError> {
+    parse_empty(q.as_deref()).map_err(bad_query)?;
     let mounts = ctx
         .state
         .mounts

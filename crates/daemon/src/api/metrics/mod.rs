@@ -10,11 +10,14 @@ mod text;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use axum::extract::State;
+use axum::extract::{RawQuery, State};
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 
 use super::context::Ctx;
+use super::error::ApiError;
+use super::inventory::bad_query;
+use super::query::parse_empty;
 use text::Out;
 
 /// Requests answered, by route pattern and status.
@@ -35,12 +38,16 @@ impl HttpCounters {
 }
 
 /// The handler.
-pub(crate) async fn metrics(State(ctx): State<Arc<Ctx>>) -> Response {
-    (
+pub(crate) async fn metrics(
+    State(ctx): State<Arc<Ctx>>,
+    RawQuery(q): RawQuery,
+) -> Result<Response, ApiError> {
+    parse_empty(q.as_deref()).map_err(bad_query)?;
+    Ok((
         [(CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
         render(&ctx),
     )
-        .into_response()
+        .into_response())
 }
 
 fn render(ctx: &Ctx) -> String {

@@ -1,0 +1,196 @@
+//! Where the daemon and `docs/openapi.yaml` used to part, one request
+//! each: the property test of the `weir` crate (`tests/api_contract.rs`)
+//! found these, and each answer here is the one both now agree on. Each
+//! case also checks what the document's schema says of the same input,
+//! so that neither side can drift back alone.
+
+mod api_support;
+
+use api_support::{as_root, plain};
+use serde_json::{Value as Json, json};
+use serde_yaml_ng::Value as Yaml;
+
+/// A validator for the document's schema at `pointer` (a JSON pointer
+/// into the document), with the rest of the document in reach of its
+/// `$ref`s.
+fn validator(pointer: &str) -> jsonschema::Validator {
+    let doc: Yaml = serde_yaml_ng::from_str(weir_daemon::api::OPENAPI_YAML).unwrap();
+    let mut root: Json = serde_json::to_value(doc).unwrap();
+    root["$schema"] = json!("https://json-schema.org/draft/2020-12/schema");
+    root["$ref"] = json!(format!("#{pointer}"));
+    jsonschema::validator_for(&root).unwrap()
+}
+
+const CONSUMER_NAME: &str = "/components/schemas/ConsumerName";
+const CLEAR: &str = "/components/schemas/ClearRequest";
+const APPEND: &str = "/components/schemas/AppendRequest";
+const REGISTER: &str = "/components/schemas/RegisterRequest";
+const LVM_COLUMNS: &str = "/components/schemas/LvmColumns";
+const MOUNT_COLUMNS: &str = "/paths/~1v1~1mounts/get/parameters/1/schema";
+
+#[tokio::test]
+async fn an_empty_consumer_name_is_refused_by_both() {
+    assert!(!validator(CONSUMER_NAME).is_valid(&json!("")));
+    assert!(!validator(REGISTER).is_valid(&json!({"name": ""})));
+    let fx = plain();
+    let r = weir_daemon::api::router(fx.state.clone());
+    as_root(&r, "POST", "/v1/log/consumers", r#"{"name":""}"#)
+        .await
+        .assert_error(400, "bad_request");
+    as_root(&r, "GET", "/v1/log/records?consumer=", "")
+        .await
+        .assert_error(400, "bad_request");
+}
+
+#[tokio::test]
+async fn an_empty_column_list_is_refused_by_both() {
+    assert!(!validator(MOUNT_COLUMNS).is_valid(&json!("")));
+    assert!(!validator(LVM_COLUMNS).is_valid(&json!("")));
+    assert!(!validator(LVM_COLUMNS).is_valid(&json!("pv_name,,pv_size")));
+    assert!(validator(LVM_COLUMNS).is_valid(&json!("+pv_uuid")));
+    // Refused before the trackers are asked (this daemon has none).
+    let fx = plain();
+    let r = weir_daemon::api::router(fx.state.clone());
+    for uri in [
+        "/v1/mounts?columns=",
+        "/v1/mounts?format=json&columns=",
+        "/v1/lvm/pvs?columns=",
+        "/v1/lvm/vgs?format=json&columns=",
+        "/v1/lvm/lvs?columns=%2B",
+    ] {
+        as_root(&r, "GET", uri, "")
+            .await
+            .assert_error(400, "bad_request");
+    }
+}
+
+#[tokio::test]
+async fn a_whole_index_written_as_a_float_clears_and_a_fraction_is_refused() {
+    // JSON Schema's integer: 2.0 is 2, 2.5 is no integer.
+    assert!(validator(CLEAR).is_valid(&json!({"index": 2.0})));
+    assert!(!validator(CLEAR).is_valid(&json!({"index": 2.5})));
+    let fx = plain();
+    // Registered first: a consumer starts after the last committed record.
+    fx.state
+        .log
+        .register("c", weir_log::TypeMask::all())
+        .unwrap();
+    api_support::append_marks(&fx.state.log, 3);
+    api_support::wait_committed(&fx.state.log, 3);
+    let r = weir_daemon::api::router(fx.state.clone());
+    let a = as_root(&r, "POST", "/v1/log/consumers/c/clear", r#"{"index":2.0}"#).await;
+    assert_eq!(a.status, 200, "{}", a.text());
+    assert_eq!(a.json()["cleared"], 2);
+    as_root(&r, "POST", "/v1/log/consumers/c/clear", r#"{"index":2.5}"#)
+        .await
+        .assert_error(400, "bad_request");
+}
+
+#[tokio::test]
+async fn an_array_body_is_refused_where_the_document_wants_an_object() {
+    assert!(!validator(CLEAR).is_valid(&json!([])));
+    let fx = plain();
+    fx.state
+        .log
+        .register("c", weir_log::TypeMask::all())
+        .unwrap();
+    let r = weir_daemon::api::router(fx.state.clone());
+    for (uri, body) in [
+        ("/v1/log/consumers/c/clear", "[]"),
+        ("/v1/log/consumers/c/clear", "[0]"),
+        ("/v1/log/consumers", r#"["c2"]"#),
+        ("/v1/log/records", r#"[[{"type":"MARK"}]]"#),
+        ("/v1/log/records", r#"{"records":[["MARK"]]}"#),
+    ] {
+        let a = as_root(&r, "POST", uri, body).await;
+        a.assert_error(400, "bad_request");
+        assert!(a.text().contains("expected a JSON object"), "{}", a.text());
+    }
+}
+
+#[tokio::test]
+async fn byte_values_written_as_floats_are_bytes() {
+    let body =
+        json!({"records": [{"type": "MARK", "name": [104.0, 105], "fields": {"k": [255.0]}}]});
+    assert!(validator(APPEND).is_valid(&body));
+    let fx = plain();
+    let r = weir_daemon::api::router(fx.state.clone());
+    let a = as_root(&r, "POST", "/v1/log/records", body.to_string()).await;
+    assert_eq!(a.status, 200, "{}", a.text());
+    api_support::wait_committed(&fx.state.log, 1);
+    let back = as_root(&r, "GET", "/v1/log/records", "").await;
+    let rec: Json = serde_json::from_str(back.text().lines().next().unwrap()).unwrap();
+    assert_eq!(
+        (&rec["name"], &rec["fields"]["k"]),
+        (&json!("hi"), &json!([255]))
+    );
+    let bad = json!({"records": [{"type": "MARK", "fields": {"k": [0.5]}}]});
+    assert!(!validator(APPEND).is_valid(&bad));
+    as_root(&r, "POST", "/v1/log/records", bad.to_string())
+        .await
+        .assert_error(400, "bad_request");
+}
+
+#[tokio::test]
+async fn a_null_mask_is_refused_by_both() {
+    assert!(!validator(REGISTER).is_valid(&json!({"name": "c", "mask": null})));
+    let fx = plain();
+    let r = weir_daemon::api::router(fx.state.clone());
+    as_root(
+        &r,
+        "POST",
+        "/v1/log/consumers",
+        r#"{"name":"c","mask":null}"#,
+    )
+    .await
+    .assert_error(400, "bad_request");
+}
+
+#[tokio::test]
+async fn query_booleans_are_true_or_false_and_numbers_digits() {
+    let fx = plain();
+    let r = weir_daemon::api::router(fx.state.clone());
+    for uri in [
+        "/v1/log/records?follow=1",
+        "/v1/log/records?follow=0",
+        "/v1/log/records?from=%2B1",
+        "/v1/log/records?limit=1.0",
+    ] {
+        as_root(&r, "GET", uri, "")
+            .await
+            .assert_error(400, "bad_request");
+    }
+    let a = as_root(&r, "GET", "/v1/log/records?follow=false&from=01", "").await;
+    assert_eq!(a.status, 200, "{}", a.text());
+}
+
+#[tokio::test]
+async fn every_route_refuses_an_unknown_query_parameter() {
+    let fx = plain();
+    fx.state
+        .log
+        .register("c", weir_log::TypeMask::all())
+        .unwrap();
+    let r = weir_daemon::api::router(fx.state.clone());
+    for (m, uri, body) in [
+        ("POST", "/v1/sync?x=1", ""),
+        ("GET", "/metrics?x=1", ""),
+        ("GET", "/v1/openapi.yaml?x=1", ""),
+        ("POST", "/v1/log/consumers?x=1", r#"{"name":"d"}"#),
+        ("POST", "/v1/log/consumers/c/clear?x=1", ""),
+        ("DELETE", "/v1/log/consumers/c?x=1", ""),
+        ("POST", "/v1/log/records?x=1", r#"{"records":[]}"#),
+    ] {
+        as_root(&r, m, uri, body)
+            .await
+            .assert_error(400, "bad_request");
+    }
+    // Nothing was done: the consumer is still there, none was added.
+    let list = as_root(&r, "GET", "/v1/log/consumers", "").await;
+    assert_eq!(
+        list.json().as_array().map(Vec::len),
+        Some(1),
+        "{}",
+        list.text()
+    );
+}
