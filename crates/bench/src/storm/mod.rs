@@ -18,7 +18,6 @@
 
 pub(crate) mod cpu;
 pub(crate) mod driver;
-mod exact;
 mod latency;
 mod measure;
 mod overflow;
