@@ -73,6 +73,27 @@ pub(crate) fn rerun_in_private_ns(bench: &str, inner: &str) -> Result<()> {
     Ok(())
 }
 
+/// The arguments of a hidden `*-inner` subcommand: its benchmark's, which
+/// [`rerun_in_private_ns`] passes through, and the caller's mount
+/// namespace.
+#[derive(clap::Args, Debug)]
+pub(crate) struct InPrivateNs<A: clap::Args> {
+    #[command(flatten)]
+    args: A,
+    /// The caller's mount namespace; mounting is refused if still in it.
+    #[arg(long)]
+    outer_ns: String,
+}
+
+impl<A: clap::Args> InPrivateNs<A> {
+    /// The benchmark's arguments, once this process is known to be in a
+    /// mount namespace other than the caller's.
+    pub(crate) fn enter(self) -> Result<A> {
+        ensure_private_ns(&self.outer_ns)?;
+        Ok(self.args)
+    }
+}
+
 /// Fails unless this process is in a mount namespace other than
 /// `outer_ns`, so that nothing it mounts reaches the host.
 pub(crate) fn ensure_private_ns(outer_ns: &str) -> Result<()> {
