@@ -383,7 +383,11 @@ impl Fleet {
     /// Copies member `of`'s image into spare slot `spare` (block for block:
     /// the same PV uuid and metadata) and attaches it.
     pub fn attach_copy(&mut self, spare: usize, of: usize) -> Result<String> {
-        assert!(spare >= self.members && of < self.members);
+        if spare < self.members || of >= self.members {
+            return Err(Error::Unexpected(format!(
+                "a copy goes from a member to a spare, not from slot {of} to slot {spare}"
+            )));
+        }
         std::fs::copy(&self.slots[of].file, &self.slots[spare].file)
             .map_err(Error::io("copy a PV image"))?;
         self.attach(spare)
