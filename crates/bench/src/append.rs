@@ -106,6 +106,29 @@ fn record_parts(t: usize) -> Result<([u8; 8], Vec<u8>)> {
     Ok((parent, name))
 }
 
+/// One writer of a timed run: thread `t` appends its record of
+/// `RECORD_BYTES` with `append`, `batch` at a time between looks at the
+/// clock, until the run stops; returns how many it appended.
+#[inline]
+fn writer(
+    t: usize,
+    ticket: &Ticket<'_>,
+    batch: u64,
+    append: impl Fn(&Record<'_>) -> Result<()>,
+) -> Result<u64> {
+    let (parent, name) = record_parts(t)?;
+    let rec = Record::new(RecordType::CREAT).parent(&parent).name(&name);
+    let mut count = 0u64;
+    ticket.ready();
+    while !ticket.stopped() {
+        for _ in 0..batch {
+            append(&rec)?;
+        }
+        count += batch;
+    }
+    Ok(count)
+}
+
 struct DefaultRun {
     per_s: f64,
     cpu_ns: f64,
@@ -117,20 +140,11 @@ struct DefaultRun {
 fn default_once(base: &Path, opts: &Options, n: usize, secs: f64, k: usize) -> Result<DefaultRun> {
     let dir = base.join(format!("default{k}-{n}t"));
     let log = Log::open(&dir, opts.clone())?;
-    let work = |t: usize, ticket: &Ticket<'_>| -> Result<u64> {
-        let (parent, name) = record_parts(t)?;
-        let rec = Record::new(RecordType::CREAT).parent(&parent).name(&name);
-        let mut count = 0u64;
-        ticket.ready();
-        while !ticket.stopped() {
-            for _ in 0..64 {
-                let _ = log.append(&rec)?;
-            }
-            count += 64;
-        }
-        Ok(count)
-    };
-    let r = timed::run_for(n, secs, work)?;
+    let r = timed::run_for(n, secs, |t, ticket| {
+        writer(t, ticket, 64, |rec| {
+            log.append(rec).map(drop).map_err(Into::into)
+        })
+    })?;
     let (records, elapsed) = (r.count, r.elapsed_s);
     let t = Instant::now();
     log.sync()?;
@@ -165,18 +179,11 @@ struct DurableRun {
 fn durable_weir(base: &Path, opts: &Options, w: usize, secs: f64, k: usize) -> Result<DurableRun> {
     let dir = base.join(format!("durable{k}-{w}w"));
     let log = Log::open(&dir, opts.clone())?;
-    let work = |t: usize, ticket: &Ticket<'_>| -> Result<u64> {
-        let (parent, name) = record_parts(t)?;
-        let rec = Record::new(RecordType::CREAT).parent(&parent).name(&name);
-        let mut count = 0u64;
-        ticket.ready();
-        while !ticket.stopped() {
-            log.append_durable(&rec)?;
-            count += 1;
-        }
-        Ok(count)
-    };
-    let r = timed::run_for(w, secs, work)?;
+    let r = timed::run_for(w, secs, |t, ticket| {
+        writer(t, ticket, 1, |rec| {
+            log.append_durable(rec).map(drop).map_err(Into::into)
+        })
+    })?;
     let (records, elapsed) = (r.count, r.elapsed_s);
     let st = log.stats();
     log.close()?;
@@ -193,18 +200,9 @@ fn durable_weir(base: &Path, opts: &Options, w: usize, secs: f64, k: usize) -> R
 fn durable_mutex(base: &Path, w: usize, secs: f64, k: usize) -> Result<f64> {
     let path = base.join(format!("mutex{k}-{w}w.log"));
     let mlog = MutexLog::create(&path)?;
-    let work = |t: usize, ticket: &Ticket<'_>| -> Result<u64> {
-        let (parent, name) = record_parts(t)?;
-        let rec = Record::new(RecordType::CREAT).parent(&parent).name(&name);
-        let mut count = 0u64;
-        ticket.ready();
-        while !ticket.stopped() {
-            mlog.append(&rec, true)?;
-            count += 1;
-        }
-        Ok(count)
-    };
-    let r = timed::run_for(w, secs, work)?;
+    let r = timed::run_for(w, secs, |t, ticket| {
+        writer(t, ticket, 1, |rec| mlog.append(rec, true))
+    })?;
     let (records, elapsed) = (r.count, r.elapsed_s);
     if mlog.records() != records {
         bail!(

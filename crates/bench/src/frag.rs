@@ -297,11 +297,11 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let mnt = tmp.path().join("mnt");
     std::fs::create_dir(&mnt)?;
     // Declared after `tmp`, so it is detached before the image is removed.
-    let dev = LoopDev::attach(&img)?;
+    let dev = LoopDev::attach_direct(&img)?;
     println!(
         "  image {} (2 GiB sparse) on {}, direct I/O {}",
         img.display(),
-        dev.path(),
+        dev.path().display(),
         if dev.direct_io() { "on" } else { "off" }
     );
     println!("  weir segment size {seg} bytes ({} MiB)", seg >> 20);

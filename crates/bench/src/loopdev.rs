@@ -1,6 +1,7 @@
-//! Privileged scaffolding for `frag`, `mount-storm` and `lvm`: finding the
-//! tools, loop devices over sparse images, `mkfs.btrfs`, and mounts confined
-//! to a private mount namespace.
+//! Privileged scaffolding for `frag`, `mount-storm`, `lvm` and `daemon`:
+//! `mkfs.btrfs`, and mounts confined to a private mount namespace. Finding
+//! the tools, running them and the loop device guard are weir-lvmfleet's,
+//! shared with the tests, and re-exported here.
 //!
 //! The host must be left as found, even on error: the loop device and the
 //! mount are guards that undo themselves on drop. Mounting happens only in a
@@ -11,166 +12,25 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
-/// Whether this process runs as root.
-pub(crate) fn is_root() -> bool {
-    rustix::process::geteuid().is_root()
-}
-
-/// Finds an executable in `$PATH` or the sbin directories.
-pub(crate) fn find_tool(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain(["/usr/sbin", "/sbin", "/usr/bin", "/bin"].map(PathBuf::from))
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
-}
-
-/// Runs a command and fails with its stderr if it fails.
-pub(crate) fn run_tool(cmd: &mut Command) -> Result<Output> {
-    let out = cmd
-        .stdin(Stdio::null())
-        .output()
-        .with_context(|| format!("run {cmd:?}"))?;
-    if !out.status.success() {
-        bail!(
-            "{cmd:?} failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(out)
-}
-
-/// A loop device this process attached; detached on drop.
-#[derive(Debug)]
-pub(crate) struct LoopDev {
-    path: String,
-    direct_io: bool,
-    /// The backing file, as the kernel names it, to recognise the device
-    /// as still ours before detaching it.
-    image: PathBuf,
-    /// No message on a successful detach (`lvm` detaches a thousand).
-    quiet: bool,
-}
-
-impl LoopDev {
-    /// Attaches `image` to a free loop device, with direct I/O if the kernel
-    /// allows it (as the fragmentation anchor does).
-    pub(crate) fn attach(image: &Path) -> Result<LoopDev> {
-        let mut direct_io = true;
-        let out = run_tool(
-            Command::new("losetup")
-                .args(["-f", "--show", "--direct-io=on"])
-                .arg(image),
-        )
-        .or_else(|e| {
-            eprintln!("  losetup with --direct-io=on failed ({e:#}); retrying without");
-            direct_io = false;
-            run_tool(Command::new("losetup").args(["-f", "--show"]).arg(image))
-        })?;
-        LoopDev::from_losetup(&out, image, direct_io, false)
-    }
-
-    /// Attaches `image` to a free loop device the plain way (`losetup
-    /// --show -f`, buffered I/O), as a disk appears to the kernel; detached
-    /// without a message.
-    pub(crate) fn attach_plain(image: &Path) -> Result<LoopDev> {
-        let out = run_tool(Command::new("losetup").args(["--show", "-f"]).arg(image))?;
-        LoopDev::from_losetup(&out, image, false, true)
-    }
-
-    fn from_losetup(out: &Output, image: &Path, direct_io: bool, quiet: bool) -> Result<LoopDev> {
-        let path = std::str::from_utf8(&out.stdout)?.trim().to_owned();
-        if !path.starts_with("/dev/loop") {
-            bail!("losetup printed {path:?}, not a loop device");
-        }
-        // The kernel shows the absolute path the file was opened by.
-        let image = std::fs::canonicalize(image).unwrap_or_else(|_| image.to_path_buf());
-        Ok(LoopDev {
-            path,
-            direct_io,
-            image,
-            quiet,
-        })
-    }
-
-    /// The device path, `/dev/loopN`.
-    pub(crate) fn path(&self) -> &str {
-        &self.path
-    }
-
-    /// Whether direct I/O is on.
-    pub(crate) fn direct_io(&self) -> bool {
-        self.direct_io
-    }
-
-    /// The kernel name, `loopN`, under `/sys/block`.
-    pub(crate) fn name(&self) -> &str {
-        self.path.trim_start_matches("/dev/")
-    }
-
-    /// Whether the kernel still shows our image behind the device: a device
-    /// detached by someone else may since have been given to another user.
-    pub(crate) fn holds_image(&self) -> bool {
-        let p = format!("/sys/block/{}/loop/backing_file", self.name());
-        std::fs::read_to_string(p).is_ok_and(|s| {
-            let s = s.trim_end_matches('\n');
-            let s = s.strip_suffix(" (deleted)").unwrap_or(s);
-            Path::new(s) == self.image
-        })
-    }
-}
-
-impl Drop for LoopDev {
-    fn drop(&mut self) {
-        if !self.holds_image() {
-            eprintln!(
-                "  not detaching {}: {} is no longer behind it",
-                self.path,
-                self.image.display()
-            );
-            return;
-        }
-        // A mount from a namespace that just exited can hold the device for
-        // a moment; losetup -d then marks it autoclear, or we retry.
-        for _ in 0..20 {
-            match run_tool(Command::new("losetup").arg("-d").arg(&self.path)) {
-                Ok(_) => {
-                    if !self.quiet {
-                        eprintln!("  detached {}", self.path);
-                    }
-                    return;
-                }
-                Err(e) => {
-                    eprintln!("  losetup -d {}: {e:#}; retrying", self.path);
-                    std::thread::sleep(Duration::from_millis(500));
-                }
-            }
-        }
-        eprintln!(
-            "  WARNING: could not detach {}; run: losetup -d {}",
-            self.path, self.path
-        );
-    }
-}
+pub(crate) use weir_lvmfleet::{LoopDev, find_tool, is_root, run_tool};
 
 /// Makes a fresh btrfs on `dev`, retrying while the device is still busy
 /// from a mount that is going away.
-pub(crate) fn mkfs_btrfs(dev: &str) -> Result<()> {
+pub(crate) fn mkfs_btrfs(dev: &Path) -> Result<()> {
     let mut last = None;
     for _ in 0..60 {
-        match run_tool(Command::new("mkfs.btrfs").args(["-f", "-q", dev])) {
+        match run_tool(Command::new("mkfs.btrfs").args(["-f", "-q"]).arg(dev)) {
             Ok(_) => return Ok(()),
             Err(e) => last = Some(e),
         }
         std::thread::sleep(Duration::from_millis(500));
     }
-    Err(last.expect("tried at least once"))
+    Err(last.expect("tried at least once").into())
 }
 
 /// The identity of this process's mount namespace.
@@ -211,6 +71,27 @@ pub(crate) fn rerun_in_private_ns(bench: &str, inner: &str) -> Result<()> {
         bail!("{bench} in a private mount namespace failed ({st})");
     }
     Ok(())
+}
+
+/// The arguments of a hidden `*-inner` subcommand: its benchmark's, which
+/// [`rerun_in_private_ns`] passes through, and the caller's mount
+/// namespace.
+#[derive(clap::Args, Debug)]
+pub(crate) struct InPrivateNs<A: clap::Args> {
+    #[command(flatten)]
+    args: A,
+    /// The caller's mount namespace; mounting is refused if still in it.
+    #[arg(long)]
+    outer_ns: String,
+}
+
+impl<A: clap::Args> InPrivateNs<A> {
+    /// The benchmark's arguments, once this process is known to be in a
+    /// mount namespace other than the caller's.
+    pub(crate) fn enter(self) -> Result<A> {
+        ensure_private_ns(&self.outer_ns)?;
+        Ok(self.args)
+    }
 }
 
 /// Fails unless this process is in a mount namespace other than

@@ -3,14 +3,12 @@
 //! unaligned ranges with `O_DIRECT`, in 512-byte blocks, and the counter
 //! stays within the probe budget of 8 KiB.
 
-mod loopdev;
-
 use std::io::ErrorKind;
 use std::os::unix::fs::FileExt;
 
-use loopdev::LoopDev;
 use weir_devices::BlockReader;
 use weir_lvm::ReadAt;
+use weir_lvmfleet::LoopDev;
 
 const SIZE: usize = 1 << 20;
 
@@ -30,7 +28,7 @@ fn read(r: &BlockReader, offset: u64, len: usize) -> std::io::Result<Vec<u8>> {
 
 #[test]
 fn unaligned_direct_reads_on_a_loop_device() {
-    if let Some(why) = loopdev::unavailable() {
+    if let Some(why) = weir_lvmfleet::loop_unavailable() {
         eprintln!("skipping: {why}");
         return;
     }
@@ -42,7 +40,7 @@ fn unaligned_direct_reads_on_a_loop_device() {
         file.write_all_at(bytes, *off).unwrap();
     }
     file.sync_all().unwrap();
-    let dev = LoopDev::attach(&image, false);
+    let dev = LoopDev::attach(&image).expect("attach a loop device");
 
     let r = BlockReader::open(dev.path()).unwrap();
     assert_eq!(r.size(), SIZE as u64);

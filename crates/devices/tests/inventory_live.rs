@@ -7,13 +7,11 @@
 //! tests attach loop devices at the same time. These tests need root,
 //! losetup and lvm, and print `skipping: ...` without them.
 
-mod lvmfleet;
-
 use std::collections::BTreeMap;
 
-use lvmfleet::Fleet;
 use weir_devices::{DevNum, Filter, Inventory, Probe, Skip, Sysfs};
 use weir_lvm::assembly::{PvReport, VgReport};
+use weir_lvmfleet::Fleet;
 
 /// What the comparisons ask of `lvm vgs`.
 const VG_FIELDS: &str = "vg_name,vg_uuid,vg_seqno,pv_count,lv_count,vg_size,vg_free,\
@@ -27,7 +25,7 @@ const PV_FIELDS: &str = "pv_name,pv_uuid,vg_name,vg_uuid,pv_size,pv_free,dev_siz
 const PER_PV_BYTES: u64 = 8192;
 
 fn skipping() -> bool {
-    match lvmfleet::unavailable() {
+    match weir_lvmfleet::unavailable() {
         Some(why) => {
             eprintln!("skipping: {why}");
             true
@@ -112,7 +110,7 @@ fn scan_matches_lvm_and_reads_a_few_kib_per_pv() {
     if skipping() {
         return;
     }
-    let fleet = Fleet::build("par", &[0, 1, 2, 2], 1, 0);
+    let fleet = Fleet::build("par", &[0, 1, 2, 2], 1, 0).expect("make the fleet");
     let lvm_vgs = fleet.report("vgs", VG_FIELDS);
     let mut lvm_pvs = fleet.report("pvs", PV_FIELDS);
     lvm_pvs.sort_by(|a, b| a["pv_name"].cmp(&b["pv_name"]));
@@ -173,10 +171,10 @@ fn a_detached_pv_leaves_the_vg_incomplete_with_its_uuid_missing() {
     if skipping() {
         return;
     }
-    let mut fleet = Fleet::build("mis", &[1, 0, 2], 0, 0);
+    let mut fleet = Fleet::build("mis", &[1, 0, 2], 0, 0).expect("make the fleet");
     let lvm_pvs = fleet.report("pvs", PV_FIELDS);
     let gone = lvm_uuid(&lvm_pvs, &fleet.path(2));
-    fleet.detach(2);
+    fleet.detach(2).expect("detach");
 
     let inv = scan(&fleet);
     let vgs = inv.vgs();
@@ -203,7 +201,7 @@ fn a_detached_pv_leaves_the_vg_incomplete_with_its_uuid_missing() {
         e.probe
     );
 
-    fleet.attach(2);
+    fleet.attach(2).expect("attach");
     let inv = scan(&fleet);
     assert!(inv.vgs()[0].complete && inv.vgs()[0].missing.is_empty());
 }
@@ -213,12 +211,12 @@ fn a_copied_pv_is_flagged_duplicate_counted_once_and_never_merged() {
     if skipping() {
         return;
     }
-    let mut fleet = Fleet::build("dup", &[1, 2, 0], 0, 1);
+    let mut fleet = Fleet::build("dup", &[1, 2, 0], 0, 1).expect("make the fleet");
     let lvm_vgs = fleet.report("vgs", VG_FIELDS);
     let mut lvm_pvs = fleet.report("pvs", PV_FIELDS);
     lvm_pvs.sort_by(|a, b| a["pv_name"].cmp(&b["pv_name"]));
     let copied = lvm_uuid(&lvm_pvs, &fleet.path(1));
-    fleet.attach_copy(3, 1);
+    fleet.attach_copy(3, 1).expect("attach a copy");
 
     let inv = scan(&fleet);
     // Two devices, each its own entry, each with the label.
@@ -262,7 +260,7 @@ fn a_copied_pv_is_flagged_duplicate_counted_once_and_never_merged() {
     assert_eq!(inv.text_stats().texts_read, 1);
 
     // Without the original, the copy serves and nothing is a duplicate.
-    fleet.detach(1);
+    fleet.detach(1).expect("detach");
     let inv = scan(&fleet);
     let vgs = inv.vgs();
     assert!(vgs[0].complete && vgs[0].duplicates == 0, "{vgs:?}");

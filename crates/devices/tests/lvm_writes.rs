@@ -9,18 +9,16 @@
 //! These tests need root, losetup and lvm, and print `skipping: ...`
 //! without them.
 
-mod lvmfleet;
-
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use lvmfleet::Fleet;
 use weir_devices::{Filter, Inventory, Previous, Tracker, TrackerOptions};
 use weir_log::{FLAG_RECONCILED, Log, LogRecord, Options, RecordType};
+use weir_lvmfleet::Fleet;
 
 fn skipping() -> bool {
-    match lvmfleet::unavailable() {
+    match weir_lvmfleet::unavailable() {
         Some(why) => {
             eprintln!("skipping: {why}");
             true
@@ -129,7 +127,7 @@ fn every_lvm_command_is_in_the_inventory_after_sync_and_logged_once() {
     if skipping() {
         return;
     }
-    let fleet = Fleet::blank("wr", 4);
+    let fleet = Fleet::blank("wr", 4).expect("make the fleet");
     let dir = tempfile::tempdir().unwrap();
     let log = open_log(dir.path());
     let t = Tracker::start(Some(Arc::clone(&log)), options(&fleet), None).expect("start");
@@ -161,7 +159,7 @@ fn an_lv_record_names_the_lv_its_vg_and_what_changed() {
     if skipping() {
         return;
     }
-    let fleet = Fleet::blank("rec", 2);
+    let fleet = Fleet::blank("rec", 2).expect("make the fleet");
     let vg = fleet.vg_name().to_owned();
     fleet.make_vg(&[0, 1], &[0, 1]);
     let dir = tempfile::tempdir().unwrap();
@@ -213,7 +211,7 @@ fn past_the_watch_limit_devices_are_polled_and_sync_stays_exact() {
     if skipping() {
         return;
     }
-    let fleet = Fleet::blank("lim", 2);
+    let fleet = Fleet::blank("lim", 2).expect("make the fleet");
     let dir = tempfile::tempdir().unwrap();
     let log = open_log(dir.path());
     let opts = TrackerOptions {
@@ -246,7 +244,7 @@ fn a_restart_logs_the_commands_run_while_down_once() {
     if skipping() {
         return;
     }
-    let fleet = Fleet::blank("rs", 3);
+    let fleet = Fleet::blank("rs", 3).expect("make the fleet");
     let vg = fleet.vg_name().to_owned();
     let dir = tempfile::tempdir().unwrap();
     let log = open_log(dir.path());
@@ -293,7 +291,7 @@ fn a_storm_of_lv_commands_keeps_the_text_cache_small_and_the_records_paired() {
     if skipping() {
         return;
     }
-    let fleet = Fleet::blank("st", 2);
+    let fleet = Fleet::blank("st", 2).expect("make the fleet");
     fleet.make_vg(&[0, 1], &[0, 1]);
     let dir = tempfile::tempdir().unwrap();
     let log = open_log(dir.path());
@@ -349,7 +347,7 @@ fn metadata_alone_makes_a_vg_incomplete_and_complete_again_and_activates_it() {
     if skipping() {
         return;
     }
-    let fleet = Fleet::blank("md", 3);
+    let fleet = Fleet::blank("md", 3).expect("make the fleet");
     let vg = fleet.vg_name().to_owned();
     let p = |i| fleet.path(i);
     fleet.make_vg(&[0, 1, 2], &[0, 1]);
@@ -398,7 +396,7 @@ fn udevds_echo_of_a_write_is_not_probed_again() {
     if skipping() {
         return;
     }
-    let fleet = Fleet::blank("echo", 1);
+    let fleet = Fleet::blank("echo", 1).expect("make the fleet");
     let dir = tempfile::tempdir().unwrap();
     let log = open_log(dir.path());
     let opts = TrackerOptions {
@@ -430,7 +428,7 @@ fn a_wiped_label_is_a_lost_pv() {
     if skipping() {
         return;
     }
-    let fleet = Fleet::blank("wipe", 1);
+    let fleet = Fleet::blank("wipe", 1).expect("make the fleet");
     let dir = tempfile::tempdir().unwrap();
     let log = open_log(dir.path());
     let t = Tracker::start(Some(Arc::clone(&log)), options(&fleet), None).expect("start");
@@ -453,7 +451,7 @@ fn a_write_that_leaves_the_metadata_as_it_was_reads_no_text() {
     if skipping() {
         return;
     }
-    let fleet = Fleet::blank("same", 1);
+    let fleet = Fleet::blank("same", 1).expect("make the fleet");
     fleet.make_vg(&[0], &[0]);
     let dir = tempfile::tempdir().unwrap();
     let log = open_log(dir.path());

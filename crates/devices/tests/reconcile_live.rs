@@ -11,23 +11,21 @@
 //! These tests need root, losetup and lvm, and print `skipping: ...`
 //! without them.
 
-mod lvmfleet;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use lvmfleet::Fleet;
 use weir_devices::record::FLAG_SCAN;
 use weir_devices::{Filter, Previous, Tracker, TrackerOptions};
 use weir_log::{FLAG_RECONCILED, Log, LogRecord, Options, RecordType};
+use weir_lvmfleet::Fleet;
 
 /// The flags of a reconciled record.
 const RECONCILED: u16 = FLAG_SCAN | FLAG_RECONCILED;
 
 fn skipping() -> bool {
-    match lvmfleet::unavailable() {
+    match weir_lvmfleet::unavailable() {
         Some(why) => {
             eprintln!("skipping: {why}");
             true
@@ -128,15 +126,15 @@ fn twenty_pvs_attached_while_down_are_reconciled_once() {
         return;
     }
     const PVS: usize = 20;
-    let mut fleet = Fleet::build("rcn", &[1; PVS], 0, 1);
+    let mut fleet = Fleet::build("rcn", &[1; PVS], 0, 1).expect("make the fleet");
     let (pv_uuid, vg_uuid) = truth(&fleet);
     let vg = fleet.vg_name().to_owned();
     for i in 0..PVS {
-        fleet.detach(i);
+        fleet.detach(i).expect("detach");
     }
     // At the checkpoint, only a copy of PV 0 is attached, in the spare.
     let spare = PVS;
-    fleet.attach_copy(spare, 0);
+    fleet.attach_copy(spare, 0).expect("attach a copy");
     let dir = tempfile::tempdir().unwrap();
     let log = Arc::new(Log::open(dir.path().join("log"), Options::default()).unwrap());
 
@@ -167,9 +165,9 @@ fn twenty_pvs_attached_while_down_are_reconciled_once() {
     assert!(checkpoint.log_index <= log.last_index());
 
     // While no tracker runs: the copy goes, the 20 PVs come.
-    fleet.detach(spare);
+    fleet.detach(spare).expect("detach");
     for i in 0..PVS {
-        fleet.attach(i);
+        fleet.attach(i).expect("attach");
     }
 
     let activated = dir.path().join("activated");
@@ -275,10 +273,10 @@ fn after_a_crash_the_records_past_the_checkpoint_are_not_logged_again() {
         return;
     }
     const PVS: usize = 6;
-    let mut fleet = Fleet::build("crs", &[1; PVS], 0, 0);
+    let mut fleet = Fleet::build("crs", &[1; PVS], 0, 0).expect("make the fleet");
     let vg = fleet.vg_name().to_owned();
     for i in 0..PVS {
-        fleet.detach(i);
+        fleet.detach(i).expect("detach");
     }
     let dir = tempfile::tempdir().unwrap();
     let log = Arc::new(Log::open(dir.path().join("log"), Options::default()).unwrap());
@@ -289,14 +287,14 @@ fn after_a_crash_the_records_past_the_checkpoint_are_not_logged_again() {
     // Logged live after the checkpoint, as if the next one was never
     // written: the process is killed with this checkpoint the last.
     for i in 0..3 {
-        fleet.attach(i);
+        fleet.attach(i).expect("attach");
     }
     t1.sync().expect("sync");
     assert!(t1.generation() > gen0);
     t1.stop().expect("the first tracker stops cleanly");
     // While down.
     for i in 3..PVS {
-        fleet.attach(i);
+        fleet.attach(i).expect("attach");
     }
     // Committed, so that `since` is past every record logged so far: the
     // committer may not have written the first tracker's last ones yet.

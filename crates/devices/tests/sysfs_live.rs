@@ -1,13 +1,11 @@
 //! `Sysfs` against the real /sys: a whole scan, and a loop device with a
 //! partition attached by this test (root, losetup and addpart needed).
 
-mod loopdev;
-
 use std::os::unix::fs::MetadataExt;
 
-use loopdev::LoopDev;
 use weir_devices::Sysfs;
 use weir_devices::sysfs::Kind;
+use weir_lvmfleet::LoopDev;
 
 #[test]
 fn the_real_tree_scans_cleanly() {
@@ -33,19 +31,19 @@ fn the_real_tree_scans_cleanly() {
 
 #[test]
 fn a_partitioned_loop_device() {
-    if let Some(why) = loopdev::unavailable() {
+    if let Some(why) = weir_lvmfleet::loop_unavailable() {
         eprintln!("skipping: {why}");
         return;
     }
-    if !loopdev::have("addpart") {
+    if !weir_lvmfleet::have("addpart") {
         eprintln!("skipping: needs addpart(8) from util-linux");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let image = dir.path().join("disk.img");
     std::fs::write(&image, vec![0u8; 4 << 20]).unwrap();
-    let dev = LoopDev::attach(&image, true);
-    dev.add_partition(1, 2048, 2048);
+    let dev = LoopDev::attach_partscan(&image).expect("attach a loop device");
+    dev.add_partition(1, 2048, 2048).expect("addpart");
     let name = dev.name().to_owned();
     let name = name.as_str();
     let part = format!("{name}p1");

@@ -11,23 +11,21 @@
 //! DEVICE_* records are ignored. These tests need root, losetup and lvm,
 //! and print `skipping: ...` without them.
 
-mod lvmfleet;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use lvmfleet::Fleet;
 use weir_devices::record::FLAG_SCAN;
 use weir_devices::{Change, ChangeKind, Filter, OnChange, Probe, Tracker, TrackerOptions};
 use weir_log::{Log, LogRecord, Options, RecordType};
+use weir_lvmfleet::Fleet;
 
 /// How long the on-vg-complete command may take to show its effects.
 const ACTIVATION_TIMEOUT: Duration = Duration::from_secs(30);
 
 fn skipping() -> bool {
-    match lvmfleet::unavailable() {
+    match weir_lvmfleet::unavailable() {
         Some(why) => {
             eprintln!("skipping: {why}");
             true
@@ -298,11 +296,11 @@ fn pvs_attached_one_by_one_complete_the_vg_once_then_detach_and_reattach() {
     if skipping() {
         return;
     }
-    let mut fleet = Fleet::build("trk", &[0, 1, 2, 1], 1, 0);
+    let mut fleet = Fleet::build("trk", &[0, 1, 2, 1], 1, 0).expect("make the fleet");
     let truth = truth(&fleet);
     let vg = fleet.vg_name().to_owned();
     for i in 0..fleet.members() {
-        fleet.detach(i);
+        fleet.detach(i).expect("detach");
     }
     let dir = tempfile::tempdir().unwrap();
     let log = open_log(dir.path());
@@ -331,7 +329,7 @@ fn pvs_attached_one_by_one_complete_the_vg_once_then_detach_and_reattach() {
     // Attach each PV; after each, the barrier alone makes the inventory
     // exact.
     for i in 0..fleet.members() {
-        fleet.attach(i);
+        fleet.attach(i).expect("attach");
         t.sync().expect("sync");
         let uuid = &truth.pv_uuid[&fleet.path(i)];
         t.with_inventory(|inv| {
@@ -398,7 +396,7 @@ fn pvs_attached_one_by_one_complete_the_vg_once_then_detach_and_reattach() {
     // Detach one PV: PV_LOST, then VG_INCOMPLETE naming it.
     let gone = truth.pv_uuid[&fleet.path(2)].clone();
     let from = seen.all().len();
-    fleet.detach(2);
+    fleet.detach(2).expect("detach");
     t.sync().expect("sync");
     let ours = seen.ours_since(&fleet, from);
     let kinds: Vec<&str> = ours.iter().map(Change::name).collect();
@@ -433,7 +431,7 @@ fn pvs_attached_one_by_one_complete_the_vg_once_then_detach_and_reattach() {
     assert_detach_records(&fleet, &truth, &records(&log), 2);
 
     // Reattach: complete again, a second transition, a second command.
-    fleet.attach(2);
+    fleet.attach(2).expect("attach");
     t.sync().expect("sync");
     assert_eq!(seen.vg_completions(&vg), 2);
     t.with_inventory(|inv| assert!(inv.vgs()[0].complete));
@@ -459,7 +457,7 @@ fn a_start_with_the_vg_complete_logs_it_flagged_scan_and_tracks_a_copy() {
     if skipping() {
         return;
     }
-    let mut fleet = Fleet::build("scn", &[1, 1], 0, 1);
+    let mut fleet = Fleet::build("scn", &[1, 1], 0, 1).expect("make the fleet");
     let truth = truth(&fleet);
     let vg = fleet.vg_name().to_owned();
     let dir = tempfile::tempdir().unwrap();
@@ -499,7 +497,7 @@ fn a_start_with_the_vg_complete_logs_it_flagged_scan_and_tracks_a_copy() {
 
     // A copy of PV 0 appears: found as its duplicate, the VG unchanged.
     let from = seen.all().len();
-    fleet.attach_copy(2, 0);
+    fleet.attach_copy(2, 0).expect("attach a copy");
     t.sync().expect("sync");
     let ours = seen.ours_since(&fleet, from);
     let kinds: Vec<&str> = ours.iter().map(Change::name).collect();
@@ -527,7 +525,7 @@ fn a_start_with_the_vg_complete_logs_it_flagged_scan_and_tracks_a_copy() {
 
     // The original goes: the copy takes over, the VG stays complete.
     let from = seen.all().len();
-    fleet.detach(0);
+    fleet.detach(0).expect("detach");
     t.sync().expect("sync");
     let ours = seen.ours_since(&fleet, from);
     let kinds: Vec<&str> = ours.iter().map(Change::name).collect();
@@ -575,7 +573,7 @@ fn a_detached_loop_device_has_the_diskseq_the_kernel_shows() {
     if skipping() {
         return;
     }
-    let mut fleet = Fleet::build("diskseq", &[1], 0, 0);
+    let mut fleet = Fleet::build("diskseq", &[1], 0, 0).expect("make the fleet");
     let tmp = tempfile::tempdir().expect("tempdir");
     let log = open_log(tmp.path());
     let seen = Seen::default();
@@ -597,14 +595,14 @@ fn a_detached_loop_device_has_the_diskseq_the_kernel_shows() {
         })
     };
     for round in 0..2 {
-        fleet.detach(0);
+        fleet.detach(0).expect("detach");
         t.sync().expect("sync");
         assert_eq!(
             tracked(&t),
             Some(kernel(&name)),
             "round {round}: diskseq after the detach"
         );
-        fleet.attach(0);
+        fleet.attach(0).expect("attach");
         t.sync().expect("sync");
         assert_eq!(
             tracked(&t),

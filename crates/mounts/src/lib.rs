@@ -10,6 +10,8 @@
 //! - [`backend`]: choosing fanotify or mountinfo; [`tracker`]: the thread
 //!   that keeps the table exact and logs every change ([`record`]), with
 //!   whole readings held to a CPU budget.
+//! - [`exact`]: whether a tracker's table is the kernel's and its log holds
+//!   one record per change, as the tests and the benchmarks check it.
 //! - [`Previous`]: the table as last logged, so that a restarted tracker
 //!   logs what changed while it was down, once.
 //!
@@ -23,6 +25,7 @@ mod budget;
 pub mod change;
 mod error;
 pub mod escape;
+pub mod exact;
 pub mod model;
 pub mod mountinfo;
 mod previous;

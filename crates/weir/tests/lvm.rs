@@ -16,8 +16,6 @@ mod child_lines;
 #[allow(dead_code)]
 #[path = "support/daemon_child.rs"]
 mod daemon_child;
-#[path = "../../devices/tests/lvmfleet/mod.rs"]
-mod lvmfleet;
 // Only part of it is used here.
 #[allow(dead_code)]
 #[path = "support/privileged.rs"]
@@ -29,10 +27,10 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use child_lines::{Reap, lines_of, wait_line};
-use lvmfleet::Fleet;
 use privileged::assert_ok;
 use serde_json::Value;
 use support::Weir;
+use weir_lvmfleet::Fleet;
 
 const WEIR: &str = env!("CARGO_BIN_EXE_weir");
 
@@ -40,7 +38,7 @@ const WEIR: &str = env!("CARGO_BIN_EXE_weir");
 const LINE_TIMEOUT: Duration = Duration::from_secs(30);
 
 fn skipping() -> bool {
-    match lvmfleet::unavailable() {
+    match weir_lvmfleet::unavailable() {
         Some(why) => {
             eprintln!("skipping: {why}");
             true
@@ -101,7 +99,7 @@ fn vgs_and_pvs_json_agree_with_lvm() {
     if skipping() {
         return;
     }
-    let fleet = Fleet::build("cli", &[0, 1, 2], 1, 0);
+    let fleet = Fleet::build("cli", &[0, 1, 2], 1, 0).expect("make the fleet");
     let lvm_vg = &fleet.report(
         "vgs",
         "vg_name,vg_uuid,vg_seqno,pv_count,lv_count,vg_size,vg_free,vg_extent_size,\
@@ -181,7 +179,7 @@ fn vgs_and_pvs_json_agree_with_lvm() {
 /// stripes of 64 KiB), `grown` (made on the first PV and extended onto
 /// the third: two segments) and `ro` (read-only, `--alloc anywhere`).
 fn lv_fleet(tag: &str) -> Fleet {
-    let fleet = Fleet::build(tag, &[1, 1, 1], 0, 0);
+    let fleet = Fleet::build(tag, &[1, 1, 1], 0, 0).expect("make the fleet");
     fleet.lvcreate("lin", 1, &[], &[0]);
     fleet.lvcreate("str", 2, &["-i", "2", "-I", "64k"], &[1, 2]);
     fleet.lvcreate("grown", 1, &[], &[0]);
@@ -437,7 +435,7 @@ fn devices_json_lists_the_loop_devices_with_their_pv_and_vg() {
     if skipping() {
         return;
     }
-    let fleet = Fleet::build("dev", &[1, 0], 0, 0);
+    let fleet = Fleet::build("dev", &[1, 0], 0, 0).expect("make the fleet");
     let lvm_pvs = fleet.report("pvs", "pv_name,pv_uuid");
     let devices = json_array(&weir_ok(&["devices", "--json"], &fleet));
     let contract = [
@@ -524,7 +522,7 @@ fn devices_watch_prints_and_logs_the_vg_assembling_and_stops_on_sigint() {
     if skipping() {
         return;
     }
-    let mut fleet = Fleet::build("wat", &[1, 0, 2], 0, 0);
+    let mut fleet = Fleet::build("wat", &[1, 0, 2], 0, 0).expect("make the fleet");
     let uuids = fleet.report("pvs", "pv_name,pv_uuid");
     let uuid_of =
         |path: &str| uuids.iter().find(|r| r["pv_name"] == path).unwrap()["pv_uuid"].clone();
@@ -532,7 +530,7 @@ fn devices_watch_prints_and_logs_the_vg_assembling_and_stops_on_sigint() {
     let (vg_uuid, seqno) = (vg_row["vg_uuid"].clone(), vg_row["vg_seqno"].clone());
     let vg = fleet.vg_name().to_owned();
     for i in 0..fleet.members() {
-        fleet.detach(i);
+        fleet.detach(i).expect("detach");
     }
 
     // `touch` run in its own directory: the VG name it gets is the file
@@ -564,7 +562,7 @@ fn devices_watch_prints_and_logs_the_vg_assembling_and_stops_on_sigint() {
     );
 
     for i in 0..fleet.members() {
-        fleet.attach(i);
+        fleet.attach(i).expect("attach");
         let want = format!("PV_FOUND {} 7:{} ", fleet.name(i), fleet.minor(i));
         let line = wait_line(&out, &mut out_seen, LINE_TIMEOUT, &want, |l| {
             l.starts_with(&want)
@@ -690,7 +688,7 @@ fn unprivileged_listings_warn_per_unreadable_device_and_succeed() {
         eprintln!("skipping: uid 65534 cannot run {WEIR}");
         return;
     }
-    let fleet = Fleet::build("nob", &[1, 1], 0, 0);
+    let fleet = Fleet::build("nob", &[1, 1], 0, 0).expect("make the fleet");
     let with_filter = |cmd: &[&str]| {
         let mut a: Vec<String> = cmd.iter().map(|s| (*s).to_owned()).collect();
         a.extend(filter_args(&fleet));

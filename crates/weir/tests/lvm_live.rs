@@ -17,8 +17,6 @@ mod child_lines;
 #[allow(dead_code)]
 #[path = "support/daemon_child.rs"]
 mod daemon_child;
-#[path = "../../devices/tests/lvmfleet/mod.rs"]
-mod lvmfleet;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -27,12 +25,12 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use daemon_child::{Daemon, ok, sync, weir};
-use lvmfleet::Fleet;
 use serde_json::Value;
 use weir_log::{FLAG_RECONCILED, LogRecord, Reader};
+use weir_lvmfleet::Fleet;
 
 fn skipping() -> bool {
-    match lvmfleet::unavailable() {
+    match weir_lvmfleet::unavailable() {
         Some(why) => {
             eprintln!("skipping: {why}");
             true
@@ -223,7 +221,7 @@ fn each_lvm_command_is_in_every_view_after_sync_and_logged_once() {
     if skipping() {
         return;
     }
-    let fleet = Fleet::blank("live", 4);
+    let fleet = Fleet::blank("live", 4).expect("make the fleet");
     let state = tempfile::tempdir().expect("state directory");
     let socket = state.path().join("weir.sock");
     let daemon = start(&fleet, state.path());
@@ -249,7 +247,7 @@ fn each_lvm_command_run_while_the_daemon_is_down_is_reconciled_once() {
     if skipping() {
         return;
     }
-    let fleet = Fleet::blank("down", 4);
+    let fleet = Fleet::blank("down", 4).expect("make the fleet");
     let state = tempfile::tempdir().expect("state directory");
     let socket = state.path().join("weir.sock");
     let mut last = {
@@ -289,7 +287,7 @@ fn a_storm_of_lv_commands_on_fifty_pvs_ends_exact_with_paired_records() {
     }
     const PVS: usize = 50;
     const PAIRS: usize = 100;
-    let fleet = Fleet::blank("storm", PVS);
+    let fleet = Fleet::blank("storm", PVS).expect("make the fleet");
     let all: Vec<usize> = (0..PVS).collect();
     fleet.make_vg(&all, &all);
     let state = tempfile::tempdir().expect("state directory");

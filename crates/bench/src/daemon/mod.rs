@@ -20,8 +20,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
 use crate::loopdev::{self, find_tool};
-use crate::lvm::env::LvmEnv;
-use crate::lvm::fleet::Fleet;
+use crate::lvm::fleet;
 use crate::lvm::stop::Stop;
 use crate::report::{self, num};
 use crate::storm::driver::{Loop, Workspace};
@@ -76,14 +75,7 @@ impl Args {
 }
 
 /// Options of the hidden `daemon-inner`, run in a private namespace.
-#[derive(clap::Args, Debug)]
-pub(crate) struct InnerArgs {
-    #[command(flatten)]
-    args: Args,
-    /// The caller's mount namespace; mounting is refused if still in it.
-    #[arg(long)]
-    outer_ns: String,
-}
+pub(crate) type InnerArgs = loopdev::InPrivateNs<Args>;
 
 /// Runs the benchmark: checks what it needs, then runs the real work in a
 /// private mount namespace, whose output passes through.
@@ -107,8 +99,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
 
 /// The hidden `daemon-inner`: the whole benchmark, in the namespace.
 pub(crate) fn inner(ia: InnerArgs) -> Result<()> {
-    loopdev::ensure_private_ns(&ia.outer_ns)?;
-    let a = ia.args;
+    let a = ia.enter()?;
     let tool = |t: &str| find_tool(t).with_context(|| format!("{t} not found"));
     let (lvm, mount, umount, findmnt) = (
         tool("lvm")?,
@@ -137,15 +128,13 @@ pub(crate) fn inner(ia: InnerArgs) -> Result<()> {
     );
     println!("  {}", report::host_note());
 
-    let env = LvmEnv::new(lvm.clone())?;
-    // Its own scratch directory: a fleet names its images pv0, pv1, ...
-    let late_env = LvmEnv::new(lvm)?;
     let tag = std::process::id();
     eprintln!("  making the restart VG ({RESTART_PVS} PVs, then detached)");
-    let mut late = Fleet::create(&late_env, &format!("weirlate{tag}"), RESTART_PVS, &stop)?;
-    late.detach_all();
+    let mut late = fleet::create(&lvm, &format!("weirlate{tag}"), RESTART_PVS, &stop)?;
+    late.detach_all()?;
     eprintln!("  making the VG over {pvs} PVs");
-    let fleet = Fleet::create(&env, &format!("weirbench{tag}"), pvs, &stop)?;
+    let fleet = fleet::create(&lvm, &format!("weirbench{tag}"), pvs, &stop)?;
+    let env = fleet.env();
     eprintln!("  making {mounts} bind mounts");
     let ws_query = Workspace::new(mounts, mount.clone(), umount.clone())?;
     ws_query.attach(Loop::Raw, mounts)?;
@@ -153,13 +142,13 @@ pub(crate) fn inner(ia: InnerArgs) -> Result<()> {
     let ws_late = Workspace::new(RESTART_MOUNTS, mount, umount)?;
     stop.check()?;
 
-    let state = env.scratch("state")?;
-    let socket = env.scratch("run")?.join("weir.sock");
+    let state = env.subdir("state")?;
+    let socket = env.subdir("run")?.join("weir.sock");
     let start = restart::Start {
         weir: &weir,
         state: &state,
         socket: &socket,
-        stderr: env.scratch("logs")?.join("weir-run.err"),
+        stderr: env.subdir("logs")?.join("weir-run.err"),
     };
     eprintln!("  starting weir run");
     let d = Daemon::start(
@@ -177,7 +166,7 @@ pub(crate) fn inner(ia: InnerArgs) -> Result<()> {
         &d,
         &lvm_vgs,
         &findmnt_cmd,
-        fleet.vg(),
+        fleet.vg_name(),
         pvs,
         mounts,
         a.runs(),

@@ -45,7 +45,7 @@ pub(crate) fn run(
     start: &Start<'_>,
     ws: &Workspace,
     mounts: usize,
-    fleet: &mut Fleet<'_>,
+    fleet: &mut Fleet,
 ) -> Result<(Daemon, Restart)> {
     d.stop().context("stopping the daemon for the restart")?;
     ws.attach(Loop::Raw, mounts)?;

@@ -225,7 +225,7 @@ fn start(weir: &Path, state: &Path, stop: &Stop) -> Result<(Watch, Receiver<(Ins
 /// and after (also on error). A failure to stop the watcher cleanly goes to
 /// `failures`.
 pub(crate) fn run(
-    fleet: &mut Fleet<'_>,
+    fleet: &mut Fleet,
     weir: &Path,
     state: &Path,
     stop: &Stop,
@@ -240,21 +240,21 @@ pub(crate) fn run(
 }
 
 fn measure(
-    fleet: &mut Fleet<'_>,
+    fleet: &mut Fleet,
     weir: &Path,
     state: &Path,
     stop: &Stop,
     failures: &mut Vec<String>,
 ) -> Result<Activation> {
-    let n = fleet.n();
+    let n = fleet.members();
     let window = (n / 5).clamp(1, 100);
     eprintln!("    detaching the {n} devices, starting weir devices watch");
-    fleet.detach_all();
+    fleet.detach_all()?;
     let (mut w, rx) = start(weir, state, stop)?;
     let pid = w.id();
     let mut seen = Seen {
         rx,
-        vg: fleet.vg().to_owned(),
+        vg: fleet.vg_name().to_owned(),
         ours: fleet.pvids().iter().cloned().collect(),
         pv_found: HashSet::new(),
         pv_found_lines: 0,

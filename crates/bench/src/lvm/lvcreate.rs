@@ -34,7 +34,6 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Map, Value};
 use weir_client::Client;
 
-use super::env::LvmEnv;
 use super::fleet::Fleet;
 use super::listing::{self, Listing, Want};
 use super::pvscan::{self, Pvscan};
@@ -229,21 +228,21 @@ fn wait_seen(
 /// is stopped (or killed, on error) before it returns; the LVs made go
 /// with the VG if it fails.
 pub(crate) fn run(
-    env: &LvmEnv,
-    fleet: &Fleet<'_>,
+    fleet: &Fleet,
     weir: &Path,
     m: usize,
     stop: &Stop,
     failures: &mut Vec<String>,
 ) -> Result<Lvcreate> {
-    let n = fleet.n();
+    let n = fleet.members();
     let devs = fleet.dev_paths();
     if devs.len() != n {
         bail!("{} of {n} devices attached", devs.len());
     }
-    let vg = fleet.vg();
+    let vg = fleet.vg_name();
     let block = logical_block(&devs[0])?;
-    let dir = env.scratch(&format!("lvcreate-{n}"))?;
+    let env = fleet.env();
+    let dir = env.subdir(&format!("lvcreate-{n}"))?;
     let state = dir.join("state");
     std::fs::create_dir_all(&state).with_context(|| format!("make {}", state.display()))?;
     let mut args = vec!["--mounts-enabled=false".to_owned()];
@@ -345,7 +344,7 @@ pub(crate) fn run(
         stop.check()?;
         let lv = format!("wbbase{i}");
         env.run(["lvcreate", "-qq", "-an", "-Zn", "-l", "1", "-n", &lv, vg])?;
-        baseline.push(pvscan::measure(env, fleet, stop)?);
+        baseline.push(pvscan::measure(fleet, stop)?);
         env.run(["lvremove", "-qq", "-y", &format!("{vg}/{lv}")])?;
     }
 

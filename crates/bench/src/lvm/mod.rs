@@ -17,7 +17,6 @@
 //! Ctrl-C.
 
 mod activation;
-pub(crate) mod env;
 pub(crate) mod fleet;
 mod listing;
 mod lvcreate;
@@ -36,7 +35,6 @@ use serde_json::{Value, json};
 use crate::loopdev::{self, find_tool};
 use crate::report;
 use crate::storm::watch_child::find_weir;
-use env::LvmEnv;
 use fleet::Fleet;
 use stop::Stop;
 use summary::Results;
@@ -194,7 +192,6 @@ pub(crate) fn run(a: Args) -> Result<()> {
         bail!("--runs and --lvcreates must be positive");
     }
     let stop = Stop::install()?;
-    let env = LvmEnv::new(lvm)?;
     let vg = format!("weirbench{}", std::process::id());
 
     println!("lvm: weir against LVM2 on one VG over N PVs (loop devices over sparse 8 MiB images)");
@@ -221,7 +218,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
 
     let mut res = Results::default();
     let mut failures = Vec::new();
-    let r = measure_all(&env, &vg, &weir, &a, &stop, &mut res, &mut failures);
+    let r = measure_all(&lvm, &vg, &weir, &a, &stop, &mut res, &mut failures);
     // As the anchor does: LVM regenerates them on demand, without our PVs.
     for f in ["/run/lvm/hints", "/run/lvm/newhints"] {
         let _ = std::fs::remove_file(f);
@@ -264,7 +261,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
 /// Every fleet, ascending: setup, `vgs` timings, the extra parts on the
 /// largest, the `lvcreate` phase, teardown (by drop, also on error).
 fn measure_all(
-    env: &LvmEnv,
+    lvm: &Path,
     vg: &str,
     weir: &Path,
     a: &Args,
@@ -276,10 +273,10 @@ fn measure_all(
     let lvcreate_counts = a.lvcreate_counts();
     for n in a.fleets() {
         eprintln!("  N={n}: setting up");
-        let mut fleet = Fleet::create(env, vg, n, stop)?;
+        let mut fleet = fleet::create(lvm, vg, n, stop)?;
         if a.part(Part::Vgs) && counts.contains(&n) {
             eprintln!("  N={n}: timing vgs");
-            let lvm_vgs = || env.cmd(["vgs"]);
+            let lvm_vgs = || fleet.env().cmd(["vgs"]);
             res.vgs.push(vgs::measure(
                 &fleet,
                 &lvm_vgs,
@@ -290,11 +287,11 @@ fn measure_all(
             )?);
         }
         if a.largest() == Some(n) {
-            largest_only(env, &mut fleet, weir, a, stop, res, failures)?;
+            largest_only(&mut fleet, weir, a, stop, res, failures)?;
         }
         if a.part(Part::Lvcreate) && lvcreate_counts.contains(&n) {
             eprintln!("  N={n}: lvcreate under weir run");
-            match lvcreate::run(env, &fleet, weir, a.lvcreates(), stop, failures) {
+            match lvcreate::run(&fleet, weir, a.lvcreates(), stop, failures) {
                 Ok(l) => res.lvcreate.push(l),
                 Err(e) => {
                     stop.check()?;
@@ -312,18 +309,17 @@ fn measure_all(
 /// of them `a` asks for. weir's failures are recorded and the rest goes
 /// on; LVM's end the run.
 fn largest_only(
-    env: &LvmEnv,
-    fleet: &mut Fleet<'_>,
+    fleet: &mut Fleet,
     weir: &Path,
     a: &Args,
     stop: &Stop,
     res: &mut Results,
     failures: &mut Vec<String>,
 ) -> Result<()> {
-    let n = fleet.n();
+    let n = fleet.members();
     if a.part(Part::Parity) {
         eprintln!("  N={n}: parity");
-        match parity::check(env, fleet, weir) {
+        match parity::check(fleet, weir) {
             Ok(p) => res.parity = Some(p),
             Err(e) => failures.push(format!("parity: {e:#}")),
         }
@@ -333,7 +329,7 @@ fn largest_only(
         return Ok(());
     }
     eprintln!("  N={n}: event activation");
-    let state = env.scratch("watch-state")?;
+    let state = fleet.env().subdir("watch-state")?;
     match activation::run(fleet, weir, &state, stop, failures) {
         Ok(a) => res.activation = Some(a),
         Err(e) => {
@@ -348,6 +344,6 @@ fn largest_only(
         }
     }
     eprintln!("  N={n}: pvscan baseline");
-    res.pvscan = Some(pvscan::measure(env, fleet, stop)?);
+    res.pvscan = Some(pvscan::measure(fleet, stop)?);
     Ok(())
 }

@@ -9,7 +9,6 @@ use std::path::Path;
 use anyhow::Result;
 use serde_json::{Map, Value};
 
-use super::env::LvmEnv;
 use super::fleet::Fleet;
 use super::weir_cli;
 
@@ -100,8 +99,8 @@ fn compare(
 }
 
 /// Compares weir's view of `fleet` with LVM's.
-pub(crate) fn check(env: &LvmEnv, fleet: &Fleet<'_>, weir: &Path) -> Result<Parity> {
-    let vg = fleet.vg();
+pub(crate) fn check(fleet: &Fleet, weir: &Path) -> Result<Parity> {
+    let vg = fleet.vg_name();
     let devs = fleet.dev_paths();
     let vg_cols: Vec<&str> = ["vg_name"]
         .into_iter()
@@ -111,6 +110,7 @@ pub(crate) fn check(env: &LvmEnv, fleet: &Fleet<'_>, weir: &Path) -> Result<Pari
         .into_iter()
         .chain(PV_FIELDS.iter().map(|f| f.1))
         .collect();
+    let env = fleet.env();
     let lvm_vgs = env.report("vgs", "vg", ["-o", &vg_cols.join(","), vg])?;
     let lvm_pvs = env.report(
         "pvs",

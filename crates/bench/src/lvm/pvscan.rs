@@ -7,7 +7,6 @@ use std::time::Instant;
 
 use anyhow::{Result, bail};
 
-use super::env::LvmEnv;
 use super::fleet::Fleet;
 use super::stop::Stop;
 use crate::loopdev::run_tool;
@@ -37,19 +36,19 @@ pub(crate) struct Pvscan {
 
 /// Runs one pvscan per device of `fleet`, from clean online files, and
 /// cleans them after.
-pub(crate) fn measure(env: &LvmEnv, fleet: &Fleet<'_>, stop: &Stop) -> Result<Pvscan> {
+pub(crate) fn measure(fleet: &Fleet, stop: &Stop) -> Result<Pvscan> {
     let devs = fleet.dev_paths();
-    if devs.len() != fleet.n() {
-        bail!("{} of {} devices attached", devs.len(), fleet.n());
+    if devs.len() != fleet.members() {
+        bail!("{} of {} devices attached", devs.len(), fleet.members());
     }
-    let complete = format!("LVM_VG_NAME_COMPLETE='{}'", fleet.vg());
+    let complete = format!("LVM_VG_NAME_COMPLETE='{}'", fleet.vg_name());
     fleet.clear_online();
     let c0 = cpu::stat_times(None)?.children_ns;
     let mut wall_s = 0.0;
     let mut complete_count = 0;
     for (i, d) in devs.iter().enumerate() {
         stop.check()?;
-        let mut c = env.cmd(PVSCAN);
+        let mut c = fleet.env().cmd(PVSCAN);
         c.arg(d);
         let t = Instant::now();
         let out = run_tool(&mut c)?;

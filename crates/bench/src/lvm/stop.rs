@@ -33,6 +33,11 @@ impl Stop {
         self.0.load(Ordering::Relaxed)
     }
 
+    /// The flag itself, for weir-lvmfleet's setups to watch.
+    pub(crate) fn flag(&self) -> &AtomicBool {
+        &self.0
+    }
+
     /// Fails once a signal came, so that the guards tear everything down.
     pub(crate) fn check(&self) -> Result<()> {
         if self.raised() {

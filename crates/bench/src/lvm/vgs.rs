@@ -60,14 +60,14 @@ fn timed(mut cmd: Command) -> Result<Timed> {
 /// Measures `fleet` with `runs` timed runs of each. LVM's failures are
 /// errors; weir's are added to `failures` and leave weir's figures out.
 pub(crate) fn measure(
-    fleet: &Fleet<'_>,
+    fleet: &Fleet,
     lvm: &dyn Fn() -> Command,
     weir: &Path,
     runs: usize,
     stop: &Stop,
     failures: &mut Vec<String>,
 ) -> Result<VgsRun> {
-    let n = fleet.n();
+    let n = fleet.members();
     let weir_cmd = || weir_cli::cmd(weir, &["vgs", "--json"]);
     let mut r = VgsRun {
         n,
@@ -84,7 +84,7 @@ pub(crate) fn measure(
     timed(lvm())?;
     match timed(weir_cmd()) {
         Ok(t) => {
-            if let Err(e) = weir_cli::check_vg(&t.out.stdout, fleet.vg(), n) {
+            if let Err(e) = weir_cli::check_vg(&t.out.stdout, fleet.vg_name(), n) {
                 // The timing still means something if weir answered.
                 failures.push(format!("{n} PVs: {e:#}"));
             }

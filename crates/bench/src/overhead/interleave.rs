@@ -21,7 +21,7 @@ use std::time::Duration;
 use anyhow::{Result, anyhow, bail};
 use weir_log::{Log, Options};
 
-use super::{Case, Load, Sink};
+use super::load::{Case, Load, Sink};
 use crate::freemem;
 use crate::mutexlog::MutexLog;
 use crate::phases::Pass;

@@ -12,10 +12,10 @@ use std::path::Path;
 use anyhow::{Result, bail};
 use weir_log::{Reader, RecordType};
 use weir_mounts::Mount;
+use weir_mounts::exact::{self, Tally};
 
 use super::cpu;
 use super::driver::{Loop, Workspace};
-use super::exact::{self, Tally};
 use super::watchers::{Mode, Watcher, Weir};
 
 /// One phase (attach or detach) of a measurement.
@@ -162,8 +162,8 @@ fn check(
     p: &mut Phase,
 ) -> Result<()> {
     let mut problems = Vec::new();
-    if let Some(d) = exact::table_diff(&w.tracker, fresh) {
-        problems.push(d);
+    if let Some(d) = exact::table_diff(&w.tracker.mounts(), fresh) {
+        problems.push(d.to_string());
     }
     // sync() made every record durable, hence visible.
     tally.read(reader)?;

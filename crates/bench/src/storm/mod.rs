@@ -18,7 +18,6 @@
 
 pub(crate) mod cpu;
 pub(crate) mod driver;
-mod exact;
 mod latency;
 mod measure;
 mod overflow;
@@ -108,14 +107,7 @@ impl Args {
 }
 
 /// Options of the hidden `mount-storm-inner`, run in a private namespace.
-#[derive(clap::Args, Debug)]
-pub(crate) struct InnerArgs {
-    #[command(flatten)]
-    args: Args,
-    /// The caller's mount namespace; mounting is refused if still in it.
-    #[arg(long)]
-    outer_ns: String,
-}
+pub(crate) type InnerArgs = loopdev::InPrivateNs<Args>;
 
 /// Runs the benchmark: checks what it needs, then runs the real work in a
 /// private mount namespace, whose output passes through.
@@ -148,8 +140,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
 
 /// The hidden `mount-storm-inner`: the whole benchmark, in the namespace.
 pub(crate) fn inner(ia: InnerArgs) -> Result<()> {
-    loopdev::ensure_private_ns(&ia.outer_ns)?;
-    let a = ia.args;
+    let a = ia.enter()?;
     let tool = |t: &str| find_tool(t).with_context(|| format!("{t} not found"));
     let (mount, umount, findmnt) = (tool("mount")?, tool("umount")?, tool("findmnt")?);
     let counts = a.counts();

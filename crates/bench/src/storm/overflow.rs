@@ -17,11 +17,11 @@ use anyhow::{Context, Result, bail};
 use rustix::process::Signal;
 use serde_json::{Map, Value, json};
 use weir_log::{Reader, RecordType};
+use weir_mounts::exact::{self, LogCheck, Tally};
 use weir_mounts::{Backend, Mount};
 
 use super::cpu;
 use super::driver::{Loop, Workspace};
-use super::exact::{self, LogCheck, Tally};
 use super::watch_child::{Watch, find_weir};
 use super::watchers::{WEIR_STILL, wait_still};
 use crate::report::round;

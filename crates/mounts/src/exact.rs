@@ -1,5 +1,6 @@
-//! Exactness: is weir's table the kernel's, and does the log hold exactly
-//! one record per mount and per unmount?
+//! Exactness: is a tracker's table the kernel's, and does the log hold
+//! exactly one record per mount and per unmount? The mount-storm benchmark
+//! and the tests check a storm with this same code.
 //!
 //! The kernel is read afresh with the source of the backend under test
 //! (listmount + statmount for fanotify, mountinfo for mountinfo: their ids
@@ -12,61 +13,86 @@
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 
-use anyhow::Result;
 use weir_log::{LogRecord, Reader, RecordType};
-use weir_mounts::record::{self, FLAG_COMPARE};
-use weir_mounts::{Backend, Mount, Tracker};
+
+use crate::record::{self, FLAG_COMPARE};
+use crate::{Backend, Mount, Result};
 
 /// The ids of a table.
-pub(crate) fn ids(t: &[Mount]) -> BTreeSet<u64> {
+pub fn ids(t: &[Mount]) -> BTreeSet<u64> {
     t.iter().map(|m| m.id).collect()
 }
 
 /// The ids in the kernel's table now, as `backend` names them. Only the ids
 /// are needed, so the fanotify backend's listmount is not followed by a
 /// statmount of every mount.
-pub(crate) fn kernel_ids(backend: Backend) -> Result<BTreeSet<u64>> {
+pub fn kernel_ids(backend: Backend) -> Result<BTreeSet<u64>> {
     Ok(match backend {
         Backend::Fanotify => weir_sys::listmount::listmount_all()?.into_iter().collect(),
-        Backend::Mountinfo => ids(&weir_mounts::source::read_mountinfo()?),
+        Backend::Mountinfo => ids(&crate::source::read_mountinfo()?),
     })
 }
 
-/// Compares the tracker's table with `fresh`, the kernel's read with
-/// `weir_mounts::source::read_sorted` after a `sync` (so that every change
-/// made so far is in both). `None` when equal, else the first difference.
-pub(crate) fn table_diff(tracker: &Tracker, fresh: &[Mount]) -> Option<String> {
-    let mine = tracker.mounts();
+/// How a tracker's table differs from the kernel's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableDiff {
+    /// Mounts in the tracker's table.
+    pub mine: usize,
+    /// Mounts in the kernel's.
+    pub kernel: usize,
+    /// The first pair that differs, in id order; `None` when one table is
+    /// a prefix of the other.
+    pub first: Option<(Mount, Mount)>,
+}
+
+impl fmt::Display for TableDiff {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "weir's table has {} mounts, the kernel's {}; first difference: ",
+            self.mine, self.kernel
+        )?;
+        match &self.first {
+            Some((a, b)) => write!(f, "weir has {a:?}, the kernel {b:?}"),
+            None => f.write_str("one table is a prefix of the other"),
+        }
+    }
+}
+
+/// Compares a tracker's table, `mine` (`Tracker::mounts`), with `fresh`,
+/// the kernel's read with [`crate::source::read_sorted`] after a `sync`
+/// (so that every change made so far is in both). `None` when equal.
+pub fn table_diff(mine: &[Mount], fresh: &[Mount]) -> Option<TableDiff> {
     if mine == fresh {
         return None;
     }
-    let first = mine.iter().zip(fresh).find(|(a, b)| a != b).map_or_else(
-        || "one table is a prefix of the other".to_owned(),
-        |(a, b)| format!("weir has {a:?}, the kernel {b:?}"),
-    );
-    Some(format!(
-        "weir's table has {} mounts, the kernel's {}; first difference: {first}",
-        mine.len(),
-        fresh.len()
-    ))
+    Some(TableDiff {
+        mine: mine.len(),
+        kernel: fresh.len(),
+        first: mine
+            .iter()
+            .zip(fresh)
+            .find(|(a, b)| a != b)
+            .map(|(a, b)| (a.clone(), b.clone())),
+    })
 }
 
 /// The log's mount records, counted per id.
 #[derive(Default, Debug)]
-pub(crate) struct Tally {
+pub struct Tally {
     attach: HashMap<u64, u32>,
     detach: HashMap<u64, u32>,
     /// MOUNT_MOVE and MOUNT_CHANGE records, and mount records whose target
     /// is not an 8-byte id.
-    pub(crate) other: u64,
+    pub other: u64,
     /// ATTACH or DETACH records found by a whole-table comparison (after an
     /// overflow, or by the mountinfo backend) rather than from an event.
-    pub(crate) compared: u64,
+    pub compared: u64,
 }
 
 impl Tally {
     /// Counts one record.
-    pub(crate) fn add(&mut self, r: &LogRecord) {
+    pub fn add(&mut self, r: &LogRecord) {
         let map = match r.kind {
             RecordType::MOUNT_ATTACH => &mut self.attach,
             RecordType::MOUNT_DETACH => &mut self.detach,
@@ -87,7 +113,7 @@ impl Tally {
     }
 
     /// Counts every record `reader` has now; returns how many it read.
-    pub(crate) fn read(&mut self, reader: &mut Reader) -> Result<u64> {
+    pub fn read(&mut self, reader: &mut Reader) -> weir_log::Result<u64> {
         let mut n = 0;
         while let Some(r) = reader.next_record()? {
             self.add(&r);
@@ -97,12 +123,12 @@ impl Tally {
     }
 
     /// How many ids have at least one record of `kind` (cheap).
-    pub(crate) fn distinct(&self, kind: RecordType) -> usize {
+    pub fn distinct(&self, kind: RecordType) -> usize {
         self.map(kind).len()
     }
 
     /// How many of `ids` have at least one record of `kind`.
-    pub(crate) fn covered(&self, kind: RecordType, ids: &BTreeSet<u64>) -> usize {
+    pub fn covered(&self, kind: RecordType, ids: &BTreeSet<u64>) -> usize {
         let m = self.map(kind);
         ids.iter().filter(|id| m.contains_key(id)).count()
     }
@@ -117,7 +143,7 @@ impl Tally {
 
     /// Checks that `ids` have exactly one record of `kind` each, and that
     /// no other id has any.
-    pub(crate) fn check(&self, kind: RecordType, ids: &BTreeSet<u64>) -> LogCheck {
+    pub fn check(&self, kind: RecordType, ids: &BTreeSet<u64>) -> LogCheck {
         let m = self.map(kind);
         let mut c = LogCheck {
             kind,
@@ -142,20 +168,27 @@ impl Tally {
 
 /// The outcome of [`Tally::check`].
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct LogCheck {
-    kind: RecordType,
-    pub(crate) expected: usize,
-    pub(crate) once: usize,
-    pub(crate) missing: usize,
-    pub(crate) duplicated: usize,
-    /// Ids outside the storm with a record of this kind.
-    pub(crate) foreign: usize,
-    pub(crate) other: u64,
+pub struct LogCheck {
+    /// The record type checked.
+    pub kind: RecordType,
+    /// How many ids should have one record each.
+    pub expected: usize,
+    /// How many have exactly one.
+    pub once: usize,
+    /// How many have none.
+    pub missing: usize,
+    /// How many have more than one.
+    pub duplicated: usize,
+    /// Ids outside the expected set with a record of this kind.
+    pub foreign: usize,
+    /// MOUNT_MOVE and MOUNT_CHANGE records, and mount records whose target
+    /// is not an 8-byte id.
+    pub other: u64,
 }
 
 impl LogCheck {
     /// Exactly one record per mount and nothing else.
-    pub(crate) fn ok(&self) -> bool {
+    pub fn ok(&self) -> bool {
         self.once == self.expected
             && self.missing == 0
             && self.duplicated == 0

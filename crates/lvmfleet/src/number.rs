@@ -1,29 +1,35 @@
-//! Loop device numbers for the fleets: reserving one (a lock file every
-//! fleet, in any process, respects), attaching a file at it, and waiting
-//! for a detach to show.
+//! Loop device numbers a fleet keeps for its lifetime: a device detached
+//! and attached again comes back under the same path, which a test's
+//! filter of exact paths needs.
+//!
+//! `losetup -f` hands the lowest free number to whoever asks first, and
+//! could give ours away between a detach and the reattach. So these
+//! numbers come from a range far above what `-f` hands out, each reserved
+//! by an exclusive lock on a file in /run/lock that every fleet, in any
+//! process, respects; a number held or attached elsewhere is skipped. The
+//! kernel creates a missing loop device on `losetup /dev/loopN`; it stays,
+//! unbound, afterwards, like those `-f` creates.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+
+use crate::loopdev::{LoopDev, is_bound};
+use crate::{Error, Result};
 
 /// The first loop device number the fleets use.
 const FIRST_LOOP: u32 = 1900;
 /// How many numbers from [`FIRST_LOOP`] they may use.
 const LOOP_RANGE: u32 = 500;
-/// How long a detach may take to show in sysfs (it is deferred while some
-/// other process holds the device open).
-const DETACH_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// The numbers this process tried so far: tests running in parallel
-/// threads never pick the same one.
+/// The numbers this process tried so far: fleets made in parallel threads
+/// never pick the same one.
 static NEXT: AtomicU32 = AtomicU32::new(0);
 
 /// A loop device number reserved by an exclusive lock on
 /// `/run/lock/weir-test-loopN.lock` (or in the temporary directory),
 /// removed on drop.
 #[derive(Debug)]
-pub(super) struct Reservation {
+pub(crate) struct Reservation {
     path: PathBuf,
     _file: std::fs::File,
 }
@@ -66,20 +72,10 @@ impl Drop for Reservation {
     }
 }
 
-/// `losetup /dev/loopN file`.
-pub(super) fn losetup_at(number: u32, file: &Path) -> Output {
-    Command::new("losetup")
-        .arg(format!("/dev/loop{number}"))
-        .arg(file)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run losetup")
-}
-
 /// Reserves a free number of the range and attaches `file` there,
-/// starting at a place that depends on the process, so that two test
-/// processes rarely try the same numbers.
-pub(super) fn attach_free(file: &Path) -> (u32, Reservation) {
+/// starting at a place that depends on the process, so that two processes
+/// rarely try the same numbers.
+pub(crate) fn attach_reserved(file: &Path) -> Result<(LoopDev, Reservation)> {
     let start = std::process::id().wrapping_mul(37) % LOOP_RANGE;
     let mut last = None;
     for _ in 0..LOOP_RANGE {
@@ -92,29 +88,13 @@ pub(super) fn attach_free(file: &Path) -> (u32, Reservation) {
         if is_bound(number) {
             continue;
         }
-        let out = losetup_at(number, file);
-        if out.status.success() {
-            return (number, reserved);
+        match LoopDev::attach_at(number, file) {
+            Ok(dev) => return Ok((dev, reserved)),
+            Err(e) => last = Some(e),
         }
-        last = Some(out);
     }
-    panic!("no free loop device in loop{FIRST_LOOP}+{LOOP_RANGE}: {last:?}");
-}
-
-/// Whether loop device `number` is attached to a file.
-fn is_bound(number: u32) -> bool {
-    Path::new(&format!("/sys/block/loop{number}/loop")).exists()
-}
-
-/// Waits until loop device `number` is unbound: a detach is deferred
-/// while another process holds the device open.
-pub(super) fn wait_unbound(number: u32) {
-    let deadline = Instant::now() + DETACH_TIMEOUT;
-    while is_bound(number) {
-        assert!(
-            Instant::now() < deadline,
-            "loop{number} still attached {DETACH_TIMEOUT:?} after losetup -d"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    Err(Error::Unexpected(format!(
+        "no free loop device in loop{FIRST_LOOP}+{LOOP_RANGE}; last error: {}",
+        last.map_or_else(|| "none".to_owned(), |e| e.to_string())
+    )))
 }
