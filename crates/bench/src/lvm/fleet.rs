@@ -1,7 +1,7 @@
 //! The benchmarks' PV fleet: one VG over N PVs on loop devices over sparse
 //! 8 MiB images (one 4 MiB extent after LVM's 1 MiB), with one two-extent
-//! LV so that the VG's free space is not its size, as the anchor
-//! (`/work/shared/anchors/lvm/lvm_probe.sh`) makes it. weir-lvmfleet makes
+//! LV so that the VG's free space is not its size, as the reference LVM
+//! measurement made it. weir-lvmfleet makes
 //! it and tears it down on drop, so on every error and on Ctrl-C; the
 //! devices take whatever numbers `losetup -f` gives, as disks would, since
 //! a thousand reserved numbers would each hold a lock file open.

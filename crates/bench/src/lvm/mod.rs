@@ -10,9 +10,8 @@
 //! devices (sparse 8 MiB images, real `pvcreate`/`vgcreate`), the `vgs`
 //! timings, and teardown; the largest fleet also gets parity, activation
 //! and the pvscan baseline, and the `lvcreate` fleets the `lvcreate` phase,
-//! before their teardown. `--only` picks parts. The anchor is
-//! `/work/shared/anchors/lvm/lvm_probe.sh`, whose discipline this follows:
-//! a private `LVM_SYSTEM_DIR`, only our devices touched, `/run/lvm` online
+//! before their teardown. `--only` picks parts. It keeps the discipline of
+//! the reference LVM measurement (the "anchor" in the comments): a private `LVM_SYSTEM_DIR`, only our devices touched, `/run/lvm` online
 //! files of our PVs and VG removed, everything torn down on error and on
 //! Ctrl-C.
 

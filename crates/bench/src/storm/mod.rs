@@ -9,8 +9,8 @@
 //! medians are reported: ratios are only quoted between storms measured
 //! side by side in the same run. Then the latency of single mounts, the
 //! overflow of the fanotify queue with the real `weir mounts watch`, and
-//! memory per mount. The anchor is `/work/shared/anchors/mounts`
-//! (`storm.sh`, `storm_raw.c`).
+//! memory per mount. The "anchor" in the comments is the reference
+//! measurement of mount storms these figures were first compared with.
 //!
 //! Everything happens in a private mount namespace: this binary re-executes
 //! itself under `unshare -m --propagation private`, so no mount reaches the

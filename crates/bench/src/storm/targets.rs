@@ -1,4 +1,4 @@
-//! The storm figures the issue sets targets for, worst over the counts:
+//! The storm figures the README sets targets for, worst over the counts:
 //! printed next to their targets, and as the JSON line's headline keys.
 
 use serde_json::{Map, Value, json};
