@@ -28,7 +28,8 @@ use crate::active::{ActiveSegment, IoFail};
 use crate::codec;
 use crate::last_of_type::LastOfType;
 use crate::latency::pending::Pending;
-use crate::log::{FailKind, Inner, SegEntry, now_ns};
+use crate::log::health::Poison;
+use crate::log::{Inner, SegEntry, now_ns};
 use crate::options::Preallocation;
 use crate::retention;
 use crate::spare::Spares;
@@ -83,11 +84,10 @@ struct Stopped(Arc<Inner>);
 impl Drop for Stopped {
     fn drop(&mut self) {
         let inner = &self.0;
-        if !inner.closing.load(Ordering::Acquire) {
-            tracing::error!(dir = %inner.dir.display(), "the commit thread stopped unexpectedly; the log is poisoned");
-            inner.poisoned.store(true, Ordering::Release);
+        if !inner.health.is_closing() {
+            inner.poison(Poison::CommitterStopped);
         }
-        inner.committer_stopped.store(true, Ordering::Release);
+        inner.health.set_committer_stopped();
         inner.wake_all();
     }
 }
@@ -184,7 +184,7 @@ impl Committer {
 
     fn run(mut self) {
         loop {
-            let closing = self.inner.closing.load(Ordering::Acquire);
+            let closing = self.inner.health.is_closing();
             if !closing {
                 self.wait_for_work();
             }
@@ -221,7 +221,7 @@ impl Committer {
             }
         }
         // A spare is kept only by a close that leaves the log sound.
-        let keep = !self.inner.poisoned.load(Ordering::Acquire) && self.retry.is_none();
+        let keep = !self.inner.health.is_poisoned() && self.retry.is_none();
         self.spares
             .close(&*self.inner.opts.fs, &self.inner.dir, keep);
         self.wake_all();
@@ -293,7 +293,7 @@ impl Committer {
         let inner = self.inner.clone();
         // Poisoned elsewhere: by an fsync of the consumer state or of the
         // directory after retention.
-        if inner.poisoned.load(Ordering::Acquire) {
+        if inner.health.is_poisoned() {
             return Outcome::Poisoned;
         }
         self.gather_waiters();
@@ -335,7 +335,7 @@ impl Committer {
         }
         self.retry = None;
         self.prepare_spare();
-        if inner.failing.swap(false, Ordering::AcqRel) {
+        if inner.health.write_succeeded() {
             tracing::info!(dir = %inner.dir.display(), "log writes recovered");
         }
         self.publish_committed(placed_to);
@@ -622,18 +622,11 @@ impl Committer {
             IoFail::Sync(e) => (e, true),
         };
         if poison {
-            inner.poison(err, "segment");
+            inner.poison(Poison::Fsync(err, "segment"));
             return Outcome::Poisoned;
         }
-        {
-            let mut s = inner.fail.lock().unwrap_or_else(|p| p.into_inner());
-            s.last = Some(FailKind::of(err));
-            // Under the lock: a waiter that sees the new epoch and then
-            // locks finds this failure.
-            inner.fail_epoch.fetch_add(1, Ordering::AcqRel);
-        }
+        inner.health.write_failed(err);
         inner.counters.write_errors.fetch_add(1, Ordering::Relaxed);
-        inner.failing.store(true, Ordering::Release);
         let delay = self
             .retry
             .map_or(RETRY_MIN, |(_, d)| (d * 2).min(RETRY_MAX));
@@ -651,7 +644,7 @@ impl Committer {
 
     fn maintain(&mut self) {
         self.last_maintenance = Instant::now();
-        if self.inner.poisoned.load(Ordering::Acquire) {
+        if self.inner.health.is_poisoned() {
             return;
         }
         let inner = &self.inner;

@@ -23,6 +23,7 @@ use crate::recovery::{self, RecoveryReport};
 use crate::ring::{Reservation, Ring};
 use crate::{codec, commit};
 use draft::Draft;
+use health::{FailKind, Health, Poison};
 
 /// Calls `done` until it holds or `until` passes, yielding the CPU between
 /// calls rather than spinning, so that on a busy CPU the thread being
@@ -51,28 +52,6 @@ pub(crate) struct SegEntry {
     pub(crate) bytes: u64,
     /// Time of the newest record.
     pub(crate) last_time_ns: u64,
-}
-
-/// Why a commit failed, kept so that waiters can be told.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum FailKind {
-    NoSpace,
-    Io(std::io::ErrorKind, Option<i32>),
-}
-
-impl FailKind {
-    pub(crate) fn of(err: &std::io::Error) -> FailKind {
-        if err.raw_os_error() == Some(rustix::io::Errno::NOSPC.raw_os_error()) {
-            FailKind::NoSpace
-        } else {
-            FailKind::Io(err.kind(), err.raw_os_error())
-        }
-    }
-}
-
-#[derive(Debug, Default)]
-pub(crate) struct FailState {
-    pub(crate) last: Option<FailKind>,
 }
 
 /// Counters for `stats`.
@@ -120,12 +99,7 @@ pub(crate) struct Inner {
     pub(crate) wakes: AtomicU64,
     /// The oldest index still in the log.
     pub(crate) first_index: AtomicU64,
-    pub(crate) poisoned: AtomicBool,
-    pub(crate) closing: AtomicBool,
-    pub(crate) failing: AtomicBool,
     pub(crate) committer_idle: AtomicBool,
-    /// The commit thread has ended (see `commit::Stopped`).
-    pub(crate) committer_stopped: AtomicBool,
     pub(crate) space_waiters: AtomicUsize,
     /// Threads inside `wait_durable`: the committer makes the wake system
     /// call only when there are some.
@@ -148,11 +122,8 @@ pub(crate) struct Inner {
     /// advances or the log's state changes under them (a failure, poison,
     /// close); see [`Inner::wake_durable`].
     pub(crate) durable_seq: AtomicU32,
-    /// Counts commit failures, so that a waiter can tell one happened
-    /// since it started without taking `fail`'s lock.
-    pub(crate) fail_epoch: AtomicU64,
-    /// The last failure; written before `fail_epoch` moves.
-    pub(crate) fail: Mutex<FailState>,
+    /// Open, closing, failing or poisoned, and the last failure.
+    pub(crate) health: Health,
     pub(crate) wait: Mutex<()>,
     pub(crate) space_cv: Condvar,
     pub(crate) commit_cv: Condvar,
@@ -201,21 +172,22 @@ impl Inner {
         }
     }
 
-    /// Records `err` as the last failure for waiters, then poisons the
-    /// log: after an fsync failure the kernel may have dropped dirty pages
-    /// it could not write, so nothing written since can be trusted to be
-    /// on disk. Writers, durable waiters and consumer changes then fail
-    /// until the log is reopened, and the committer stops.
-    pub(crate) fn poison(&self, err: &std::io::Error, what: &'static str) {
-        {
-            let mut s = self.fail.lock().unwrap_or_else(|p| p.into_inner());
-            s.last = Some(FailKind::of(err));
-            // Under the lock: a waiter that sees the new epoch and then
-            // locks finds this failure.
-            self.fail_epoch.fetch_add(1, Ordering::AcqRel);
-        }
-        if !self.poisoned.swap(true, Ordering::AcqRel) {
-            tracing::error!(dir = %self.dir.display(), error = %err, what, "fsync failed; the log is poisoned until reopened");
+    /// Poisons the log, recording an fsync's error as the last failure
+    /// for waiters: after an fsync failure the kernel may have dropped
+    /// dirty pages it could not write, so nothing written since can be
+    /// trusted to be on disk; and a commit thread that ended early commits
+    /// nothing more. Writers, durable waiters and consumer changes then
+    /// fail until the log is reopened, and the committer stops.
+    pub(crate) fn poison(&self, why: Poison<'_>) {
+        if self.health.poison(why) {
+            match why {
+                Poison::Fsync(err, what) => {
+                    tracing::error!(dir = %self.dir.display(), error = %err, what, "fsync failed; the log is poisoned until reopened");
+                }
+                Poison::CommitterStopped => {
+                    tracing::error!(dir = %self.dir.display(), "the commit thread stopped unexpectedly; the log is poisoned");
+                }
+            }
         }
         self.wake_all();
     }
@@ -231,16 +203,6 @@ impl Inner {
         }
     }
 
-    fn check_open(&self) -> Result<()> {
-        if self.poisoned.load(Ordering::Acquire) {
-            return Err(Error::Poisoned);
-        }
-        if self.closing.load(Ordering::Acquire) {
-            return Err(Error::Closed);
-        }
-        Ok(())
-    }
-
     /// Reserves an index while the ring is full, waiting a bounded time.
     #[cold]
     fn reserve_waiting(&self, len: usize) -> Result<Reservation> {
@@ -252,10 +214,9 @@ impl Inner {
             if let Some(i) = self.ring.try_reserve(len) {
                 return Ok(i);
             }
-            self.check_open()?;
-            if self.failing.load(Ordering::Acquire) {
-                let last = self.fail.lock().unwrap_or_else(|p| p.into_inner()).last;
-                return Err(last.map_or(
+            self.health.check_open()?;
+            if self.health.is_failing() {
+                return Err(self.health.last_failure().map_or(
                     Error::Stalled {
                         waited_ms: start.elapsed().as_millis() as u64,
                         cause: StallCause::WriteFailing,
@@ -301,7 +262,7 @@ impl Inner {
         // the clock and the encoding below.
         self.ring.prefetch_reserve();
         let len = self.encoded_len(r)?;
-        self.check_open()?;
+        self.health.check_open()?;
         let mut draft = Draft::new(r, len);
         let res = match self.ring.try_reserve(len) {
             Some(res) => res,
@@ -351,7 +312,7 @@ impl Inner {
     }
 
     fn closed_and_drained(&self) -> bool {
-        self.closing.load(Ordering::Acquire) && commit::finished(self)
+        self.health.is_closing() && commit::finished(self)
     }
 
     pub(crate) fn last_committed(&self) -> u64 {
@@ -510,11 +471,7 @@ impl Log {
             commit_wanted: AtomicU64::new(0),
             wakes: AtomicU64::new(0),
             first_index: AtomicU64::new(rec.segments.first().map_or(next, |s| s.base)),
-            poisoned: AtomicBool::new(false),
-            closing: AtomicBool::new(false),
-            failing: AtomicBool::new(false),
             committer_idle: AtomicBool::new(false),
-            committer_stopped: AtomicBool::new(false),
             space_waiters: AtomicUsize::new(0),
             durable_waiters: AtomicUsize::new(0),
             durable_entries: AtomicU64::new(0),
@@ -522,8 +479,7 @@ impl Log {
             sync_ns: AtomicU64::new(0),
             poll_gate: poll::PollGate::new(),
             durable_seq: AtomicU32::new(0),
-            fail_epoch: AtomicU64::new(0),
-            fail: Mutex::new(FailState::default()),
+            health: Health::default(),
             wait: Mutex::new(()),
             space_cv: Condvar::new(),
             commit_cv: Condvar::new(),
@@ -669,7 +625,7 @@ impl Log {
 
     fn committer_cpu_ns(&self) -> Option<u64> {
         // A stopped thread's id may already name another thread.
-        if self.inner.committer_stopped.load(Ordering::Acquire) {
+        if self.inner.health.committer_stopped() {
             return None;
         }
         crate::thread_cpu::of_thread(*self.inner.committer_tid.get()?)
@@ -677,7 +633,7 @@ impl Log {
 
     /// Whether an fsync failure has poisoned the log.
     pub fn is_poisoned(&self) -> bool {
-        self.inner.poisoned.load(Ordering::Acquire)
+        self.inner.health.is_poisoned()
     }
 
     /// Flushes and syncs everything appended, then stops the committer.
@@ -689,20 +645,15 @@ impl Log {
         let Some(h) = self.committer.take() else {
             return Ok(());
         };
-        self.inner.closing.store(true, Ordering::Release);
+        self.inner.health.close();
         self.inner.kick();
         let _ = h.join();
         self.lock = None;
-        if self.inner.poisoned.load(Ordering::Acquire) {
+        if self.inner.health.is_poisoned() {
             return Err(Error::Poisoned);
         }
         if !commit::finished(&self.inner) {
-            let last = self
-                .inner
-                .fail
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .last;
+            let last = self.inner.health.last_failure();
             return Err(self.inner.fail_error(last.unwrap_or(FailKind::NoSpace)));
         }
         Ok(())
@@ -748,6 +699,7 @@ fn take_lock(dir: &Path) -> Result<std::fs::File> {
 mod consumers;
 mod draft;
 mod durable;
+pub(crate) mod health;
 mod poll;
 #[cfg(test)]
 mod tests;

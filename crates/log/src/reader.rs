@@ -399,8 +399,7 @@ impl Reader {
         match &self.src {
             Source::Live(inner) => {
                 let g = inner.lock_wait();
-                if inner.committed.load(Ordering::Acquire) < self.next
-                    && !inner.closing.load(Ordering::Acquire)
+                if inner.committed.load(Ordering::Acquire) < self.next && !inner.health.is_closing()
                 {
                     let _ = inner.commit_cv.wait_timeout(g, timeout);
                 }

@@ -16,6 +16,7 @@ use std::sync::atomic::Ordering;
 use crate::announce::{Announcement, Reason};
 use crate::consumers::{Consumer, Consumers};
 use crate::last_of_type::LastOfType;
+use crate::log::health::Poison;
 use crate::log::{Inner, SegEntry, now_ns};
 use crate::options::FullPolicy;
 use crate::reader::Reader;
@@ -245,7 +246,7 @@ pub(crate) fn run(
     // from a removed segment. Passes alone wait for a save that matters;
     // so does a settled MARK, but not long: until it is saved, a crash
     // announces it again.
-    let closing = inner.closing.load(Ordering::Acquire);
+    let closing = inner.health.is_closing();
     if consumers.dirty()
         && (changed || settled || closing || !doomed.is_empty() || marks.awaiting_save())
         && let Err(f) = consumers.save(&*inner.opts.fs)
@@ -262,7 +263,7 @@ pub(crate) fn run(
     if closing && !saved {
         marks.forget_unsaved(&mut consumers);
     }
-    let poisoned = inner.poisoned.load(Ordering::Acquire);
+    let poisoned = inner.health.is_poisoned();
     drop(consumers);
     let wanted = doomed.len();
     let doomed: Vec<SegEntry> = doomed
@@ -495,7 +496,7 @@ fn remove_segments(inner: &Inner, doomed: &[SegEntry]) {
     // Any fsync failure poisons the log, this one too: the directory's
     // other changes since (a new segment's entry) could be lost with it.
     if let Err(e) = fs.sync_dir(&inner.dir) {
-        inner.poison(&e, "log directory after removing segments");
+        inner.poison(Poison::Fsync(&e, "log directory after removing segments"));
     }
 }
 

@@ -30,7 +30,7 @@ impl Committer {
         self.inner.durable_wanted.load(Ordering::Acquire)
             > self.inner.durable.load(Ordering::Acquire)
             || (self.pending() >= self.inner.ring.capacity() / 2 && self.stuck_at_head().is_none())
-            || self.inner.closing.load(Ordering::Acquire)
+            || self.inner.health.is_closing()
     }
 
     fn unsynced(&self) -> bool {
@@ -176,10 +176,8 @@ impl Committer {
         let sync_cost = Duration::from_nanos(inner.sync_ns.load(Ordering::Relaxed));
         let deadline = Instant::now() + (sync_cost / 2).min(bound);
         let target = self.entries_at_wake + self.woken;
-        let back = || {
-            inner.durable_entries.load(Ordering::SeqCst) >= target
-                || inner.closing.load(Ordering::Acquire)
-        };
+        let back =
+            || inner.durable_entries.load(Ordering::SeqCst) >= target || inner.health.is_closing();
         let spin_until = (Instant::now() + GATHER_SPIN).min(deadline);
         if yield_until(spin_until, back) {
             return;

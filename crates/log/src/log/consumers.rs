@@ -6,6 +6,7 @@ use std::sync::MutexGuard;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use super::health::Poison;
 use super::{Inner, Log, now_ns};
 use crate::consumers::{ConsumerInfo, Consumers, SaveFailed};
 use crate::error::{Error, Result};
@@ -32,11 +33,11 @@ impl Inner {
                 source,
                 fsync: true,
             } => {
-                self.poison(&source, "consumer state");
+                self.poison(Poison::Fsync(&source, "consumer state"));
                 (Error::io("fsync", f.path, source), false)
             }
             ReplaceError::Unsynced(source) => {
-                self.poison(&source, "consumer state");
+                self.poison(Poison::Fsync(&source, "consumer state"));
                 (Error::io("fsync", &self.dir, source), true)
             }
         }
@@ -48,7 +49,7 @@ impl Log {
     /// last committed record. Returns its id.
     pub fn register(&self, name: &str, mask: TypeMask) -> Result<u32> {
         // Consumer changes are writes: a poisoned log refuses them too.
-        self.inner.check_open()?;
+        self.inner.health.check_open()?;
         let mut c = self.consumers();
         let id = c.register(name, mask, self.inner.last_committed(), now_ns())?;
         self.save(&mut c, |c| {
@@ -77,7 +78,7 @@ impl Log {
     pub fn clear(&self, name: &str, upto: u64) -> Result<ConsumerInfo> {
         // Before the consumer lock, which retention takes on the committer.
         self.wait_committed(upto);
-        self.inner.check_open()?;
+        self.inner.health.check_open()?;
         let mut c = self.consumers();
         let before = c.get(name)?.clone();
         let (last, now) = (self.inner.last_committed(), now_ns());
@@ -101,7 +102,7 @@ impl Log {
         inner.kick();
         let deadline = Instant::now() + CLEAR_COMMIT_WAIT;
         let mut g = inner.lock_wait();
-        while inner.last_committed() < upto && !inner.closing.load(Ordering::Acquire) {
+        while inner.last_committed() < upto && !inner.health.is_closing() {
             let now = Instant::now();
             if now >= deadline {
                 break;
@@ -116,7 +117,7 @@ impl Log {
 
     /// Removes a consumer.
     pub fn deregister(&self, name: &str) -> Result<()> {
-        self.inner.check_open()?;
+        self.inner.health.check_open()?;
         let mut c = self.consumers();
         let gone = c.remove(name)?;
         self.save(&mut c, |c| c.restore(gone))?;

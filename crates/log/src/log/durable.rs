@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 use rustix::thread::futex;
 use rustix::time::Timespec;
 
-use super::{FailKind, Inner};
+use super::Inner;
+use super::health::FailKind;
 use crate::error::{Error, Result};
 
 impl Inner {
@@ -50,7 +51,7 @@ impl Inner {
         if index >= next {
             return Err(Error::NotAppended { index, next });
         }
-        let epoch = self.fail_epoch.load(Ordering::Acquire);
+        let epoch = self.health.fail_epoch();
         // Counted in before the first look at `durable_seq`: the committer
         // skips the wake when it sees no waiters (see `wake_durable`).
         self.durable_waiters.fetch_add(1, Ordering::SeqCst);
@@ -79,14 +80,14 @@ impl Inner {
             if self.durable.load(Ordering::SeqCst) >= index {
                 return Ok(());
             }
-            if self.poisoned.load(Ordering::Acquire) {
+            if self.health.is_poisoned() {
                 return Err(Error::Poisoned);
             }
-            if self.fail_epoch.load(Ordering::Acquire) != epoch {
-                let last = self.fail.lock().unwrap_or_else(|p| p.into_inner()).last;
+            if self.health.failed_since(epoch) {
+                let last = self.health.last_failure();
                 return Err(self.fail_error(last.unwrap_or(FailKind::NoSpace)));
             }
-            if self.committer_stopped.load(Ordering::Acquire) || self.closed_and_drained() {
+            if self.health.committer_stopped() || self.closed_and_drained() {
                 return Err(Error::Closed);
             }
             // EAGAIN (the sequence moved), EINTR and the timeout all mean
