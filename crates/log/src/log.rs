@@ -192,7 +192,18 @@ impl Inner {
         self.wake_all();
     }
 
-    pub(crate) fn fail_error(&self, kind: FailKind) -> Error {
+    /// The error for the last commit failure; where none was recorded,
+    /// says so, with how far records are durable.
+    pub(crate) fn failure_error(&self) -> Error {
+        match self.health.last_failure() {
+            Some(kind) => self.fail_error(kind),
+            None => Error::NotDurable {
+                durable: self.durable.load(Ordering::Acquire),
+            },
+        }
+    }
+
+    fn fail_error(&self, kind: FailKind) -> Error {
         match kind {
             FailKind::NoSpace => Error::NoSpace,
             FailKind::Io(k, raw) => Error::Io {
@@ -653,8 +664,7 @@ impl Log {
             return Err(Error::Poisoned);
         }
         if !commit::finished(&self.inner) {
-            let last = self.inner.health.last_failure();
-            return Err(self.inner.fail_error(last.unwrap_or(FailKind::NoSpace)));
+            return Err(self.inner.failure_error());
         }
         Ok(())
     }

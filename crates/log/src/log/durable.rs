@@ -17,7 +17,6 @@ use rustix::thread::futex;
 use rustix::time::Timespec;
 
 use super::Inner;
-use super::health::FailKind;
 use crate::error::{Error, Result};
 
 impl Inner {
@@ -84,8 +83,7 @@ impl Inner {
                 return Err(Error::Poisoned);
             }
             if self.health.failed_since(epoch) {
-                let last = self.health.last_failure();
-                return Err(self.fail_error(last.unwrap_or(FailKind::NoSpace)));
+                return Err(self.failure_error());
             }
             if self.health.committer_stopped() || self.closed_and_drained() {
                 return Err(Error::Closed);

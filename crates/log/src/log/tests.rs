@@ -207,3 +207,29 @@ fn a_writer_that_waited_for_room_stamps_the_time_it_got_it() {
     drop(hole);
     log.close().unwrap();
 }
+
+/// A commit failure is reported as the one recorded, and without one, as
+/// unrecorded: it used to be reported as a full disk.
+#[test]
+fn a_commit_failure_is_reported_as_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = small_ring_log(dir.path(), 16);
+    assert!(
+        matches!(log.inner.failure_error(), Error::NotDurable { durable: 0 }),
+        "{:?}",
+        log.inner.failure_error()
+    );
+    let errno = |e: rustix::io::Errno| std::io::Error::from_raw_os_error(e.raw_os_error());
+    log.inner
+        .health
+        .write_failed(&errno(rustix::io::Errno::NOSPC));
+    assert!(matches!(log.inner.failure_error(), Error::NoSpace));
+    log.inner.health.write_failed(&errno(rustix::io::Errno::IO));
+    match log.inner.failure_error() {
+        Error::Io { op, source, .. } => {
+            assert_eq!((op, source.raw_os_error()), ("commit", Some(5)));
+        }
+        other => panic!("expected Io, got {other:?}"),
+    }
+    log.close().unwrap();
+}
