@@ -25,11 +25,12 @@ use std::time::{Duration, Instant};
 use crossbeam_utils::Backoff;
 
 use crate::active::{ActiveSegment, IoFail};
+use crate::catalog::SegEntry;
 use crate::codec;
 use crate::last_of_type::LastOfType;
 use crate::latency::pending::Pending;
 use crate::log::health::Poison;
-use crate::log::{Inner, SegEntry, now_ns};
+use crate::log::{Inner, now_ns};
 use crate::options::Preallocation;
 use crate::retention;
 use crate::spare::Spares;
@@ -543,15 +544,13 @@ impl Committer {
             now_ns(),
             spare,
         )?;
-        let mut segs = inner.segments.write().unwrap_or_else(|p| p.into_inner());
-        segs.push(SegEntry {
+        inner.catalog.push(SegEntry {
             base,
             path: a.path.clone(),
             last: None,
             bytes: opts.segment_size,
             last_time_ns: 0,
         });
-        drop(segs);
         self.active = Some(a);
         Ok(())
     }
@@ -579,14 +578,7 @@ impl Committer {
         inner.counters.syncs.fetch_add(1, Ordering::Relaxed);
         let (base, time) = (active.base, active.last_time_ns());
         self.active = None;
-        {
-            let mut segs = inner.segments.write().unwrap_or_else(|p| p.into_inner());
-            if let Some(s) = segs.iter_mut().find(|s| s.base == base) {
-                s.last = Some(last);
-                s.bytes = bytes;
-                s.last_time_ns = time;
-            }
-        }
+        inner.catalog.seal(base, last, bytes, time);
         self.publish_committed(last);
         self.publish_durable(last);
         Ok(())

@@ -36,6 +36,7 @@ macro_rules! fail_point {
 
 mod active;
 mod announce;
+mod catalog;
 mod clock;
 pub mod codec;
 mod commit;

@@ -8,10 +8,11 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, RwLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::thread::{JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
+use crate::catalog::Catalog;
 pub(crate) use crate::clock::now_ns;
 use crate::consumers::Consumers;
 use crate::error::{Error, Result, StallCause};
@@ -40,19 +41,6 @@ pub(crate) fn yield_until(until: Instant, mut done: impl FnMut() -> bool) -> boo
 
 /// The lock file that marks the single writer of a log directory.
 pub const LOCK_FILE: &str = "LOCK";
-
-/// A segment as the log tracks it.
-#[derive(Debug, Clone)]
-pub(crate) struct SegEntry {
-    pub(crate) base: u64,
-    pub(crate) path: PathBuf,
-    /// The last index, once sealed.
-    pub(crate) last: Option<u64>,
-    /// File length.
-    pub(crate) bytes: u64,
-    /// Time of the newest record.
-    pub(crate) last_time_ns: u64,
-}
 
 /// Counters for `stats`.
 #[derive(Debug, Default)]
@@ -97,8 +85,6 @@ pub(crate) struct Inner {
     /// a wake that asks for something from that stale token, which used to
     /// cut its batch window short and write early.
     pub(crate) wakes: AtomicU64,
-    /// The oldest index still in the log.
-    pub(crate) first_index: AtomicU64,
     pub(crate) committer_idle: AtomicBool,
     pub(crate) space_waiters: AtomicUsize,
     /// Threads inside `wait_durable`: the committer makes the wake system
@@ -131,10 +117,9 @@ pub(crate) struct Inner {
     /// The commit thread's kernel thread id, set by the thread when it
     /// starts (for its CPU time in `Stats`).
     pub(crate) committer_tid: OnceLock<i32>,
-    /// The segments, oldest first. Lock order: `consumers`, then this one
-    /// (retention holds the consumer lock while it reads and updates the
-    /// list); never take `consumers` while holding this.
-    pub(crate) segments: RwLock<Vec<SegEntry>>,
+    /// The segments, oldest first, and the oldest index. Its lock is a
+    /// leaf (see `catalog`).
+    pub(crate) catalog: Catalog,
     pub(crate) consumers: Mutex<Consumers>,
     pub(crate) counters: Counters,
 }
@@ -481,7 +466,6 @@ impl Log {
             durable_wanted: AtomicU64::new(0),
             commit_wanted: AtomicU64::new(0),
             wakes: AtomicU64::new(0),
-            first_index: AtomicU64::new(rec.segments.first().map_or(next, |s| s.base)),
             committer_idle: AtomicBool::new(false),
             space_waiters: AtomicUsize::new(0),
             durable_waiters: AtomicUsize::new(0),
@@ -496,7 +480,7 @@ impl Log {
             commit_cv: Condvar::new(),
             committer: OnceLock::new(),
             committer_tid: OnceLock::new(),
-            segments: RwLock::new(rec.segments),
+            catalog: Catalog::new(rec.segments, next),
             consumers: Mutex::new(consumers),
             counters: Counters::default(),
             dir,
@@ -574,7 +558,7 @@ impl Log {
 
     /// The oldest index still in the log.
     pub fn first_index(&self) -> u64 {
-        self.inner.first_index.load(Ordering::Acquire)
+        self.inner.catalog.first_index()
     }
 
     /// Reads committed records from `from` on.
@@ -584,19 +568,9 @@ impl Log {
 
     /// Counters and sizes.
     pub fn stats(&self) -> Stats {
-        // Read before the segment list's lock, which a roll waits for.
+        // Read before the catalog's lock, which a roll waits for.
         let spare_bytes = self.spare_bytes();
-        // The guard is dropped before the consumer lock is taken: retention
-        // holds that lock and then takes the segment list's (see
-        // `Inner::segments`).
-        let (segments, bytes) = {
-            let segs = self
-                .inner
-                .segments
-                .read()
-                .unwrap_or_else(|p| p.into_inner());
-            (segs.len(), segs.iter().map(|s| s.bytes).sum())
-        };
+        let (segments, bytes) = self.inner.catalog.count_and_bytes();
         let k = &self.inner.counters;
         Stats {
             first_index: self.first_index(),

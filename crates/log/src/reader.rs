@@ -170,13 +170,7 @@ impl Reader {
     /// The segments as `(base, path)`, oldest first.
     fn segments(&self) -> Result<Vec<(u64, PathBuf)>> {
         match &self.src {
-            Source::Live(i) => Ok(i
-                .segments
-                .read()
-                .unwrap_or_else(|p| p.into_inner())
-                .iter()
-                .map(|s| (s.base, s.path.clone()))
-                .collect()),
+            Source::Live(i) => Ok(i.catalog.paths()),
             Source::Dir { fs, dir } => {
                 list_segments(&**fs, dir).map_err(|e| Error::io("list", dir, e))
             }

@@ -14,10 +14,11 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use crate::announce::{Announcement, Reason};
+use crate::catalog::SegEntry;
 use crate::consumers::{Consumer, Consumers};
 use crate::last_of_type::LastOfType;
 use crate::log::health::Poison;
-use crate::log::{Inner, SegEntry, now_ns};
+use crate::log::{Inner, now_ns};
 use crate::options::FullPolicy;
 use crate::reader::Reader;
 use crate::segment::Footer;
@@ -195,11 +196,7 @@ pub(crate) fn run(
         }
     }
 
-    let segs: Vec<SegEntry> = inner
-        .segments
-        .read()
-        .unwrap_or_else(|p| p.into_inner())
-        .clone();
+    let segs = inner.catalog.snapshot();
     let mut total: u64 = segs.iter().map(|s| s.bytes).sum::<u64>() + opening + reserve;
     let mut doomed = Vec::new();
     // Never the newest segment.
@@ -304,7 +301,7 @@ struct UnwantedScan {
 impl UnwantedScan {
     /// A look from just after `c`'s cleared index, through the segment
     /// list in memory rather than a listing of the directory. The consumer
-    /// lock is held, which comes before the list's (see `Inner::segments`).
+    /// lock is held, which comes before the catalog's (see `catalog`).
     fn new(inner: &Arc<Inner>, c: &Consumer, seek: UnsealedSeek<'_>) -> UnwantedScan {
         let from = c.cleared + 1;
         let mut reader = Reader::live(inner.clone(), from, Some(c.mask.clone()));
@@ -360,7 +357,7 @@ fn pass_unwanted(
         let known = c.waiting_since.is_some_and(|(at, _)| at == c.cleared);
         // Records a size limit dropped under it cannot be read: such a
         // consumer is judged by their age, as any other, and takes no look.
-        let dropped = c.cleared + 1 < inner.first_index.load(Ordering::Acquire);
+        let dropped = c.cleared + 1 < inner.catalog.first_index();
         if c.mask.is_all() || c.cleared >= last || known || dropped {
             scans.0.remove(&c.id);
             continue;
@@ -468,10 +465,7 @@ fn last_time(inner: &Inner, s: &SegEntry) -> u64 {
         })
         .map_or(0, |f| f.last_time_ns);
     if t != 0 {
-        let mut segs = inner.segments.write().unwrap_or_else(|p| p.into_inner());
-        if let Some(e) = segs.iter_mut().find(|e| e.base == s.base) {
-            e.last_time_ns = t;
-        }
+        inner.catalog.set_last_time(s.base, t);
     }
     t
 }
@@ -480,13 +474,7 @@ fn remove_segments(inner: &Inner, doomed: &[SegEntry]) {
     if doomed.is_empty() {
         return;
     }
-    {
-        let mut segs = inner.segments.write().unwrap_or_else(|p| p.into_inner());
-        segs.retain(|s| !doomed.iter().any(|d| d.base == s.base));
-        if let Some(first) = segs.first() {
-            inner.first_index.store(first.base, Ordering::Release);
-        }
-    }
+    inner.catalog.remove(doomed);
     let fs = &*inner.opts.fs;
     for s in doomed {
         if let Err(e) = fs.remove(&s.path) {
