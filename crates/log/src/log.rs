@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use crate::catalog::Catalog;
 pub(crate) use crate::clock::now_ns;
-use crate::consumers::Consumers;
+use crate::cursors::Consumers;
 use crate::error::{Error, Result, StallCause};
 use crate::latency::{Histogram, SharedHistogram};
 use crate::options::Options;

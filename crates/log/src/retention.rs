@@ -15,7 +15,7 @@ use std::sync::atomic::Ordering;
 
 use crate::announce::{Announcement, Reason};
 use crate::catalog::SegEntry;
-use crate::consumers::{Consumer, Consumers};
+use crate::cursors::{Consumer, Consumers};
 use crate::last_of_type::LastOfType;
 use crate::log::health::Poison;
 use crate::log::{Inner, now_ns};

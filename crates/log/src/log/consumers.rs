@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::health::Poison;
 use super::{Inner, Log, now_ns};
-use crate::consumers::{ConsumerInfo, Consumers, SaveFailed};
+use crate::cursors::{ConsumerInfo, Consumers, SaveFailed};
 use crate::error::{Error, Result};
 use crate::fs::ReplaceError;
 use crate::kind::TypeMask;

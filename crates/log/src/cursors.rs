@@ -1,8 +1,11 @@
-//! Consumers: named cursors with a type mask, persisted across reopen.
+//! The persisted cursor set: each consumer's name, type mask and cleared
+//! index, and the MARK records owed, kept across reopen.
 //!
 //! A consumer reads from just after its cleared index and clears what it has
 //! processed. The set lives in `consumers.json`, replaced by rename on every
-//! change, so a reader in another process always sees a whole file.
+//! change, so a reader in another process always sees a whole file. This is
+//! the data and its file; `log::consumers` is `Log`'s consumer calls, which
+//! lock, change and save it.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
