@@ -158,9 +158,7 @@ impl Committer {
         let last_gather = Instant::now()
             .checked_sub(opts.flush_interval)
             .unwrap_or_else(Instant::now);
-        let marks = retention::PendingMarks::owed_at_open(
-            &inner.consumers.lock().unwrap_or_else(|p| p.into_inner()),
-        );
+        let marks = retention::PendingMarks::owed_at_open(&inner.consumers.lock());
         Committer {
             inner,
             active,

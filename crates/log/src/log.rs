@@ -23,6 +23,7 @@ use crate::record::Record;
 use crate::recovery::{self, RecoveryReport};
 use crate::ring::{Reservation, Ring};
 use crate::{codec, commit};
+use consumers::ConsumerStore;
 use draft::Draft;
 use health::{FailKind, Health, Poison};
 
@@ -120,7 +121,8 @@ pub(crate) struct Inner {
     /// The segments, oldest first, and the oldest index. Its lock is a
     /// leaf (see `catalog`).
     pub(crate) catalog: Catalog,
-    pub(crate) consumers: Mutex<Consumers>,
+    /// The consumer set, behind the lock that comes before every other.
+    pub(crate) consumers: ConsumerStore,
     pub(crate) counters: Counters,
 }
 
@@ -481,7 +483,7 @@ impl Log {
             committer: OnceLock::new(),
             committer_tid: OnceLock::new(),
             catalog: Catalog::new(rec.segments, next),
-            consumers: Mutex::new(consumers),
+            consumers: ConsumerStore::new(consumers),
             counters: Counters::default(),
             dir,
             opts,
@@ -592,7 +594,7 @@ impl Log {
             durable_waits: self.inner.durable_entries.load(Ordering::Relaxed),
             durable_sleeps: k.durable_sleeps.load(Ordering::Relaxed),
             durable_poll_shuts: self.inner.poll_gate.shuts(),
-            consumers: self.consumers().list().len(),
+            consumers: self.inner.consumers.lock().list().len(),
             committer_cpu_ns: self.committer_cpu_ns(),
             commit_latency: k.commit_latency.snapshot(),
             durable_latency: k.durable_latency.snapshot(),

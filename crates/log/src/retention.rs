@@ -160,7 +160,7 @@ pub(crate) fn run(
     let now = now_ns();
     let last = inner.committed.load(Ordering::Acquire);
     let ret = &inner.opts.retention;
-    let mut consumers = inner.consumers.lock().unwrap_or_else(|p| p.into_inner());
+    let mut consumers = inner.consumers.lock();
     let mut changed = false;
     let settled = marks.settle(&mut consumers, inner.durable.load(Ordering::Acquire));
 
