@@ -7,9 +7,9 @@
 //! never by a plain `append`.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
-use std::thread::{JoinHandle, Thread};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::catalog::Catalog;
@@ -26,6 +26,7 @@ use crate::{codec, commit};
 use consumers::ConsumerStore;
 use draft::Draft;
 use health::{FailKind, Health, Poison};
+use signals::Signals;
 
 /// Calls `done` until it holds or `until` passes, yielding the CPU between
 /// calls rather than spinning, so that on a busy CPU the thread being
@@ -58,7 +59,7 @@ pub(crate) struct Counters {
     pub(crate) group_waits: AtomicU64,
     pub(crate) group_deadlines: AtomicU64,
     /// Durable waits that did not see their record while polling and went
-    /// on to the futex (see `log::durable`).
+    /// on to the futex (see `log::signals::durable`).
     pub(crate) durable_sleeps: AtomicU64,
     /// From append to the committer's write (see `latency`).
     pub(crate) commit_latency: SharedHistogram,
@@ -66,58 +67,19 @@ pub(crate) struct Counters {
     pub(crate) durable_latency: SharedHistogram,
 }
 
-/// State shared by writer handles, the committer and readers.
+/// State shared by writer handles, the committer and readers, grouped by
+/// concern. The groups are nested by value, so that the append path
+/// reaches what it reads with no pointer more than before.
 pub(crate) struct Inner {
     pub(crate) dir: PathBuf,
     pub(crate) opts: Options,
     pub(crate) ring: Ring,
     pub(crate) max_record: usize,
-    /// The last index written to the OS: readers see up to here.
-    pub(crate) committed: AtomicU64,
-    /// The last index made durable.
-    pub(crate) durable: AtomicU64,
-    /// The highest index some waiter wants durable.
-    pub(crate) durable_wanted: AtomicU64,
-    /// The highest index some caller wants written to the OS now, ahead
-    /// of the flush interval (a consumer clearing what it just appended).
-    pub(crate) commit_wanted: AtomicU64,
-    /// Kicks of the committer so far. A kick also leaves an unpark token
-    /// when the committer is awake; counting them lets the committer tell
-    /// a wake that asks for something from that stale token, which used to
-    /// cut its batch window short and write early.
-    pub(crate) wakes: AtomicU64,
-    pub(crate) committer_idle: AtomicBool,
-    pub(crate) space_waiters: AtomicUsize,
-    /// Threads inside `wait_durable`: the committer makes the wake system
-    /// call only when there are some.
-    pub(crate) durable_waiters: AtomicUsize,
-    /// Calls of `wait_durable` that had to wait, ever. Between fsyncs the
-    /// committer counts how many writers one satisfied, and waits for that
-    /// many to come back before the next, so batches stay large.
-    pub(crate) durable_entries: AtomicU64,
-    /// While the committer sleeps in its group-commit wait: the count of
-    /// `durable_entries` it waits for, so that only the writer reaching it
-    /// wakes the committer. Zero otherwise.
-    pub(crate) gather_target: AtomicU64,
-    /// What the committer's last fsync took, in ns: it bounds the
-    /// committer's group-commit wait, and durable waiters look for their
-    /// records rather than sleep when it is short (see `poll`).
-    pub(crate) sync_ns: AtomicU64,
-    /// Whether durable waiters may poll rather than sleep (see `poll`).
-    pub(crate) poll_gate: poll::PollGate,
-    /// The futex durable waiters sleep on. It changes whenever `durable`
-    /// advances or the log's state changes under them (a failure, poison,
-    /// close); see [`Inner::wake_durable`].
-    pub(crate) durable_seq: AtomicU32,
+    /// The hand-offs between writers, waiters, readers and the committer:
+    /// the committed and durable indexes, kicks, futex, condvars.
+    pub(crate) signals: Signals,
     /// Open, closing, failing or poisoned, and the last failure.
     pub(crate) health: Health,
-    pub(crate) wait: Mutex<()>,
-    pub(crate) space_cv: Condvar,
-    pub(crate) commit_cv: Condvar,
-    pub(crate) committer: OnceLock<Thread>,
-    /// The commit thread's kernel thread id, set by the thread when it
-    /// starts (for its CPU time in `Stats`).
-    pub(crate) committer_tid: OnceLock<i32>,
     /// The segments, oldest first, and the oldest index. Its lock is a
     /// leaf (see `catalog`).
     pub(crate) catalog: Catalog,
@@ -128,37 +90,15 @@ pub(crate) struct Inner {
 
 impl std::fmt::Debug for Inner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Log")
+        f.debug_struct("Inner")
             .field("dir", &self.dir)
-            .field("committed", &self.committed)
-            .field("durable", &self.durable)
+            .field("signals", &self.signals)
+            .field("health", &self.health)
             .finish_non_exhaustive()
     }
 }
 
 impl Inner {
-    pub(crate) fn lock_wait(&self) -> MutexGuard<'_, ()> {
-        self.wait.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Wakes every waiter (durable, space, followers) to re-check the state
-    /// after a failure, poisoning or the committer's end.
-    pub(crate) fn wake_all(&self) {
-        self.wake_durable();
-        let _g = self.lock_wait();
-        self.space_cv.notify_all();
-        self.commit_cv.notify_all();
-    }
-
-    /// Wakes the committer to look at its work again.
-    pub(crate) fn kick(&self) {
-        // Before the unpark: a committer that wakes finds the count moved.
-        self.wakes.fetch_add(1, Ordering::SeqCst);
-        if let Some(t) = self.committer.get() {
-            t.unpark();
-        }
-    }
-
     /// Poisons the log, recording an fsync's error as the last failure
     /// for waiters: after an fsync failure the kernel may have dropped
     /// dirty pages it could not write, so nothing written since can be
@@ -176,7 +116,7 @@ impl Inner {
                 }
             }
         }
-        self.wake_all();
+        self.signals.wake_all();
     }
 
     /// The error for the last commit failure; where none was recorded,
@@ -185,7 +125,7 @@ impl Inner {
         match self.health.last_failure() {
             Some(kind) => self.fail_error(kind),
             None => Error::NotDurable {
-                durable: self.durable.load(Ordering::Acquire),
+                durable: self.signals.durable(),
             },
         }
     }
@@ -208,7 +148,7 @@ impl Inner {
         let start = Instant::now();
         let backoff = crossbeam_utils::Backoff::new();
         loop {
-            self.kick();
+            self.signals.kick();
             if let Some(i) = self.ring.try_reserve(len) {
                 return Ok(i);
             }
@@ -233,15 +173,8 @@ impl Inner {
                 backoff.snooze();
                 continue;
             }
-            self.space_waiters.fetch_add(1, Ordering::SeqCst);
-            let g = self.lock_wait();
-            if !self.ring.has_room(len) {
-                let _ = self
-                    .space_cv
-                    .wait_timeout(g, Duration::from_millis(5))
-                    .unwrap_or_else(|p| p.into_inner());
-            }
-            self.space_waiters.fetch_sub(1, Ordering::SeqCst);
+            self.signals
+                .wait_for_room(|| self.ring.has_room(len), Duration::from_millis(5));
         }
     }
 
@@ -281,16 +214,14 @@ impl Inner {
         draft.publish(&self.ring, r, res);
         // Wake the committer when this record starts a batch after idleness,
         // and every quarter ring of appends, so that it drains (or lifts
-        // past a hole) well before the ring fills. The SeqCst load pairs
-        // with the reservation's SeqCst CAS (see `Ring::try_reserve`).
-        // A spilled frame always wakes it: the committer does not count
-        // spilled frames as pending, so one that lands while it is busy
-        // could otherwise be left until its next maintenance, though its
-        // hole was filled and it is next in order.
-        let woke_idle = self.committer_idle.load(Ordering::SeqCst)
-            && self.committer_idle.swap(false, Ordering::SeqCst);
+        // past a hole) well before the ring fills. A spilled frame always
+        // wakes it: the committer does not count spilled frames as
+        // pending, so one that lands while it is busy could otherwise be
+        // left until its next maintenance, though its hole was filled and
+        // it is next in order.
+        let woke_idle = self.signals.take_idle();
         if woke_idle || spilled || idx & ((self.ring.capacity() / 4).max(1) - 1) == 0 {
-            self.kick();
+            self.signals.kick();
         }
         Ok(idx)
     }
@@ -314,7 +245,7 @@ impl Inner {
     }
 
     pub(crate) fn last_committed(&self) -> u64 {
-        self.committed.load(Ordering::Acquire)
+        self.signals.committed()
     }
 }
 
@@ -463,25 +394,8 @@ impl Log {
         let inner = Arc::new(Inner {
             max_record: opts.max_record(),
             ring: Ring::new(opts.ring_slots, next),
-            committed: AtomicU64::new(next - 1),
-            durable: AtomicU64::new(next - 1),
-            durable_wanted: AtomicU64::new(0),
-            commit_wanted: AtomicU64::new(0),
-            wakes: AtomicU64::new(0),
-            committer_idle: AtomicBool::new(false),
-            space_waiters: AtomicUsize::new(0),
-            durable_waiters: AtomicUsize::new(0),
-            durable_entries: AtomicU64::new(0),
-            gather_target: AtomicU64::new(0),
-            sync_ns: AtomicU64::new(0),
-            poll_gate: poll::PollGate::new(),
-            durable_seq: AtomicU32::new(0),
+            signals: Signals::new(next - 1),
             health: Health::default(),
-            wait: Mutex::new(()),
-            space_cv: Condvar::new(),
-            commit_cv: Condvar::new(),
-            committer: OnceLock::new(),
-            committer_tid: OnceLock::new(),
             catalog: Catalog::new(rec.segments, next),
             consumers: ConsumerStore::new(consumers),
             counters: Counters::default(),
@@ -577,7 +491,7 @@ impl Log {
         Stats {
             first_index: self.first_index(),
             last_index: self.last_index(),
-            durable_index: self.inner.durable.load(Ordering::Acquire),
+            durable_index: self.inner.signals.durable(),
             segments,
             bytes,
             spare_bytes,
@@ -591,9 +505,9 @@ impl Log {
             spilled: k.spilled.load(Ordering::Relaxed),
             group_commit_waits: k.group_waits.load(Ordering::Relaxed),
             group_commit_deadlines: k.group_deadlines.load(Ordering::Relaxed),
-            durable_waits: self.inner.durable_entries.load(Ordering::Relaxed),
+            durable_waits: self.inner.signals.durable_entries(),
             durable_sleeps: k.durable_sleeps.load(Ordering::Relaxed),
-            durable_poll_shuts: self.inner.poll_gate.shuts(),
+            durable_poll_shuts: self.inner.signals.poll_shuts(),
             consumers: self.inner.consumers.lock().list().len(),
             committer_cpu_ns: self.committer_cpu_ns(),
             commit_latency: k.commit_latency.snapshot(),
@@ -615,7 +529,7 @@ impl Log {
         if self.inner.health.committer_stopped() {
             return None;
         }
-        crate::thread_cpu::of_thread(*self.inner.committer_tid.get()?)
+        crate::thread_cpu::of_thread(self.inner.signals.committer_tid()?)
     }
 
     /// Whether an fsync failure has poisoned the log.
@@ -633,7 +547,7 @@ impl Log {
             return Ok(());
         };
         self.inner.health.close();
-        self.inner.kick();
+        self.inner.signals.kick();
         let _ = h.join();
         self.lock = None;
         if self.inner.health.is_poisoned() {
@@ -684,8 +598,8 @@ fn take_lock(dir: &Path) -> Result<std::fs::File> {
 
 mod consumers;
 mod draft;
-mod durable;
 pub(crate) mod health;
 mod poll;
+mod signals;
 #[cfg(test)]
 mod tests;

@@ -158,11 +158,11 @@ pub(crate) fn run(
     reserve: u64,
 ) -> bool {
     let now = now_ns();
-    let last = inner.committed.load(Ordering::Acquire);
+    let last = inner.signals.committed();
     let ret = &inner.opts.retention;
     let mut consumers = inner.consumers.lock();
     let mut changed = false;
-    let settled = marks.settle(&mut consumers, inner.durable.load(Ordering::Acquire));
+    let settled = marks.settle(&mut consumers, inner.signals.durable());
 
     // First past what masks exclude: such records neither hold a segment
     // for a consumer nor count as waiting for it.
@@ -504,7 +504,7 @@ fn flush_marks(inner: &Inner, marks: &mut PendingMarks) {
         // Owed in the saved state until durable, and each open announces
         // again what is owed: so the next commit fsyncs it, rather than
         // the sync interval's, to keep that short.
-        inner.durable_wanted.fetch_max(index, Ordering::SeqCst);
+        inner.signals.want_durable(index);
         if let Some(m) = marks.queue.remove(k) {
             marks.written.push((m.ann, index));
         }

@@ -3,7 +3,6 @@
 //! failed save means for the state in memory; and the store that holds
 //! the set (`cursors`) behind its lock, and keeps that lock first.
 
-use std::sync::atomic::Ordering;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -109,7 +108,7 @@ impl Log {
         self.save(&mut c, |c| c.restore(before))?;
         let info = c.info(c.get(name)?, last, now);
         drop(c);
-        self.inner.kick();
+        self.inner.signals.kick();
         Ok(info)
     }
 
@@ -121,20 +120,16 @@ impl Log {
         if upto <= inner.last_committed() || upto >= inner.ring.next() {
             return;
         }
-        inner.commit_wanted.fetch_max(upto, Ordering::SeqCst);
-        inner.kick();
+        inner.signals.want_committed(upto);
         let deadline = Instant::now() + CLEAR_COMMIT_WAIT;
-        let mut g = inner.lock_wait();
         while inner.last_committed() < upto && !inner.health.is_closing() {
             let now = Instant::now();
             if now >= deadline {
                 break;
             }
-            g = inner
-                .commit_cv
-                .wait_timeout(g, deadline - now)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
+            inner
+                .signals
+                .wait_committed(upto, deadline - now, || inner.health.is_closing());
         }
     }
 
@@ -145,7 +140,7 @@ impl Log {
         let gone = c.remove(name)?;
         self.save(&mut c, |c| c.restore(gone))?;
         drop(c);
-        self.inner.kick();
+        self.inner.signals.kick();
         Ok(())
     }
 

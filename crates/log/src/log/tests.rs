@@ -76,7 +76,7 @@ fn a_hole_is_lifted_past_only_once_the_ring_is_crowded() {
     (0..6).for_each(append);
     let until = Instant::now() + HOLE_PATIENCE * 30;
     while Instant::now() < until {
-        log.inner.kick();
+        log.inner.signals.kick();
         std::thread::sleep(Duration::from_millis(1));
     }
     let lifted_early = log.stats().lifted;
@@ -84,7 +84,7 @@ fn a_hole_is_lifted_past_only_once_the_ring_is_crowded() {
     (6..8).for_each(append);
     let deadline = Instant::now() + Duration::from_secs(20);
     while log.stats().lifted < 8 && Instant::now() < deadline {
-        log.inner.kick();
+        log.inner.signals.kick();
         std::thread::sleep(Duration::from_millis(1));
     }
     let lifted = log.stats().lifted;
@@ -175,7 +175,7 @@ fn a_writer_that_waited_for_room_stamps_the_time_it_got_it() {
             full_since = None;
         } else {
             full_since.get_or_insert_with(Instant::now);
-            log.inner.kick();
+            log.inner.signals.kick();
             std::thread::sleep(Duration::from_millis(1));
         }
     }
