@@ -415,15 +415,6 @@ impl Consumers {
         self.list.iter().map(|c| c.cleared).min()
     }
 
-    /// The most idle consumer among those that still need `index`: oldest
-    /// last activity first, then furthest behind.
-    pub(crate) fn most_idle_needing(&self, index: u64) -> Option<&Consumer> {
-        self.list
-            .iter()
-            .filter(|c| c.cleared < index)
-            .min_by_key(|c| (c.last_active_ns, c.cleared))
-    }
-
     pub(crate) fn info(&self, c: &Consumer, last: u64, now: u64) -> ConsumerInfo {
         ConsumerInfo {
             id: c.id,
