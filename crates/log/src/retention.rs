@@ -181,8 +181,16 @@ pub(crate) fn run(
     let unresolved = pass_unwanted(inner, &mut consumers, scans, types, seek, last);
 
     let lookups = waits_to_read(&consumers, &unresolved, ret, now, last);
-    let found = read_waits(inner, &lookups);
-    note_waits(&mut consumers, &found);
+    if !lookups.is_empty() {
+        // The reads open the directory: not under the consumer lock, which
+        // every consumer call waits for. A consumer that clears meanwhile
+        // is active after `now` and not judged idle, and the wait read is
+        // kept only for a consumer still at the index it was read for.
+        drop(consumers);
+        let found = read_waits(inner, &lookups);
+        consumers = inner.consumers.lock();
+        note_waits(&mut consumers, &found);
+    }
 
     let segs = inner.catalog.snapshot();
     let plan = {
