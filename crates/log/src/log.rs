@@ -1,5 +1,8 @@
-//! The writer's handle, [`Log`], and the state it shares with the committer
-//! and readers.
+//! The writer's handle, [`Log`], and `Inner`, the state it shares with the
+//! committer and readers. `Inner` is one `Arc` holding, by value, a group
+//! per concern with its own methods: `signals` (the hand-offs with the
+//! committer), `health` (open, failing, poisoned), the segment `catalog`,
+//! and the consumer store (`consumers`).
 //!
 //! The append path touches only the ring: one CAS to reserve an index and
 //! the record's own slot lock. Locks in this module are taken by durable
