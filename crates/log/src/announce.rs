@@ -13,7 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::consumers::{Consumer, check_name};
+use crate::cursors::{Consumer, check_name};
 use crate::kind::RecordType;
 use crate::log::Inner;
 use crate::record::{Field, Record};

@@ -25,10 +25,12 @@ use std::time::{Duration, Instant};
 use crossbeam_utils::Backoff;
 
 use crate::active::{ActiveSegment, IoFail};
+use crate::catalog::SegEntry;
 use crate::codec;
 use crate::last_of_type::LastOfType;
 use crate::latency::pending::Pending;
-use crate::log::{FailKind, Inner, SegEntry, now_ns};
+use crate::log::health::Poison;
+use crate::log::{Inner, now_ns};
 use crate::options::Preallocation;
 use crate::retention;
 use crate::spare::Spares;
@@ -64,14 +66,14 @@ pub(crate) fn spawn(
         .spawn({
             let inner = inner.clone();
             move || {
-                let _ = inner
-                    .committer_tid
-                    .set(rustix::thread::gettid().as_raw_nonzero().get());
+                inner
+                    .signals
+                    .set_committer_tid(rustix::thread::gettid().as_raw_nonzero().get());
                 let _stopped = Stopped(inner);
                 committer.run()
             }
         })?;
-    let _ = inner.committer.set(h.thread().clone());
+    inner.signals.set_committer(h.thread().clone());
     Ok(h)
 }
 
@@ -83,18 +85,17 @@ struct Stopped(Arc<Inner>);
 impl Drop for Stopped {
     fn drop(&mut self) {
         let inner = &self.0;
-        if !inner.closing.load(Ordering::Acquire) {
-            tracing::error!(dir = %inner.dir.display(), "the commit thread stopped unexpectedly; the log is poisoned");
-            inner.poisoned.store(true, Ordering::Release);
+        if !inner.health.is_closing() {
+            inner.poison(Poison::CommitterStopped);
         }
-        inner.committer_stopped.store(true, Ordering::Release);
-        inner.wake_all();
+        inner.health.set_committer_stopped();
+        inner.signals.wake_all();
     }
 }
 
 /// Whether every reserved record has been committed durably.
 pub(crate) fn finished(inner: &Inner) -> bool {
-    inner.durable.load(Ordering::Acquire) + 1 >= inner.ring.next()
+    inner.signals.durable() + 1 >= inner.ring.next()
 }
 
 struct Committer {
@@ -118,12 +119,12 @@ struct Committer {
     reorder_bytes: u64,
     /// The hole the last gather stopped at, and since when.
     stuck_at: Option<(u64, Instant)>,
-    /// Durable waits begun (`Inner::durable_entries`) when the batch being
+    /// Durable waits begun (`Signals::durable_entries`) when the batch being
     /// written was gathered, and when the one before it was.
     entries_gathered: u64,
     entries_before: u64,
     /// How many durable waits the last fsync satisfied, the count of waits
-    /// begun when it published. What it cost is `Inner::sync_ns`.
+    /// begun when it published. What it cost is `Signals::sync_cost`.
     woken: u64,
     entries_at_wake: u64,
     /// Append times of what waits to be written or fsynced, for the
@@ -157,9 +158,7 @@ impl Committer {
         let last_gather = Instant::now()
             .checked_sub(opts.flush_interval)
             .unwrap_or_else(Instant::now);
-        let marks = retention::PendingMarks::owed_at_open(
-            &inner.consumers.lock().unwrap_or_else(|p| p.into_inner()),
-        );
+        let marks = retention::PendingMarks::owed_at_open(&inner.consumers.lock());
         Committer {
             inner,
             active,
@@ -184,7 +183,7 @@ impl Committer {
 
     fn run(mut self) {
         loop {
-            let closing = self.inner.closing.load(Ordering::Acquire);
+            let closing = self.inner.health.is_closing();
             if !closing {
                 self.wait_for_work();
             }
@@ -221,7 +220,7 @@ impl Committer {
             }
         }
         // A spare is kept only by a close that leaves the log sound.
-        let keep = !self.inner.poisoned.load(Ordering::Acquire) && self.retry.is_none();
+        let keep = !self.inner.health.is_poisoned() && self.retry.is_none();
         self.spares
             .close(&*self.inner.opts.fs, &self.inner.dir, keep);
         self.wake_all();
@@ -293,14 +292,14 @@ impl Committer {
         let inner = self.inner.clone();
         // Poisoned elsewhere: by an fsync of the consumer state or of the
         // directory after retention.
-        if inner.poisoned.load(Ordering::Acquire) {
+        if inner.health.is_poisoned() {
             return Outcome::Poisoned;
         }
         self.gather_waiters();
         // The waits begun by now are (nearly all) for records this batch
         // takes: a writer announces what it wants right after.
-        let entries = inner.durable_entries.load(Ordering::SeqCst);
-        let wanted = inner.durable_wanted.load(Ordering::SeqCst);
+        let entries = inner.signals.durable_entries();
+        let wanted = inner.signals.durable_wanted();
         let must_reach = if closing {
             inner.ring.next() - 1
         } else {
@@ -317,7 +316,7 @@ impl Committer {
             .opts
             .sync_interval
             .is_some_and(|d| self.last_sync.elapsed() >= d);
-        let durable_now = inner.durable.load(Ordering::Acquire);
+        let durable_now = inner.signals.durable();
         let need_sync = placed_to > durable_now && (wanted > durable_now || closing || sync_due);
         if need_sync {
             active.pad();
@@ -335,7 +334,7 @@ impl Committer {
         }
         self.retry = None;
         self.prepare_spare();
-        if inner.failing.swap(false, Ordering::AcqRel) {
+        if inner.health.write_succeeded() {
             tracing::info!(dir = %inner.dir.display(), "log writes recovered");
         }
         self.publish_committed(placed_to);
@@ -345,8 +344,7 @@ impl Committer {
             if let Err(e) = active.sync() {
                 return self.failed(IoFail::Sync(e));
             }
-            let ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
-            inner.sync_ns.store(ns, Ordering::Relaxed);
+            inner.signals.set_sync_cost(start.elapsed());
             inner.counters.syncs.fetch_add(1, Ordering::Relaxed);
             self.publish_durable(placed_to);
             self.spares.synced(self.last_sync);
@@ -464,8 +462,7 @@ impl Committer {
     /// reserved and not yet taken, or a writer already waits for room.
     fn crowded(&self) -> bool {
         let ring = &self.inner.ring;
-        ring.next() - ring.taken() >= ring.capacity() / 2
-            || self.inner.space_waiters.load(Ordering::Acquire) > 0
+        ring.next() - ring.taken() >= ring.capacity() / 2 || self.inner.signals.space_wanted()
     }
 
     /// Lifts the frames published in `(hole, end)` into the reorder area,
@@ -509,16 +506,7 @@ impl Committer {
     }
 
     fn wake_space_waiters(&self) {
-        // The stores that freed slots (`taken`, a lifted slot's marker) are
-        // only `Release`: without the fence, the load below could pass
-        // them, see no waiter, while a waiter that registered meanwhile
-        // still sees the ring full, and sleeps its whole timeout. A writer
-        // registers with `SeqCst` before it looks again.
-        std::sync::atomic::fence(Ordering::SeqCst);
-        if self.inner.space_waiters.load(Ordering::SeqCst) > 0 {
-            let _g = self.inner.lock_wait();
-            self.inner.space_cv.notify_all();
-        }
+        self.inner.signals.wake_space_waiters();
     }
 
     fn prepare_spare(&mut self) {
@@ -543,15 +531,13 @@ impl Committer {
             now_ns(),
             spare,
         )?;
-        let mut segs = inner.segments.write().unwrap_or_else(|p| p.into_inner());
-        segs.push(SegEntry {
+        inner.catalog.push(SegEntry {
             base,
             path: a.path.clone(),
             last: None,
             bytes: opts.segment_size,
             last_time_ns: 0,
         });
-        drop(segs);
         self.active = Some(a);
         Ok(())
     }
@@ -579,14 +565,7 @@ impl Committer {
         inner.counters.syncs.fetch_add(1, Ordering::Relaxed);
         let (base, time) = (active.base, active.last_time_ns());
         self.active = None;
-        {
-            let mut segs = inner.segments.write().unwrap_or_else(|p| p.into_inner());
-            if let Some(s) = segs.iter_mut().find(|s| s.base == base) {
-                s.last = Some(last);
-                s.bytes = bytes;
-                s.last_time_ns = time;
-            }
-        }
+        inner.catalog.seal(base, last, bytes, time);
         self.publish_committed(last);
         self.publish_durable(last);
         Ok(())
@@ -598,10 +577,7 @@ impl Committer {
         // committed sees its latency in the stats.
         self.pending
             .committed(upto, now_ns(), &inner.counters.commit_latency);
-        if inner.committed.fetch_max(upto, Ordering::AcqRel) < upto {
-            let _g = inner.lock_wait();
-            inner.commit_cv.notify_all();
-        }
+        inner.signals.publish_committed(upto);
     }
 
     fn publish_durable(&mut self, upto: u64) {
@@ -609,10 +585,8 @@ impl Committer {
         self.last_sync = Instant::now();
         self.pending
             .durable(upto, now_ns(), &inner.counters.durable_latency);
-        inner.durable.fetch_max(upto, Ordering::SeqCst);
         self.woken = self.entries_gathered - self.entries_before;
-        self.entries_at_wake = inner.durable_entries.load(Ordering::SeqCst);
-        inner.wake_durable();
+        self.entries_at_wake = inner.signals.publish_durable(upto);
     }
 
     fn failed(&mut self, f: IoFail) -> Outcome {
@@ -622,18 +596,11 @@ impl Committer {
             IoFail::Sync(e) => (e, true),
         };
         if poison {
-            inner.poison(err, "segment");
+            inner.poison(Poison::Fsync(err, "segment"));
             return Outcome::Poisoned;
         }
-        {
-            let mut s = inner.fail.lock().unwrap_or_else(|p| p.into_inner());
-            s.last = Some(FailKind::of(err));
-            // Under the lock: a waiter that sees the new epoch and then
-            // locks finds this failure.
-            inner.fail_epoch.fetch_add(1, Ordering::AcqRel);
-        }
+        inner.health.write_failed(err);
         inner.counters.write_errors.fetch_add(1, Ordering::Relaxed);
-        inner.failing.store(true, Ordering::Release);
         let delay = self
             .retry
             .map_or(RETRY_MIN, |(_, d)| (d * 2).min(RETRY_MAX));
@@ -646,12 +613,12 @@ impl Committer {
     }
 
     fn wake_all(&self) {
-        self.inner.wake_all();
+        self.inner.signals.wake_all();
     }
 
     fn maintain(&mut self) {
         self.last_maintenance = Instant::now();
-        if self.inner.poisoned.load(Ordering::Acquire) {
+        if self.inner.health.is_poisoned() {
             return;
         }
         let inner = &self.inner;
@@ -659,7 +626,7 @@ impl Committer {
         // Between a roll and the next gather, records waiting in the ring
         // are about to open the next segment: counted now, so that the
         // pass after a roll leaves room for it.
-        let waiting = inner.ring.next() - 1 > inner.committed.load(Ordering::Acquire);
+        let waiting = inner.ring.next() - 1 > inner.signals.committed();
         let opening = if self.active.is_none() && waiting {
             size
         } else {

@@ -31,6 +31,16 @@ pub enum Error {
     /// The filesystem is full and the log could not make room.
     #[error("no space left for the log (records stay queued and are written once space is freed)")]
     NoSpace,
+    /// Records were not made durable, and the log recorded no write or
+    /// fsync error to say why: the commit stage stopped short of them
+    /// for a cause it did not record.
+    #[error(
+        "the records after index {durable} were not made durable, for a cause the log did not record"
+    )]
+    NotDurable {
+        /// The last durable index.
+        durable: u64,
+    },
     /// Writers waited longer than the configured bound for the commit stage.
     #[error("append timed out after {waited_ms} ms: the commit stage is not draining ({cause})")]
     Stalled {

@@ -36,10 +36,11 @@ macro_rules! fail_point {
 
 mod active;
 mod announce;
+mod catalog;
 mod clock;
 pub mod codec;
 mod commit;
-mod consumers;
+mod cursors;
 mod error;
 pub mod fault;
 pub mod fs;
@@ -61,7 +62,7 @@ mod spare;
 mod thread_cpu;
 mod verify;
 
-pub use crate::consumers::{CONSUMERS_FILE, ConsumerInfo, MAX_CONSUMERS, read_consumers};
+pub use crate::cursors::{CONSUMERS_FILE, ConsumerInfo, MAX_CONSUMERS, read_consumers};
 pub use crate::error::{Error, Result, StallCause};
 pub use crate::inspect::{Summary, inspect};
 pub use crate::kind::{RecordType, TypeMask};

@@ -1,5 +1,8 @@
-//! The writer's handle, [`Log`], and the state it shares with the committer
-//! and readers.
+//! The writer's handle, [`Log`], and `Inner`, the state it shares with the
+//! committer and readers. `Inner` is one `Arc` holding, by value, a group
+//! per concern with its own methods: `signals` (the hand-offs with the
+//! committer), `health` (open, failing, poisoned), the segment `catalog`,
+//! and the consumer store (`consumers`).
 //!
 //! The append path touches only the ring: one CAS to reserve an index and
 //! the record's own slot lock. Locks in this module are taken by durable
@@ -7,13 +10,14 @@
 //! never by a plain `append`.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, RwLock};
-use std::thread::{JoinHandle, Thread};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::catalog::Catalog;
 pub(crate) use crate::clock::now_ns;
-use crate::consumers::Consumers;
+use crate::cursors::Consumers;
 use crate::error::{Error, Result, StallCause};
 use crate::latency::{Histogram, SharedHistogram};
 use crate::options::Options;
@@ -22,7 +26,10 @@ use crate::record::Record;
 use crate::recovery::{self, RecoveryReport};
 use crate::ring::{Reservation, Ring};
 use crate::{codec, commit};
+use consumers::ConsumerStore;
 use draft::Draft;
+use health::{FailKind, Health, Poison};
+use signals::Signals;
 
 /// Calls `done` until it holds or `until` passes, yielding the CPU between
 /// calls rather than spinning, so that on a busy CPU the thread being
@@ -40,41 +47,6 @@ pub(crate) fn yield_until(until: Instant, mut done: impl FnMut() -> bool) -> boo
 /// The lock file that marks the single writer of a log directory.
 pub const LOCK_FILE: &str = "LOCK";
 
-/// A segment as the log tracks it.
-#[derive(Debug, Clone)]
-pub(crate) struct SegEntry {
-    pub(crate) base: u64,
-    pub(crate) path: PathBuf,
-    /// The last index, once sealed.
-    pub(crate) last: Option<u64>,
-    /// File length.
-    pub(crate) bytes: u64,
-    /// Time of the newest record.
-    pub(crate) last_time_ns: u64,
-}
-
-/// Why a commit failed, kept so that waiters can be told.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum FailKind {
-    NoSpace,
-    Io(std::io::ErrorKind, Option<i32>),
-}
-
-impl FailKind {
-    pub(crate) fn of(err: &std::io::Error) -> FailKind {
-        if err.raw_os_error() == Some(rustix::io::Errno::NOSPC.raw_os_error()) {
-            FailKind::NoSpace
-        } else {
-            FailKind::Io(err.kind(), err.raw_os_error())
-        }
-    }
-}
-
-#[derive(Debug, Default)]
-pub(crate) struct FailState {
-    pub(crate) last: Option<FailKind>,
-}
-
 /// Counters for `stats`.
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
@@ -90,7 +62,7 @@ pub(crate) struct Counters {
     pub(crate) group_waits: AtomicU64,
     pub(crate) group_deadlines: AtomicU64,
     /// Durable waits that did not see their record while polling and went
-    /// on to the futex (see `log::durable`).
+    /// on to the futex (see `log::signals::durable`).
     pub(crate) durable_sleeps: AtomicU64,
     /// From append to the committer's write (see `latency`).
     pub(crate) commit_latency: SharedHistogram,
@@ -98,129 +70,70 @@ pub(crate) struct Counters {
     pub(crate) durable_latency: SharedHistogram,
 }
 
-/// State shared by writer handles, the committer and readers.
+/// State shared by writer handles, the committer and readers, grouped by
+/// concern. The groups are nested by value, so that the append path
+/// reaches what it reads with no pointer more than before.
 pub(crate) struct Inner {
     pub(crate) dir: PathBuf,
     pub(crate) opts: Options,
     pub(crate) ring: Ring,
     pub(crate) max_record: usize,
-    /// The last index written to the OS: readers see up to here.
-    pub(crate) committed: AtomicU64,
-    /// The last index made durable.
-    pub(crate) durable: AtomicU64,
-    /// The highest index some waiter wants durable.
-    pub(crate) durable_wanted: AtomicU64,
-    /// The highest index some caller wants written to the OS now, ahead
-    /// of the flush interval (a consumer clearing what it just appended).
-    pub(crate) commit_wanted: AtomicU64,
-    /// Kicks of the committer so far. A kick also leaves an unpark token
-    /// when the committer is awake; counting them lets the committer tell
-    /// a wake that asks for something from that stale token, which used to
-    /// cut its batch window short and write early.
-    pub(crate) wakes: AtomicU64,
-    /// The oldest index still in the log.
-    pub(crate) first_index: AtomicU64,
-    pub(crate) poisoned: AtomicBool,
-    pub(crate) closing: AtomicBool,
-    pub(crate) failing: AtomicBool,
-    pub(crate) committer_idle: AtomicBool,
-    /// The commit thread has ended (see `commit::Stopped`).
-    pub(crate) committer_stopped: AtomicBool,
-    pub(crate) space_waiters: AtomicUsize,
-    /// Threads inside `wait_durable`: the committer makes the wake system
-    /// call only when there are some.
-    pub(crate) durable_waiters: AtomicUsize,
-    /// Calls of `wait_durable` that had to wait, ever. Between fsyncs the
-    /// committer counts how many writers one satisfied, and waits for that
-    /// many to come back before the next, so batches stay large.
-    pub(crate) durable_entries: AtomicU64,
-    /// While the committer sleeps in its group-commit wait: the count of
-    /// `durable_entries` it waits for, so that only the writer reaching it
-    /// wakes the committer. Zero otherwise.
-    pub(crate) gather_target: AtomicU64,
-    /// What the committer's last fsync took, in ns: it bounds the
-    /// committer's group-commit wait, and durable waiters look for their
-    /// records rather than sleep when it is short (see `poll`).
-    pub(crate) sync_ns: AtomicU64,
-    /// Whether durable waiters may poll rather than sleep (see `poll`).
-    pub(crate) poll_gate: poll::PollGate,
-    /// The futex durable waiters sleep on. It changes whenever `durable`
-    /// advances or the log's state changes under them (a failure, poison,
-    /// close); see [`Inner::wake_durable`].
-    pub(crate) durable_seq: AtomicU32,
-    /// Counts commit failures, so that a waiter can tell one happened
-    /// since it started without taking `fail`'s lock.
-    pub(crate) fail_epoch: AtomicU64,
-    /// The last failure; written before `fail_epoch` moves.
-    pub(crate) fail: Mutex<FailState>,
-    pub(crate) wait: Mutex<()>,
-    pub(crate) space_cv: Condvar,
-    pub(crate) commit_cv: Condvar,
-    pub(crate) committer: OnceLock<Thread>,
-    /// The commit thread's kernel thread id, set by the thread when it
-    /// starts (for its CPU time in `Stats`).
-    pub(crate) committer_tid: OnceLock<i32>,
-    /// The segments, oldest first. Lock order: `consumers`, then this one
-    /// (retention holds the consumer lock while it reads and updates the
-    /// list); never take `consumers` while holding this.
-    pub(crate) segments: RwLock<Vec<SegEntry>>,
-    pub(crate) consumers: Mutex<Consumers>,
+    /// The hand-offs between writers, waiters, readers and the committer:
+    /// the committed and durable indexes, kicks, futex, condvars.
+    pub(crate) signals: Signals,
+    /// Open, closing, failing or poisoned, and the last failure.
+    pub(crate) health: Health,
+    /// The segments, oldest first, and the oldest index. Its lock is a
+    /// leaf (see `catalog`).
+    pub(crate) catalog: Catalog,
+    /// The consumer set, behind the lock that comes before every other.
+    pub(crate) consumers: ConsumerStore,
     pub(crate) counters: Counters,
 }
 
 impl std::fmt::Debug for Inner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Log")
+        f.debug_struct("Inner")
             .field("dir", &self.dir)
-            .field("committed", &self.committed)
-            .field("durable", &self.durable)
+            .field("signals", &self.signals)
+            .field("health", &self.health)
             .finish_non_exhaustive()
     }
 }
 
 impl Inner {
-    pub(crate) fn lock_wait(&self) -> MutexGuard<'_, ()> {
-        self.wait.lock().unwrap_or_else(|p| p.into_inner())
+    /// Poisons the log, recording an fsync's error as the last failure
+    /// for waiters: after an fsync failure the kernel may have dropped
+    /// dirty pages it could not write, so nothing written since can be
+    /// trusted to be on disk; and a commit thread that ended early commits
+    /// nothing more. Writers, durable waiters and consumer changes then
+    /// fail until the log is reopened, and the committer stops.
+    pub(crate) fn poison(&self, why: Poison<'_>) {
+        if self.health.poison(why) {
+            match why {
+                Poison::Fsync(err, what) => {
+                    tracing::error!(dir = %self.dir.display(), error = %err, what, "fsync failed; the log is poisoned until reopened");
+                }
+                Poison::CommitterStopped => {
+                    tracing::error!(dir = %self.dir.display(), "the commit thread stopped unexpectedly; the log is poisoned");
+                }
+            }
+        }
+        self.signals.wake_all();
     }
 
-    /// Wakes every waiter (durable, space, followers) to re-check the state
-    /// after a failure, poisoning or the committer's end.
-    pub(crate) fn wake_all(&self) {
-        self.wake_durable();
-        let _g = self.lock_wait();
-        self.space_cv.notify_all();
-        self.commit_cv.notify_all();
-    }
-
-    /// Wakes the committer to look at its work again.
-    pub(crate) fn kick(&self) {
-        // Before the unpark: a committer that wakes finds the count moved.
-        self.wakes.fetch_add(1, Ordering::SeqCst);
-        if let Some(t) = self.committer.get() {
-            t.unpark();
+    /// The error for the last commit failure; where none was recorded,
+    /// says so, with how far records are durable.
+    pub(crate) fn failure_error(&self) -> Error {
+        match self.health.last_failure() {
+            Some(kind) => self.fail_error(kind),
+            None => Error::NotDurable {
+                durable: self.signals.durable(),
+            },
         }
     }
 
-    /// Records `err` as the last failure for waiters, then poisons the
-    /// log: after an fsync failure the kernel may have dropped dirty pages
-    /// it could not write, so nothing written since can be trusted to be
-    /// on disk. Writers, durable waiters and consumer changes then fail
-    /// until the log is reopened, and the committer stops.
-    pub(crate) fn poison(&self, err: &std::io::Error, what: &'static str) {
-        {
-            let mut s = self.fail.lock().unwrap_or_else(|p| p.into_inner());
-            s.last = Some(FailKind::of(err));
-            // Under the lock: a waiter that sees the new epoch and then
-            // locks finds this failure.
-            self.fail_epoch.fetch_add(1, Ordering::AcqRel);
-        }
-        if !self.poisoned.swap(true, Ordering::AcqRel) {
-            tracing::error!(dir = %self.dir.display(), error = %err, what, "fsync failed; the log is poisoned until reopened");
-        }
-        self.wake_all();
-    }
-
-    pub(crate) fn fail_error(&self, kind: FailKind) -> Error {
+    fn fail_error(&self, kind: FailKind) -> Error {
         match kind {
             FailKind::NoSpace => Error::NoSpace,
             FailKind::Io(k, raw) => Error::Io {
@@ -231,16 +144,6 @@ impl Inner {
         }
     }
 
-    fn check_open(&self) -> Result<()> {
-        if self.poisoned.load(Ordering::Acquire) {
-            return Err(Error::Poisoned);
-        }
-        if self.closing.load(Ordering::Acquire) {
-            return Err(Error::Closed);
-        }
-        Ok(())
-    }
-
     /// Reserves an index while the ring is full, waiting a bounded time.
     #[cold]
     fn reserve_waiting(&self, len: usize) -> Result<Reservation> {
@@ -248,14 +151,13 @@ impl Inner {
         let start = Instant::now();
         let backoff = crossbeam_utils::Backoff::new();
         loop {
-            self.kick();
+            self.signals.kick();
             if let Some(i) = self.ring.try_reserve(len) {
                 return Ok(i);
             }
-            self.check_open()?;
-            if self.failing.load(Ordering::Acquire) {
-                let last = self.fail.lock().unwrap_or_else(|p| p.into_inner()).last;
-                return Err(last.map_or(
+            self.health.check_open()?;
+            if self.health.is_failing() {
+                return Err(self.health.last_failure().map_or(
                     Error::Stalled {
                         waited_ms: start.elapsed().as_millis() as u64,
                         cause: StallCause::WriteFailing,
@@ -274,15 +176,8 @@ impl Inner {
                 backoff.snooze();
                 continue;
             }
-            self.space_waiters.fetch_add(1, Ordering::SeqCst);
-            let g = self.lock_wait();
-            if !self.ring.has_room(len) {
-                let _ = self
-                    .space_cv
-                    .wait_timeout(g, Duration::from_millis(5))
-                    .unwrap_or_else(|p| p.into_inner());
-            }
-            self.space_waiters.fetch_sub(1, Ordering::SeqCst);
+            self.signals
+                .wait_for_room(|| self.ring.has_room(len), Duration::from_millis(5));
         }
     }
 
@@ -301,7 +196,7 @@ impl Inner {
         // the clock and the encoding below.
         self.ring.prefetch_reserve();
         let len = self.encoded_len(r)?;
-        self.check_open()?;
+        self.health.check_open()?;
         let mut draft = Draft::new(r, len);
         let res = match self.ring.try_reserve(len) {
             Some(res) => res,
@@ -322,16 +217,14 @@ impl Inner {
         draft.publish(&self.ring, r, res);
         // Wake the committer when this record starts a batch after idleness,
         // and every quarter ring of appends, so that it drains (or lifts
-        // past a hole) well before the ring fills. The SeqCst load pairs
-        // with the reservation's SeqCst CAS (see `Ring::try_reserve`).
-        // A spilled frame always wakes it: the committer does not count
-        // spilled frames as pending, so one that lands while it is busy
-        // could otherwise be left until its next maintenance, though its
-        // hole was filled and it is next in order.
-        let woke_idle = self.committer_idle.load(Ordering::SeqCst)
-            && self.committer_idle.swap(false, Ordering::SeqCst);
+        // past a hole) well before the ring fills. A spilled frame always
+        // wakes it: the committer does not count spilled frames as
+        // pending, so one that lands while it is busy could otherwise be
+        // left until its next maintenance, though its hole was filled and
+        // it is next in order.
+        let woke_idle = self.signals.take_idle();
         if woke_idle || spilled || idx & ((self.ring.capacity() / 4).max(1) - 1) == 0 {
-            self.kick();
+            self.signals.kick();
         }
         Ok(idx)
     }
@@ -351,11 +244,11 @@ impl Inner {
     }
 
     fn closed_and_drained(&self) -> bool {
-        self.closing.load(Ordering::Acquire) && commit::finished(self)
+        self.health.is_closing() && commit::finished(self)
     }
 
     pub(crate) fn last_committed(&self) -> u64 {
-        self.committed.load(Ordering::Acquire)
+        self.signals.committed()
     }
 }
 
@@ -504,33 +397,10 @@ impl Log {
         let inner = Arc::new(Inner {
             max_record: opts.max_record(),
             ring: Ring::new(opts.ring_slots, next),
-            committed: AtomicU64::new(next - 1),
-            durable: AtomicU64::new(next - 1),
-            durable_wanted: AtomicU64::new(0),
-            commit_wanted: AtomicU64::new(0),
-            wakes: AtomicU64::new(0),
-            first_index: AtomicU64::new(rec.segments.first().map_or(next, |s| s.base)),
-            poisoned: AtomicBool::new(false),
-            closing: AtomicBool::new(false),
-            failing: AtomicBool::new(false),
-            committer_idle: AtomicBool::new(false),
-            committer_stopped: AtomicBool::new(false),
-            space_waiters: AtomicUsize::new(0),
-            durable_waiters: AtomicUsize::new(0),
-            durable_entries: AtomicU64::new(0),
-            gather_target: AtomicU64::new(0),
-            sync_ns: AtomicU64::new(0),
-            poll_gate: poll::PollGate::new(),
-            durable_seq: AtomicU32::new(0),
-            fail_epoch: AtomicU64::new(0),
-            fail: Mutex::new(FailState::default()),
-            wait: Mutex::new(()),
-            space_cv: Condvar::new(),
-            commit_cv: Condvar::new(),
-            committer: OnceLock::new(),
-            committer_tid: OnceLock::new(),
-            segments: RwLock::new(rec.segments),
-            consumers: Mutex::new(consumers),
+            signals: Signals::new(next - 1),
+            health: Health::default(),
+            catalog: Catalog::new(rec.segments, next),
+            consumers: ConsumerStore::new(consumers),
             counters: Counters::default(),
             dir,
             opts,
@@ -607,7 +477,7 @@ impl Log {
 
     /// The oldest index still in the log.
     pub fn first_index(&self) -> u64 {
-        self.inner.first_index.load(Ordering::Acquire)
+        self.inner.catalog.first_index()
     }
 
     /// Reads committed records from `from` on.
@@ -617,24 +487,14 @@ impl Log {
 
     /// Counters and sizes.
     pub fn stats(&self) -> Stats {
-        // Read before the segment list's lock, which a roll waits for.
+        // Read before the catalog's lock, which a roll waits for.
         let spare_bytes = self.spare_bytes();
-        // The guard is dropped before the consumer lock is taken: retention
-        // holds that lock and then takes the segment list's (see
-        // `Inner::segments`).
-        let (segments, bytes) = {
-            let segs = self
-                .inner
-                .segments
-                .read()
-                .unwrap_or_else(|p| p.into_inner());
-            (segs.len(), segs.iter().map(|s| s.bytes).sum())
-        };
+        let (segments, bytes) = self.inner.catalog.count_and_bytes();
         let k = &self.inner.counters;
         Stats {
             first_index: self.first_index(),
             last_index: self.last_index(),
-            durable_index: self.inner.durable.load(Ordering::Acquire),
+            durable_index: self.inner.signals.durable(),
             segments,
             bytes,
             spare_bytes,
@@ -648,10 +508,10 @@ impl Log {
             spilled: k.spilled.load(Ordering::Relaxed),
             group_commit_waits: k.group_waits.load(Ordering::Relaxed),
             group_commit_deadlines: k.group_deadlines.load(Ordering::Relaxed),
-            durable_waits: self.inner.durable_entries.load(Ordering::Relaxed),
+            durable_waits: self.inner.signals.durable_entries(),
             durable_sleeps: k.durable_sleeps.load(Ordering::Relaxed),
-            durable_poll_shuts: self.inner.poll_gate.shuts(),
-            consumers: self.consumers().list().len(),
+            durable_poll_shuts: self.inner.signals.poll_shuts(),
+            consumers: self.inner.consumers.lock().list().len(),
             committer_cpu_ns: self.committer_cpu_ns(),
             commit_latency: k.commit_latency.snapshot(),
             durable_latency: k.durable_latency.snapshot(),
@@ -669,15 +529,15 @@ impl Log {
 
     fn committer_cpu_ns(&self) -> Option<u64> {
         // A stopped thread's id may already name another thread.
-        if self.inner.committer_stopped.load(Ordering::Acquire) {
+        if self.inner.health.committer_stopped() {
             return None;
         }
-        crate::thread_cpu::of_thread(*self.inner.committer_tid.get()?)
+        crate::thread_cpu::of_thread(self.inner.signals.committer_tid()?)
     }
 
     /// Whether an fsync failure has poisoned the log.
     pub fn is_poisoned(&self) -> bool {
-        self.inner.poisoned.load(Ordering::Acquire)
+        self.inner.health.is_poisoned()
     }
 
     /// Flushes and syncs everything appended, then stops the committer.
@@ -689,21 +549,15 @@ impl Log {
         let Some(h) = self.committer.take() else {
             return Ok(());
         };
-        self.inner.closing.store(true, Ordering::Release);
-        self.inner.kick();
+        self.inner.health.close();
+        self.inner.signals.kick();
         let _ = h.join();
         self.lock = None;
-        if self.inner.poisoned.load(Ordering::Acquire) {
+        if self.inner.health.is_poisoned() {
             return Err(Error::Poisoned);
         }
         if !commit::finished(&self.inner) {
-            let last = self
-                .inner
-                .fail
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .last;
-            return Err(self.inner.fail_error(last.unwrap_or(FailKind::NoSpace)));
+            return Err(self.inner.failure_error());
         }
         Ok(())
     }
@@ -747,7 +601,8 @@ fn take_lock(dir: &Path) -> Result<std::fs::File> {
 
 mod consumers;
 mod draft;
-mod durable;
+pub(crate) mod health;
 mod poll;
+mod signals;
 #[cfg(test)]
 mod tests;

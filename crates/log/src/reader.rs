@@ -10,7 +10,6 @@
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use crate::codec::DecodeError;
@@ -162,7 +161,7 @@ impl Reader {
 
     fn limit(&self) -> u64 {
         match &self.src {
-            Source::Live(i) => i.committed.load(Ordering::Acquire),
+            Source::Live(i) => i.signals.committed(),
             Source::Dir { .. } => u64::MAX,
         }
     }
@@ -170,13 +169,7 @@ impl Reader {
     /// The segments as `(base, path)`, oldest first.
     fn segments(&self) -> Result<Vec<(u64, PathBuf)>> {
         match &self.src {
-            Source::Live(i) => Ok(i
-                .segments
-                .read()
-                .unwrap_or_else(|p| p.into_inner())
-                .iter()
-                .map(|s| (s.base, s.path.clone()))
-                .collect()),
+            Source::Live(i) => Ok(i.catalog.paths()),
             Source::Dir { fs, dir } => {
                 list_segments(&**fs, dir).map_err(|e| Error::io("list", dir, e))
             }
@@ -398,12 +391,9 @@ impl Reader {
         }
         match &self.src {
             Source::Live(inner) => {
-                let g = inner.lock_wait();
-                if inner.committed.load(Ordering::Acquire) < self.next
-                    && !inner.closing.load(Ordering::Acquire)
-                {
-                    let _ = inner.commit_cv.wait_timeout(g, timeout);
-                }
+                inner
+                    .signals
+                    .wait_committed(self.next, timeout, || inner.health.is_closing());
             }
             Source::Dir { .. } => std::thread::sleep(timeout.min(Duration::from_millis(50))),
         }

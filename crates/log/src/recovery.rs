@@ -16,10 +16,11 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::active::{ActiveSegment, IoFail};
+use crate::catalog::SegEntry;
 use crate::codec::{self, DecodeError};
 use crate::error::{Error, Result};
 use crate::fs::{File, FileSystem, read_full_at};
-use crate::log::{SegEntry, now_ns};
+use crate::log::now_ns;
 use crate::options::Options;
 use crate::scan::{Scanner, Step};
 use crate::segment::{

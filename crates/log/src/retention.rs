@@ -8,18 +8,28 @@
 //! once the consumer state that lacks the consumer is saved. The state
 //! lists each announcement as owed until its MARK is durable (see
 //! `announce`).
+//!
+//! A pass has three steps. It gathers what the policy needs: consumers
+//! moved past what their masks exclude, since when a record has waited
+//! for each, the age of old segments. `plan` then decides, from those
+//! alone, whom to evict and what to remove. `apply` does it: the
+//! evictions and drops in the consumer set, the save, the removals and
+//! the MARKs, the I/O going through [`Effects`].
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, MutexGuard};
 
 use crate::announce::{Announcement, Reason};
-use crate::consumers::{Consumer, Consumers};
+use crate::catalog::SegEntry;
+use crate::cursors::{Consumer, Consumers};
 use crate::last_of_type::LastOfType;
-use crate::log::{Inner, SegEntry, now_ns};
-use crate::options::FullPolicy;
+use crate::log::health::Poison;
+use crate::log::{Inner, now_ns};
+use crate::options::Retention;
 use crate::reader::Reader;
 use crate::segment::Footer;
+use plan::{Cursor, Inputs, Plan};
 
 /// A MARK record to write.
 #[derive(Debug, Clone)]
@@ -85,9 +95,10 @@ impl PendingMarks {
         });
     }
 
-    /// Queues a dropped segment's MARK, owed from the next save on.
-    fn dropped(&mut self, consumers: &mut Consumers, through: u64) {
-        let ann = Announcement::segment_dropped(consumers.min_cleared().unwrap_or(0), through);
+    /// Queues the MARK of a segment dropped through `through` while the
+    /// lowest cleared index was `cleared`, owed from the next save on.
+    fn dropped(&mut self, consumers: &mut Consumers, cleared: u64, through: u64) {
+        let ann = Announcement::segment_dropped(cleared, through);
         consumers.owe(ann.clone());
         self.queue.push_back(Mark { ann, unsaved: None });
     }
@@ -139,13 +150,14 @@ impl PendingMarks {
     }
 }
 
-/// One retention pass. `opening` is the size of a segment about to be
-/// opened (after a roll, for the records waiting in the ring), which
-/// counts as made. `reserve` is the room the spare segment takes or would
-/// take (zero without zero fill): it counts towards the size limit like a
-/// segment, so segments nobody needs are deleted to make it, but a
-/// consumer is never evicted (nor its data dropped) for it. Returns whether
-/// the spare fits under the limit.
+/// One retention pass: gathers what the plan needs, plans (see `plan`),
+/// and applies the plan through [`Effects`]. `opening` is the size of a
+/// segment about to be opened (after a roll, for the records waiting in
+/// the ring), which counts as made. `reserve` is the room the spare
+/// segment takes or would take (zero without zero fill): it counts towards
+/// the size limit like a segment, so segments nobody needs are deleted to
+/// make it, but a consumer is never evicted (nor its data dropped) for it.
+/// Returns whether the spare fits under the limit.
 pub(crate) fn run(
     inner: &Arc<Inner>,
     marks: &mut PendingMarks,
@@ -156,102 +168,170 @@ pub(crate) fn run(
     reserve: u64,
 ) -> bool {
     let now = now_ns();
-    let last = inner.committed.load(Ordering::Acquire);
+    let last = inner.signals.committed();
     let ret = &inner.opts.retention;
-    let mut consumers = inner.consumers.lock().unwrap_or_else(|p| p.into_inner());
-    let mut changed = false;
-    let settled = marks.settle(&mut consumers, inner.durable.load(Ordering::Acquire));
+    if ret.max_age.is_some() {
+        read_segment_times(inner);
+    }
+    let mut consumers = inner.consumers.lock();
+    let settled = marks.settle(&mut consumers, inner.signals.durable());
 
     // First past what masks exclude: such records neither hold a segment
     // for a consumer nor count as waiting for it.
     let unresolved = pass_unwanted(inner, &mut consumers, scans, types, seek, last);
 
-    // Idle consumers.
-    let idle_limit = ret.max_idle_time.map(nanos);
-    let idle: Vec<(String, Reason)> = consumers
-        .list_mut()
-        .iter_mut()
-        .filter(|c| c.cleared < last && !unresolved.contains(&c.name))
-        .filter_map(|c| {
-            let lag = last - c.cleared;
-            if ret.max_idle_records.is_some_and(|m| lag > m) {
-                Some((c.name.clone(), Reason::IdleRecords))
-            } else if idle_limit.is_some_and(|t| {
-                now.saturating_sub(c.last_active_ns) > t
-                    && now.saturating_sub(waiting_since(inner, c)) > t
-            }) {
-                Some((c.name.clone(), Reason::IdleTime))
-            } else {
-                None
-            }
+    let lookups = waits_to_read(&consumers, &unresolved, ret, now, last);
+    if !lookups.is_empty() {
+        // The reads open the directory: not under the consumer lock, which
+        // every consumer call waits for. A consumer that clears meanwhile
+        // is active after `now` and not judged idle, and the wait read is
+        // kept only for a consumer still at the index it was read for.
+        drop(consumers);
+        let found = read_waits(inner, &lookups);
+        consumers = inner.consumers.lock();
+        note_waits(&mut consumers, &found);
+    }
+
+    let segs = inner.catalog.snapshot();
+    let plan = {
+        let cursors: Vec<Cursor<'_>> = consumers
+            .list()
+            .iter()
+            .map(|c| Cursor {
+                name: &c.name,
+                cleared: c.cleared,
+                last_active_ns: c.last_active_ns,
+                waiting_since: c
+                    .waiting_since
+                    .filter(|&(at, _)| at == c.cleared)
+                    .map(|(_, t)| t),
+                unresolved: unresolved.contains(&c.name),
+            })
+            .collect();
+        plan::plan(&Inputs {
+            cursors: &cursors,
+            segments: &segs,
+            limits: ret,
+            now,
+            last,
+            opening,
+            reserve,
         })
-        .collect();
-    for (name, reason) in idle {
-        if let Ok(c) = consumers.remove(&name) {
-            marks.evicted(&mut consumers, c, reason, last);
-            inner.counters.evictions.fetch_add(1, Ordering::Relaxed);
-            changed = true;
+    };
+    let pass = Pass {
+        last,
+        settled,
+        closing: inner.health.is_closing(),
+        max_bytes: ret.max_bytes,
+    };
+    apply(&**inner, consumers, marks, &plan, &segs, &pass)
+}
+
+/// What applying a plan does beyond the consumer set and the MARK queue:
+/// the I/O, and what it leaves the log as. [`Inner`] is the log's.
+pub(crate) trait Effects {
+    /// Saves the consumer set. A failure is logged, and an fsync's poisons
+    /// the log; the set stays dirty unless the file was replaced.
+    fn save(&self, consumers: &mut Consumers);
+    /// Counts an eviction, for `Stats`.
+    fn count_eviction(&self);
+    /// Whether the log is poisoned: nothing is removed then.
+    fn poisoned(&self) -> bool;
+    /// Takes segments out of the catalog, removes their files and syncs
+    /// the directory.
+    fn remove_segments(&self, doomed: &[SegEntry]);
+    /// Appends a MARK without waiting for room, asking the next commit to
+    /// make it durable. Its index, if it found room.
+    fn append_mark(&self, a: &Announcement) -> Option<u64>;
+}
+
+impl Effects for Inner {
+    fn save(&self, consumers: &mut Consumers) {
+        if let Err(f) = consumers.save(&*self.opts.fs) {
+            let (e, _) = self.consumers_not_saved(f);
+            tracing::error!(error = %e, "saving consumer state failed; segments it would free stay until it is saved");
         }
     }
 
-    let segs: Vec<SegEntry> = inner
-        .segments
-        .read()
-        .unwrap_or_else(|p| p.into_inner())
-        .clone();
-    let mut total: u64 = segs.iter().map(|s| s.bytes).sum::<u64>() + opening + reserve;
-    let mut doomed = Vec::new();
-    // Never the newest segment.
-    for s in segs.iter().take(segs.len().saturating_sub(1)) {
-        let Some(seg_last) = s.last else { break };
-        let needed = consumers.min_cleared().is_some_and(|m| m < seg_last);
-        let cleared = consumers.min_cleared().is_some_and(|m| m >= seg_last);
-        let aged = consumers.list().is_empty()
-            && ret.max_age.is_some_and(|age| {
-                let t = last_time(inner, s);
-                t != 0 && now.saturating_sub(t) > nanos(age)
-            });
-        let over = total > ret.max_bytes;
-        if cleared || aged || (over && !needed) {
-            total -= s.bytes;
-            doomed.push((s.clone(), false));
-            continue;
-        }
-        // Under the limit, or over it only by the spare's room.
-        if total - reserve <= ret.max_bytes {
-            break;
-        }
-        // Over the limit and a consumer needs this segment.
-        let dropped = matches!(ret.on_full, FullPolicy::DropOldest);
-        match ret.on_full {
-            FullPolicy::EvictMostIdle => {
-                while let Some(name) = consumers
-                    .most_idle_needing(seg_last)
-                    .map(|c| c.name.clone())
-                    && let Ok(c) = consumers.remove(&name)
-                {
-                    marks.evicted(&mut consumers, c, Reason::SizeLimit, last);
-                    inner.counters.evictions.fetch_add(1, Ordering::Relaxed);
-                    changed = true;
-                }
+    fn count_eviction(&self) {
+        self.counters.evictions.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn poisoned(&self) -> bool {
+        self.health.is_poisoned()
+    }
+
+    fn remove_segments(&self, doomed: &[SegEntry]) {
+        self.catalog.remove(doomed);
+        let fs = &*self.opts.fs;
+        for s in doomed {
+            if let Err(e) = fs.remove(&s.path) {
+                tracing::warn!(segment = %s.path.display(), error = %e, "removing segment failed");
             }
-            FullPolicy::DropOldest => marks.dropped(&mut consumers, seg_last),
         }
-        total -= s.bytes;
-        doomed.push((s.clone(), dropped));
+        // Any fsync failure poisons the log, this one too: the directory's
+        // other changes since (a new segment's entry) could be lost with it.
+        if let Err(e) = fs.sync_dir(&self.dir) {
+            self.poison(Poison::Fsync(&e, "log directory after removing segments"));
+        }
+    }
+
+    fn append_mark(&self, a: &Announcement) -> Option<u64> {
+        let index = a.try_append(self)?;
+        // Owed in the saved state until durable, and each open announces
+        // again what is owed: so the next commit fsyncs it, rather than
+        // the sync interval's, to keep that short.
+        self.signals.want_durable(index);
+        Some(index)
+    }
+}
+
+/// What a pass knew besides its plan.
+struct Pass {
+    /// The last committed index, which evictions are announced at.
+    last: u64,
+    /// Whether MARKs became durable and were taken off the owed list.
+    settled: bool,
+    closing: bool,
+    max_bytes: u64,
+}
+
+/// Applies `plan` to the consumer set under its lock, saves the set when
+/// it must, then, with the lock released, removes what the saved state
+/// allows and writes the MARKs that wait only for room. Returns whether
+/// the spare fits (see [`run`]).
+fn apply(
+    fx: &impl Effects,
+    mut consumers: MutexGuard<'_, Consumers>,
+    marks: &mut PendingMarks,
+    plan: &Plan,
+    segs: &[SegEntry],
+    pass: &Pass,
+) -> bool {
+    let mut changed = false;
+    for (name, reason) in &plan.evict {
+        if let Ok(c) = consumers.remove(name) {
+            marks.evicted(&mut consumers, c, *reason, pass.last);
+            fx.count_eviction();
+            changed = true;
+        }
+    }
+    for &(cleared, through) in &plan.drops {
+        marks.dropped(&mut consumers, cleared, through);
     }
     // Saved before any segment goes: a consumer whose eviction, or whose
     // pass over unwanted records, a crash lost would come back reading
     // from a removed segment. Passes alone wait for a save that matters;
     // so does a settled MARK, but not long: until it is saved, a crash
     // announces it again.
-    let closing = inner.closing.load(Ordering::Acquire);
     if consumers.dirty()
-        && (changed || settled || closing || !doomed.is_empty() || marks.awaiting_save())
-        && let Err(f) = consumers.save(&*inner.opts.fs)
+        && (changed
+            || pass.settled
+            || pass.closing
+            || !plan.remove.is_empty()
+            || marks.awaiting_save())
     {
-        let (e, _) = inner.consumers_not_saved(f);
-        tracing::error!(error = %e, "saving consumer state failed; segments it would free stay until it is saved");
+        fx.save(&mut consumers);
     }
     // Once saved, all of them; else only what the file on disk allows
     // (on a full disk the save may need the room a removal frees), and
@@ -259,24 +339,22 @@ pub(crate) fn run(
     let on_disk = consumers.saved_min_cleared();
     let saved = !consumers.dirty();
     marks.saved(consumers.saves());
-    if closing && !saved {
+    if pass.closing && !saved {
         marks.forget_unsaved(&mut consumers);
     }
-    let poisoned = inner.poisoned.load(Ordering::Acquire);
+    let poisoned = fx.poisoned();
     drop(consumers);
-    let wanted = doomed.len();
-    let doomed: Vec<SegEntry> = doomed
-        .into_iter()
-        .filter(|(s, dropped)| {
-            let allowed =
-                saved || *dropped || on_disk.is_none_or(|m| s.last.is_some_and(|l| m >= l));
-            !poisoned && allowed
-        })
-        .map(|(s, _)| s)
+    let doomed: Vec<SegEntry> = plan
+        .remove
+        .iter()
+        .filter(|r| !poisoned && (saved || r.dropped || on_disk.is_none_or(|m| m >= r.last)))
+        .filter_map(|r| segs.iter().find(|s| s.base == r.base).cloned())
         .collect();
-    remove_segments(inner, &doomed);
-    flush_marks(inner, marks);
-    doomed.len() == wanted && total <= ret.max_bytes
+    if !doomed.is_empty() {
+        fx.remove_segments(&doomed);
+    }
+    flush_marks(fx, marks);
+    doomed.len() == plan.remove.len() && plan.total <= pass.max_bytes
 }
 
 /// How many bytes of records one retention pass reads, over all consumers,
@@ -303,7 +381,7 @@ struct UnwantedScan {
 impl UnwantedScan {
     /// A look from just after `c`'s cleared index, through the segment
     /// list in memory rather than a listing of the directory. The consumer
-    /// lock is held, which comes before the list's (see `Inner::segments`).
+    /// lock is held, which comes before the catalog's (see `catalog`).
     fn new(inner: &Arc<Inner>, c: &Consumer, seek: UnsealedSeek<'_>) -> UnwantedScan {
         let from = c.cleared + 1;
         let mut reader = Reader::live(inner.clone(), from, Some(c.mask.clone()));
@@ -359,7 +437,7 @@ fn pass_unwanted(
         let known = c.waiting_since.is_some_and(|(at, _)| at == c.cleared);
         // Records a size limit dropped under it cannot be read: such a
         // consumer is judged by their age, as any other, and takes no look.
-        let dropped = c.cleared + 1 < inner.first_index.load(Ordering::Acquire);
+        let dropped = c.cleared + 1 < inner.catalog.first_index();
         if c.mask.is_all() || c.cleared >= last || known || dropped {
             scans.0.remove(&c.id);
             continue;
@@ -423,118 +501,114 @@ fn pass_unwanted(
     unresolved
 }
 
-/// A limit in ns, saturating: a limit of centuries must not wrap to a
-/// short one.
-fn nanos(d: std::time::Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
-/// When a record began to wait for `c`: the time of the record after its
-/// cleared index. A consumer is idle only while records wait for it: one
-/// that had read everything on a quiet log is not evicted by the first
-/// record after the quiet spell, nor by the MARK records of other
-/// consumers' evictions. 0 (waiting since ever) if that record cannot be
-/// read, e.g. because a size limit dropped it.
-fn waiting_since(inner: &Inner, c: &mut Consumer) -> u64 {
-    if let Some((cleared, t)) = c.waiting_since
-        && cleared == c.cleared
-    {
-        return t;
-    }
-    let mut reader = Reader::open_dir_with(inner.opts.fs.clone(), &inner.dir, c.cleared + 1);
-    let t = match reader.next_record() {
-        Ok(Some(r)) if r.index == c.cleared + 1 => r.time_ns,
-        _ => 0,
+/// The consumers whose wait the idle-time limit needs and has not read,
+/// as `(id, cleared)`: the record after the cleared index must be read
+/// to know since when it has waited.
+fn waits_to_read(
+    consumers: &Consumers,
+    unresolved: &[String],
+    ret: &Retention,
+    now: u64,
+    last: u64,
+) -> Vec<(u32, u64)> {
+    let Some(limit) = ret.max_idle_time.map(plan::nanos) else {
+        return Vec::new();
     };
-    c.waiting_since = Some((c.cleared, t));
-    t
-}
-
-/// The time of a segment's newest record. Segments found at open carry no
-/// time until their footer is read; the time read is kept, so each footer
-/// is read once, not on every retention pass.
-fn last_time(inner: &Inner, s: &SegEntry) -> u64 {
-    if s.last_time_ns != 0 {
-        return s.last_time_ns;
-    }
-    let fs = &*inner.opts.fs;
-    let t = fs
-        .open_read(&s.path)
-        .ok()
-        .and_then(|f| {
-            let len = f.len().ok()?;
-            Footer::read(&*f, len).ok()??.ok()
+    consumers
+        .list()
+        .iter()
+        .filter(|c| {
+            c.cleared < last
+                && !unresolved.contains(&c.name)
+                && ret.max_idle_records.is_none_or(|m| last - c.cleared <= m)
+                && now.saturating_sub(c.last_active_ns) > limit
+                && c.waiting_since.is_none_or(|(at, _)| at != c.cleared)
         })
-        .map_or(0, |f| f.last_time_ns);
-    if t != 0 {
-        let mut segs = inner.segments.write().unwrap_or_else(|p| p.into_inner());
-        if let Some(e) = segs.iter_mut().find(|e| e.base == s.base) {
-            e.last_time_ns = t;
-        }
-    }
-    t
+        .map(|c| (c.id, c.cleared))
+        .collect()
 }
 
-fn remove_segments(inner: &Inner, doomed: &[SegEntry]) {
-    if doomed.is_empty() {
-        return;
-    }
-    {
-        let mut segs = inner.segments.write().unwrap_or_else(|p| p.into_inner());
-        segs.retain(|s| !doomed.iter().any(|d| d.base == s.base));
-        if let Some(first) = segs.first() {
-            inner.first_index.store(first.base, Ordering::Release);
+/// When a record began to wait for each consumer of `lookups`: the time
+/// of the record after its cleared index, as `(id, cleared, time)`. A
+/// consumer is idle only while records wait for it: one that had read
+/// everything on a quiet log is not evicted by the first record after the
+/// quiet spell, nor by the MARK records of other consumers' evictions. 0
+/// (waiting since ever) if that record cannot be read, e.g. because a
+/// size limit dropped it.
+fn read_waits(inner: &Inner, lookups: &[(u32, u64)]) -> Vec<(u32, u64, u64)> {
+    lookups
+        .iter()
+        .map(|&(id, cleared)| {
+            let mut reader = Reader::open_dir_with(inner.opts.fs.clone(), &inner.dir, cleared + 1);
+            let t = match reader.next_record() {
+                Ok(Some(r)) if r.index == cleared + 1 => r.time_ns,
+                _ => 0,
+            };
+            (id, cleared, t)
+        })
+        .collect()
+}
+
+/// Keeps the waits read, for consumers still at the cleared index they
+/// were read for: one read per clear, not per pass.
+fn note_waits(consumers: &mut Consumers, found: &[(u32, u64, u64)]) {
+    for &(id, cleared, t) in found {
+        if let Some(c) = consumers.list_mut().iter_mut().find(|c| c.id == id)
+            && c.cleared == cleared
+        {
+            c.waiting_since = Some((cleared, t));
         }
     }
+}
+
+/// Reads the time of the newest record of each sealed segment that has
+/// none yet, for the age limit. Segments found at open carry no time
+/// until their footer is read; the time read is kept in the catalog, so
+/// each footer is read once, not on every retention pass.
+fn read_segment_times(inner: &Inner) {
     let fs = &*inner.opts.fs;
-    for s in doomed {
-        if let Err(e) = fs.remove(&s.path) {
-            tracing::warn!(segment = %s.path.display(), error = %e, "removing segment failed");
+    let segs = inner.catalog.snapshot();
+    // Never the newest, as the plan: it is not removed.
+    for s in segs.iter().take(segs.len().saturating_sub(1)) {
+        if s.last.is_none() {
+            break;
         }
-    }
-    // Any fsync failure poisons the log, this one too: the directory's
-    // other changes since (a new segment's entry) could be lost with it.
-    if let Err(e) = fs.sync_dir(&inner.dir) {
-        inner.poison(&e, "log directory after removing segments");
+        if s.last_time_ns != 0 {
+            continue;
+        }
+        let t = fs
+            .open_read(&s.path)
+            .ok()
+            .and_then(|f| {
+                let len = f.len().ok()?;
+                Footer::read(&*f, len).ok()??.ok()
+            })
+            .map_or(0, |f| f.last_time_ns);
+        if t != 0 {
+            inner.catalog.set_last_time(s.base, t);
+        }
     }
 }
 
 /// Writes the MARKs that wait only for room, in order. Those of unsaved
 /// evictions stay behind; a segment dropped meanwhile is announced at once,
 /// for its records are gone whatever happens to the eviction.
-fn flush_marks(inner: &Inner, marks: &mut PendingMarks) {
+fn flush_marks(fx: &impl Effects, marks: &mut PendingMarks) {
     let mut k = 0;
     while let Some(m) = marks.queue.get(k) {
         if m.unsaved.is_some() {
             k += 1;
             continue;
         }
-        let Some(index) = m.ann.try_append(inner) else {
+        let Some(index) = fx.append_mark(&m.ann) else {
             break;
         };
-        // Owed in the saved state until durable, and each open announces
-        // again what is owed: so the next commit fsyncs it, rather than
-        // the sync interval's, to keep that short.
-        inner.durable_wanted.fetch_max(index, Ordering::SeqCst);
         if let Some(m) = marks.queue.remove(k) {
             marks.written.push((m.ann, index));
         }
     }
 }
 
+mod plan;
 #[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use super::nanos;
-
-    #[test]
-    fn limits_of_centuries_do_not_wrap() {
-        // Regression: `as_nanos() as u64` wrapped a limit of 600 years to
-        // about 16 years, and larger ones to anything, evicting early.
-        let centuries = Duration::from_secs(600 * 365 * 24 * 3600);
-        assert!((centuries.as_nanos() as u64) < nanos(Duration::from_secs(20 * 365 * 24 * 3600)));
-        assert_eq!(nanos(centuries), u64::MAX);
-        assert_eq!(nanos(Duration::from_secs(3)), 3_000_000_000);
-    }
-}
+mod tests;

@@ -34,7 +34,7 @@ fn write_durably(log: &Log, pause: Duration) {
 fn the_last_writer_back_ends_the_group_commit_wait() {
     // Guards the wake in the group-commit wait: the writer whose durable
     // wait completes the count the committer waits for must wake it
-    // (`Inner::gather_target`). Without that wake every wait that outlasts
+    // (`Signals::gather_target`). Without that wake every wait that outlasts
     // the committer's short spin runs to its deadline unless something
     // else wakes the committer.
     //

@@ -14,7 +14,7 @@ use crate::log::yield_until;
 /// on an idle CPU took about 20 µs on the 2-vCPU test VM, paid twice per
 /// record by a lone durable writer (the waiter wakes the committer, which
 /// wakes the waiter): polling saves the first, and the waiter's own
-/// polling (`Inner::poll_durable`) the second when fsyncs are quick.
+/// polling (`Signals::poll_durable`) the second when fsyncs are quick.
 const DURABLE_POLL: Duration = Duration::from_micros(50);
 /// How long the group-commit wait spins before it sleeps (see
 /// `Committer::gather_waiters`).
@@ -27,14 +27,13 @@ impl Committer {
     /// writers wake it as they wait for room, and lifting comes then (see
     /// `wait_for_work` for the first).
     fn urgent(&self) -> bool {
-        self.inner.durable_wanted.load(Ordering::Acquire)
-            > self.inner.durable.load(Ordering::Acquire)
+        self.inner.signals.durable_behind()
             || (self.pending() >= self.inner.ring.capacity() / 2 && self.stuck_at_head().is_none())
-            || self.inner.closing.load(Ordering::Acquire)
+            || self.inner.health.is_closing()
     }
 
     fn unsynced(&self) -> bool {
-        self.inner.committed.load(Ordering::Acquire) > self.inner.durable.load(Ordering::Acquire)
+        self.inner.signals.unsynced()
     }
 
     /// Parks until there is work: a batch window after a record arrives, at
@@ -42,7 +41,7 @@ impl Committer {
     pub(super) fn wait_for_work(&mut self) {
         // Kicks from here on ask for something this look may miss; an
         // unpark token left by an earlier one does not.
-        let seen = self.inner.wakes.load(Ordering::SeqCst);
+        let seen = self.inner.signals.wakes();
         if self.urgent() {
             return;
         }
@@ -95,9 +94,9 @@ impl Committer {
             self.park_window(Instant::now() + d, seen);
             return;
         }
-        self.inner.committer_idle.store(true, Ordering::SeqCst);
+        self.inner.signals.set_idle(true);
         if self.pending() > 0 || self.head_ready() || self.urgent() {
-            self.inner.committer_idle.store(false, Ordering::SeqCst);
+            self.inner.signals.set_idle(false);
             return;
         }
         let d = [Some(maint), sync_due, retry]
@@ -107,7 +106,7 @@ impl Committer {
             .unwrap_or(maint);
         thread::park_timeout(d);
         // The first record after idleness is written at once.
-        self.inner.committer_idle.store(false, Ordering::SeqCst);
+        self.inner.signals.set_idle(false);
     }
 
     /// Sleeps until `deadline`, or until a kick after `seen` or work that
@@ -116,10 +115,7 @@ impl Committer {
     /// sleeps again: it used to end the window, and write a batch early.
     fn park_window(&self, deadline: Instant, seen: u64) {
         loop {
-            if self.inner.wakes.load(Ordering::SeqCst) != seen
-                || self.urgent()
-                || self.commit_wanted()
-            {
+            if self.inner.signals.wakes() != seen || self.urgent() || self.commit_wanted() {
                 return;
             }
             let now = Instant::now();
@@ -134,9 +130,7 @@ impl Committer {
     /// written now. Not while a hole holds the head: the committer could
     /// place nothing and would come straight back.
     fn commit_wanted(&self) -> bool {
-        self.inner.commit_wanted.load(Ordering::Acquire)
-            > self.inner.committed.load(Ordering::Acquire)
-            && self.head_ready()
+        self.inner.signals.commit_wanted() && self.head_ready()
     }
 
     /// After an fsync that satisfied durable waiters, looks for the next
@@ -166,25 +160,19 @@ impl Committer {
     pub(super) fn gather_waiters(&self) {
         let inner = &self.inner;
         let bound = inner.opts.group_commit_wait;
-        if self.woken < 2
-            || bound.is_zero()
-            || inner.durable_wanted.load(Ordering::Acquire) <= inner.durable.load(Ordering::Acquire)
-        {
+        if self.woken < 2 || bound.is_zero() || !inner.signals.durable_behind() {
             return;
         }
         inner.counters.group_waits.fetch_add(1, Ordering::Relaxed);
-        let sync_cost = Duration::from_nanos(inner.sync_ns.load(Ordering::Relaxed));
+        let sync_cost = inner.signals.sync_cost();
         let deadline = Instant::now() + (sync_cost / 2).min(bound);
         let target = self.entries_at_wake + self.woken;
-        let back = || {
-            inner.durable_entries.load(Ordering::SeqCst) >= target
-                || inner.closing.load(Ordering::Acquire)
-        };
+        let back = || inner.signals.durable_entries() >= target || inner.health.is_closing();
         let spin_until = (Instant::now() + GATHER_SPIN).min(deadline);
         if yield_until(spin_until, back) {
             return;
         }
-        inner.gather_target.store(target, Ordering::SeqCst);
+        inner.signals.set_gather_target(target);
         loop {
             if back() {
                 break;
@@ -203,7 +191,7 @@ impl Committer {
                 .group_deadlines
                 .fetch_add(1, Ordering::Relaxed);
         }
-        inner.gather_target.store(0, Ordering::SeqCst);
+        inner.signals.set_gather_target(0);
     }
 }
 

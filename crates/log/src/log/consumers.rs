@@ -1,13 +1,14 @@
 //! The consumer side of [`Log`]: register, clear, deregister, list and
-//! read, each change saved to `consumers.json` before it returns; and what
-//! a failed save means for the state in memory.
+//! read, each change saved to `consumers.json` before it returns; what a
+//! failed save means for the state in memory; and the store that holds
+//! the set (`cursors`) behind its lock, and keeps that lock first.
 
-use std::sync::MutexGuard;
-use std::sync::atomic::Ordering;
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use super::health::Poison;
 use super::{Inner, Log, now_ns};
-use crate::consumers::{ConsumerInfo, Consumers, SaveFailed};
+use crate::cursors::{ConsumerInfo, Consumers, SaveFailed};
 use crate::error::{Error, Result};
 use crate::fs::ReplaceError;
 use crate::kind::TypeMask;
@@ -17,6 +18,28 @@ use crate::reader::Reader;
 /// committed: far above the flush interval, which bounds that wait, and
 /// short enough that a log whose writes fail answers with an error.
 const CLEAR_COMMIT_WAIT: Duration = Duration::from_secs(1);
+
+/// The consumer set of an open log, behind its lock.
+///
+/// The lock comes before every other lock of the log: retention holds it
+/// while it reads and updates the segment catalog, and a failed save
+/// records the failure and wakes waiters under it. None of those hands
+/// out a guard, and their locks are taken only inside their own methods
+/// (see `catalog`), so none can be held while this one is taken.
+#[derive(Debug)]
+pub(crate) struct ConsumerStore(Mutex<Consumers>);
+
+impl ConsumerStore {
+    pub(crate) fn new(set: Consumers) -> ConsumerStore {
+        ConsumerStore(Mutex::new(set))
+    }
+
+    /// Locks the set. Only the catalog, the health and the wakes may be
+    /// used while the guard is held (see above).
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Consumers> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
 
 impl Inner {
     /// The error for a failed save of the consumer set, and whether the
@@ -32,11 +55,11 @@ impl Inner {
                 source,
                 fsync: true,
             } => {
-                self.poison(&source, "consumer state");
+                self.poison(Poison::Fsync(&source, "consumer state"));
                 (Error::io("fsync", f.path, source), false)
             }
             ReplaceError::Unsynced(source) => {
-                self.poison(&source, "consumer state");
+                self.poison(Poison::Fsync(&source, "consumer state"));
                 (Error::io("fsync", &self.dir, source), true)
             }
         }
@@ -48,8 +71,8 @@ impl Log {
     /// last committed record. Returns its id.
     pub fn register(&self, name: &str, mask: TypeMask) -> Result<u32> {
         // Consumer changes are writes: a poisoned log refuses them too.
-        self.inner.check_open()?;
-        let mut c = self.consumers();
+        self.inner.health.check_open()?;
+        let mut c = self.inner.consumers.lock();
         let id = c.register(name, mask, self.inner.last_committed(), now_ns())?;
         self.save(&mut c, |c| {
             let _ = c.remove(name);
@@ -77,15 +100,15 @@ impl Log {
     pub fn clear(&self, name: &str, upto: u64) -> Result<ConsumerInfo> {
         // Before the consumer lock, which retention takes on the committer.
         self.wait_committed(upto);
-        self.inner.check_open()?;
-        let mut c = self.consumers();
+        self.inner.health.check_open()?;
+        let mut c = self.inner.consumers.lock();
         let before = c.get(name)?.clone();
         let (last, now) = (self.inner.last_committed(), now_ns());
         c.clear(name, upto, last, now)?;
         self.save(&mut c, |c| c.restore(before))?;
         let info = c.info(c.get(name)?, last, now);
         drop(c);
-        self.inner.kick();
+        self.inner.signals.kick();
         Ok(info)
     }
 
@@ -97,37 +120,33 @@ impl Log {
         if upto <= inner.last_committed() || upto >= inner.ring.next() {
             return;
         }
-        inner.commit_wanted.fetch_max(upto, Ordering::SeqCst);
-        inner.kick();
+        inner.signals.want_committed(upto);
         let deadline = Instant::now() + CLEAR_COMMIT_WAIT;
-        let mut g = inner.lock_wait();
-        while inner.last_committed() < upto && !inner.closing.load(Ordering::Acquire) {
+        while inner.last_committed() < upto && !inner.health.is_closing() {
             let now = Instant::now();
             if now >= deadline {
                 break;
             }
-            g = inner
-                .commit_cv
-                .wait_timeout(g, deadline - now)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
+            inner
+                .signals
+                .wait_committed(upto, deadline - now, || inner.health.is_closing());
         }
     }
 
     /// Removes a consumer.
     pub fn deregister(&self, name: &str) -> Result<()> {
-        self.inner.check_open()?;
-        let mut c = self.consumers();
+        self.inner.health.check_open()?;
+        let mut c = self.inner.consumers.lock();
         let gone = c.remove(name)?;
         self.save(&mut c, |c| c.restore(gone))?;
         drop(c);
-        self.inner.kick();
+        self.inner.signals.kick();
         Ok(())
     }
 
     /// Lists the consumers with their lag.
     pub fn consumer_list(&self) -> Vec<ConsumerInfo> {
-        let c = self.consumers();
+        let c = self.inner.consumers.lock();
         let (last, now) = (self.inner.last_committed(), now_ns());
         c.list().iter().map(|x| c.info(x, last, now)).collect()
     }
@@ -135,19 +154,12 @@ impl Log {
     /// Reads a consumer's records: from just after its cleared index, with
     /// its mask applied.
     pub fn consumer_reader(&self, name: &str) -> Result<Reader> {
-        let c = self.consumers();
+        let c = self.inner.consumers.lock();
         let x = c.get(name)?;
         Ok(Reader::live(
             self.inner.clone(),
             x.cleared + 1,
             Some(x.mask.clone()),
         ))
-    }
-
-    pub(super) fn consumers(&self) -> MutexGuard<'_, Consumers> {
-        self.inner
-            .consumers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
     }
 }

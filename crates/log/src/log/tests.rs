@@ -76,7 +76,7 @@ fn a_hole_is_lifted_past_only_once_the_ring_is_crowded() {
     (0..6).for_each(append);
     let until = Instant::now() + HOLE_PATIENCE * 30;
     while Instant::now() < until {
-        log.inner.kick();
+        log.inner.signals.kick();
         std::thread::sleep(Duration::from_millis(1));
     }
     let lifted_early = log.stats().lifted;
@@ -84,7 +84,7 @@ fn a_hole_is_lifted_past_only_once_the_ring_is_crowded() {
     (6..8).for_each(append);
     let deadline = Instant::now() + Duration::from_secs(20);
     while log.stats().lifted < 8 && Instant::now() < deadline {
-        log.inner.kick();
+        log.inner.signals.kick();
         std::thread::sleep(Duration::from_millis(1));
     }
     let lifted = log.stats().lifted;
@@ -175,7 +175,7 @@ fn a_writer_that_waited_for_room_stamps_the_time_it_got_it() {
             full_since = None;
         } else {
             full_since.get_or_insert_with(Instant::now);
-            log.inner.kick();
+            log.inner.signals.kick();
             std::thread::sleep(Duration::from_millis(1));
         }
     }
@@ -205,5 +205,31 @@ fn a_writer_that_waited_for_room_stamps_the_time_it_got_it() {
         (filled_at - rec.time_ns) / 1_000_000
     );
     drop(hole);
+    log.close().unwrap();
+}
+
+/// A commit failure is reported as the one recorded, and without one, as
+/// unrecorded: it used to be reported as a full disk.
+#[test]
+fn a_commit_failure_is_reported_as_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = small_ring_log(dir.path(), 16);
+    assert!(
+        matches!(log.inner.failure_error(), Error::NotDurable { durable: 0 }),
+        "{:?}",
+        log.inner.failure_error()
+    );
+    let errno = |e: rustix::io::Errno| std::io::Error::from_raw_os_error(e.raw_os_error());
+    log.inner
+        .health
+        .write_failed(&errno(rustix::io::Errno::NOSPC));
+    assert!(matches!(log.inner.failure_error(), Error::NoSpace));
+    log.inner.health.write_failed(&errno(rustix::io::Errno::IO));
+    match log.inner.failure_error() {
+        Error::Io { op, source, .. } => {
+            assert_eq!((op, source.raw_os_error()), ("commit", Some(5)));
+        }
+        other => panic!("expected Io, got {other:?}"),
+    }
     log.close().unwrap();
 }

@@ -37,7 +37,7 @@ fn a_stale_unpark_token_does_not_end_the_batch_window() {
     for k in 0..4 {
         let _ = append(&log, format!("held {k}").as_bytes());
     }
-    let committer = log.inner.committer.get().unwrap().clone();
+    let committer = log.inner.signals.committer().unwrap().clone();
     for _ in 0..3 {
         // An unpark with no kick behind it: what a served kick leaves.
         committer.unpark();

@@ -1,8 +1,11 @@
-//! Consumers: named cursors with a type mask, persisted across reopen.
+//! The persisted cursor set: each consumer's name, type mask and cleared
+//! index, and the MARK records owed, kept across reopen.
 //!
 //! A consumer reads from just after its cleared index and clears what it has
 //! processed. The set lives in `consumers.json`, replaced by rename on every
-//! change, so a reader in another process always sees a whole file.
+//! change, so a reader in another process always sees a whole file. This is
+//! the data and its file; `log::consumers` is `Log`'s consumer calls, which
+//! lock, change and save it.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -410,15 +413,6 @@ impl Consumers {
     /// The lowest cleared index, or `None` without consumers.
     pub(crate) fn min_cleared(&self) -> Option<u64> {
         self.list.iter().map(|c| c.cleared).min()
-    }
-
-    /// The most idle consumer among those that still need `index`: oldest
-    /// last activity first, then furthest behind.
-    pub(crate) fn most_idle_needing(&self, index: u64) -> Option<&Consumer> {
-        self.list
-            .iter()
-            .filter(|c| c.cleared < index)
-            .min_by_key(|c| (c.last_active_ns, c.cleared))
     }
 
     pub(crate) fn info(&self, c: &Consumer, last: u64, now: u64) -> ConsumerInfo {
