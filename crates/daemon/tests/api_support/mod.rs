@@ -1,11 +1,9 @@
 //! Shared by the API tests: an `ApiState` over a real log in a temporary
 //! directory, requests through `router()` with injected credentials, and
-//! a small checker of JSON values against the OpenAPI document's schemas.
+//! the OpenAPI document as weir-contract reads it.
 #![allow(dead_code, unreachable_pub)]
 
-pub mod schema;
-
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use axum::Router;
 use axum::body::Body;
@@ -64,6 +62,14 @@ pub fn fixture_with_log(
         reconcile: ReconcileReport::default(),
     });
     Fixture { dir, state }
+}
+
+/// `docs/openapi.yaml`, parsed once per test binary.
+pub fn doc() -> &'static weir_contract::Doc {
+    static DOC: OnceLock<weir_contract::Doc> = OnceLock::new();
+    DOC.get_or_init(|| {
+        weir_contract::Doc::parse(weir_daemon::api::OPENAPI_YAML).unwrap_or_else(|e| panic!("{e}"))
+    })
 }
 
 /// The default fixture: no group, no public reads, no trackers.
