@@ -67,6 +67,24 @@ async fn an_empty_column_list_is_refused_by_both() {
 }
 
 #[tokio::test]
+async fn at_most_64_mount_columns_by_both() {
+    let at_most = vec!["id"; weir_view::table::MAX_COLUMNS].join(",");
+    let one_more = format!("{at_most},target");
+    assert!(mount_columns_fit(&json!(at_most)));
+    assert!(!mount_columns_fit(&json!(one_more)));
+    // Refused before the trackers are asked (this daemon has none): a
+    // choice the daemon takes is a 503 here, not a 400.
+    let fx = plain();
+    let r = weir_daemon::api::router(fx.state.clone());
+    let a = as_root(&r, "GET", &format!("/v1/mounts?columns={one_more}"), "").await;
+    a.assert_error(400, "bad_request");
+    assert!(a.text().contains("more than 64 columns"), "{}", a.text());
+    as_root(&r, "GET", &format!("/v1/mounts?columns={at_most}"), "")
+        .await
+        .assert_error(503, "unavailable");
+}
+
+#[tokio::test]
 async fn a_whole_index_written_as_a_float_clears_and_a_fraction_is_refused() {
     // JSON Schema's integer: 2.0 is 2, 2.5 is no integer.
     assert!(fits(CLEAR, &json!({"index": 2.0})));
