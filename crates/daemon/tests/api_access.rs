@@ -1,5 +1,6 @@
-//! Access control: as uid 65534, outside the group, reads work only when
-//! `public_read` is set and every mutation is refused with 403, leaving
+//! Access control: as an outsider (`api_support::nobody`: uid 65534, or
+//! 65533 when the tests run as 65534), outside the group, reads work only
+//! when `public_read` is set and every mutation is refused with 403, leaving
 //! the log as it was; members of the group may do everything. Also end
 //! to end: a real connection from a thread running as uid 65534 is
 //! identified by SO_PEERCRED and refused.

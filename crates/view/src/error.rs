@@ -3,7 +3,7 @@
 //! can be wrong. Callers tell the cases apart by variant; the message is
 //! for people (the CLI's usage errors, the API's 400s).
 
-use crate::lvm_columns::MAX_COLUMNS;
+use crate::table::MAX_COLUMNS;
 
 /// What was refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

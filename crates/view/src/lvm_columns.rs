@@ -14,11 +14,7 @@ use weir_lvm::assembly::{LvReport, PvReport, SegReport, VgReport};
 
 use crate::error::{Error, Result};
 use crate::lvm_view::Listing;
-use crate::table::{Align, human_size};
-
-/// The most columns one choice may name (repeats count), so a hostile
-/// `columns=` cannot make a table of millions of cells.
-pub const MAX_COLUMNS: usize = 64;
+use crate::table::{Align, MAX_COLUMNS, human_size};
 
 /// One `weir pvs` row: the PV and its device's path.
 pub(crate) struct PvRow<'a> {

@@ -12,6 +12,7 @@ use weir_mounts::{Mount, Propagation};
 
 use crate::bytes::escape;
 use crate::error::{Error, Result};
+use crate::table::MAX_COLUMNS;
 
 /// One column of the table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,21 +92,23 @@ pub struct Columns(pub Vec<Column>);
 
 impl Columns {
     /// Parses a comma-separated list of column names, case-insensitive;
-    /// `-` may stand for `_` (findmnt spells `VFS-OPTIONS`).
+    /// `-` may stand for `_` (findmnt spells `VFS-OPTIONS`). At most
+    /// [`MAX_COLUMNS`], as for the LVM reports (a column may repeat).
     pub fn parse(s: &str) -> Result<Columns> {
         let mut cols = Vec::new();
         for name in s.split(',') {
             let want = name.trim().to_ascii_uppercase().replace('-', "_");
-            match Column::ALL.iter().find(|(_, h)| *h == want) {
-                Some((c, _)) => cols.push(*c),
-                None => {
-                    let valid: Vec<&str> = Column::ALL.iter().map(|(_, h)| *h).collect();
-                    return Err(Error::UnknownMountColumn {
-                        name: name.to_owned(),
-                        valid: valid.join(", "),
-                    });
-                }
+            let Some((c, _)) = Column::ALL.iter().find(|(_, h)| *h == want) else {
+                let valid: Vec<&str> = Column::ALL.iter().map(|(_, h)| *h).collect();
+                return Err(Error::UnknownMountColumn {
+                    name: name.to_owned(),
+                    valid: valid.join(", "),
+                });
+            };
+            if cols.len() == MAX_COLUMNS {
+                return Err(Error::TooManyColumns);
             }
+            cols.push(*c);
         }
         Ok(Columns(cols))
     }
@@ -189,6 +192,20 @@ mod tests {
         let e = e.to_string();
         assert!(e.contains("\"SIZE\"") && e.contains("PROPAGATION"), "{e}");
         assert!(Columns::parse("").is_err());
+    }
+
+    #[test]
+    fn at_most_max_columns_repeats_counted() {
+        let at_most = vec!["id"; MAX_COLUMNS].join(",");
+        assert_eq!(Columns::parse(&at_most).unwrap().0.len(), MAX_COLUMNS);
+        let one_more = format!("{at_most},target");
+        assert_eq!(Columns::parse(&one_more), Err(Error::TooManyColumns));
+        // Names are read in order; the first fault is the one reported.
+        let unknown_early = format!("SIZE,{one_more}");
+        assert!(matches!(
+            Columns::parse(&unknown_early),
+            Err(Error::UnknownMountColumn { .. })
+        ));
     }
 
     #[test]

@@ -1,6 +1,12 @@
 //! Plain aligned columns for `weir devices`, `pvs` and `vgs`: a header row,
 //! then one row per object, each column as wide as its widest cell, numbers
-//! right-aligned as lsblk and LVM print them.
+//! right-aligned as lsblk and LVM print them. Also the one cap on how many
+//! columns a choice (`-o`, the API's `columns`) may name, for every table.
+
+/// The most columns one choice may name (repeats count), for the mounts
+/// table and the LVM reports alike, so a hostile `columns=` cannot make a
+/// table of millions of cells.
+pub const MAX_COLUMNS: usize = 64;
 
 /// How a column is aligned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -13,7 +13,8 @@
 //!   gets a 4xx the operation declares;
 //! - every answer's status and content type are declared for the
 //!   operation, and its body fits the declared schema (each line of an
-//!   NDJSON answer).
+//!   NDJSON answer): `weir_contract::Doc::judge`, the judge the daemon
+//!   crate's contract test uses too.
 //!
 //! Which side of the line a request is on is what the validator says of
 //! the bytes sent, not what the generator meant (see `contract/generate.rs`).
@@ -40,8 +41,6 @@ mod child_lines;
 #[allow(dead_code)]
 #[path = "support/daemon_child.rs"]
 mod daemon_child;
-#[path = "contract/doc.rs"]
-mod doc;
 #[path = "contract/generate.rs"]
 mod generate;
 #[path = "contract/http.rs"]
@@ -56,8 +55,8 @@ use proptest::sample::Index;
 use proptest::test_runner::{Config, RngSeed, TestCaseError, TestError, TestRunner};
 use serde_json::{Value as Json, json};
 
-use doc::{Doc, In, Operation};
 use http::Reply;
+use weir_contract::{Answer, Doc, In, Mismatch, Operation, short};
 
 /// Error codes that say the daemon's state, not the request, is the
 /// reason: a schema-valid request may get these (when its operation
@@ -286,7 +285,7 @@ fn plan(doc: &Doc, op: &Operation, d: &Draw, pool: &Pool) -> Option<Plan> {
                     choices.retain(|c| !c.is_empty());
                 }
                 let t = choices[how.index(choices.len())].clone();
-                what = Some(format!("{} {} = {t:?}", p.name, place(p.at)));
+                what = Some(format!("{} {} = {t:?}", p.name, p.at.name()));
                 sent[*i].text = Some(t);
             }
             Break::Repeat(i) => {
@@ -389,7 +388,7 @@ fn plan(doc: &Doc, op: &Operation, d: &Draw, pool: &Pool) -> Option<Plan> {
                 }
                 if let Err(e) = doc.check(&p.schema, &generate::typed(t, &p.schema, p.comma_joined))
                 {
-                    violations.push(format!("{} {}: {e}", place(p.at), p.name));
+                    violations.push(format!("{} {}: {e}", p.at.name(), p.name));
                 }
             }
         }
@@ -428,29 +427,24 @@ fn plan(doc: &Doc, op: &Operation, d: &Draw, pool: &Pool) -> Option<Plan> {
     })
 }
 
-fn place(at: In) -> &'static str {
-    match at {
-        In::Path => "path",
-        In::Query => "query",
-        In::Header => "header",
-    }
-}
-
-/// At most the first 400 characters of `s`, for a failure message.
-fn short(s: &str) -> String {
-    match s.char_indices().nth(400) {
-        Some((i, _)) => format!("{}... ({} bytes)", &s[..i], s.len()),
-        None => s.to_owned(),
-    }
-}
-
-/// Judges an answer by the document.
+/// Judges an answer by the document: it keeps to the document
+/// ([`Doc::judge`]), and its status is one the request's side calls for.
+/// An undeclared status is said first, a body off its schema last.
 fn judge(doc: &Doc, op: &Operation, plan: &Plan, r: &Reply) -> Result<(), String> {
     let status = r.status;
     let body_text = || short(&String::from_utf8_lossy(&r.body));
-    let declared = op
-        .response(status)
-        .ok_or_else(|| format!("status {status} is not declared: {}", body_text()))?;
+    let kept = doc.judge(
+        op,
+        &Answer {
+            status,
+            content_type: r.header("content-type"),
+            body: &r.body,
+            cut: r.cut,
+        },
+    );
+    if let Err(e @ Mismatch::UndeclaredStatus { .. }) = &kept {
+        return Err(e.to_string());
+    }
     let code = serde_json::from_slice::<Json>(&r.body)
         .ok()
         .and_then(|v| v["error"]["code"].as_str().map(str::to_owned));
@@ -470,57 +464,7 @@ fn judge(doc: &Doc, op: &Operation, plan: &Plan, r: &Reply) -> Result<(), String
             body_text()
         ));
     }
-    let Some(content) = declared.get("content").and_then(Json::as_object) else {
-        if r.body.is_empty() {
-            return Ok(());
-        }
-        return Err(format!(
-            "status {status} declares no body, got {:?}",
-            body_text()
-        ));
-    };
-    let media = r.media_type().unwrap_or_default();
-    let schema = &content.get(media).ok_or_else(|| {
-        format!(
-            "content type {media:?} is not declared for {status} (declared: {:?})",
-            content.keys().collect::<Vec<_>>()
-        )
-    })?["schema"];
-    match media {
-        "application/json" => {
-            let v: Json = serde_json::from_slice(&r.body)
-                .map_err(|e| format!("the body is no JSON ({e}): {}", body_text()))?;
-            doc.check(schema, &v).map_err(|e| {
-                format!(
-                    "the body does not fit the schema: {e}; body: {}",
-                    short(&v.to_string())
-                )
-            })?;
-        }
-        "application/x-ndjson" => {
-            let text =
-                std::str::from_utf8(&r.body).map_err(|_| "an NDJSON body that is no UTF-8")?;
-            // A stream cut by the client may end inside a line.
-            let whole = if r.cut {
-                &text[..text.rfind('\n').map_or(0, |i| i + 1)]
-            } else {
-                text
-            };
-            for (i, line) in whole.lines().enumerate() {
-                let v: Json = serde_json::from_str(line)
-                    .map_err(|e| format!("line {i} is no JSON ({e}): {line}"))?;
-                doc.check(schema, &v)
-                    .map_err(|e| format!("line {i} does not fit the schema: {e}; line: {line}"))?;
-            }
-        }
-        _ => {
-            if generate::types_of(schema) == ["string"] {
-                std::str::from_utf8(&r.body)
-                    .map_err(|_| format!("a {media} body that is no UTF-8"))?;
-            }
-        }
-    }
-    Ok(())
+    kept.map_err(|e| e.to_string())
 }
 
 /// What a run saw of one operation.
@@ -624,7 +568,7 @@ fn every_operation_keeps_to_the_document() {
     let socket = dir.path().join("weir.sock");
     let daemon = daemon_child::Daemon::start(&dir.path().join("state"), &socket, &[]);
     let doc = Doc::parse(weir_daemon::api::OPENAPI_YAML).unwrap_or_else(|e| panic!("{e}"));
-    let mut ops = doc.operations().unwrap_or_else(|e| panic!("{e}"));
+    let mut ops = doc.operations().to_vec();
     assert!(!ops.is_empty(), "the document lists no operation");
     // What deletes goes last, so that the others find what it removes.
     ops.sort_by_key(|o| o.method == "DELETE");
@@ -669,7 +613,7 @@ fn every_operation_keeps_to_the_document() {
 #[test]
 fn the_judge_refuses_what_the_document_does_not_say() {
     let doc = Doc::parse(weir_daemon::api::OPENAPI_YAML).unwrap();
-    let ops = doc.operations().unwrap();
+    let ops = doc.operations();
     let stats = ops.iter().find(|o| o.id() == "GET /v1/log/stats").unwrap();
     let plan = Plan {
         method: "GET".into(),
@@ -702,13 +646,13 @@ fn the_judge_refuses_what_the_document_does_not_say() {
     assert!(err.contains("refuses"), "{err}");
 }
 
-/// Only OpenAPI 3.1 is read (its schemas are JSON Schema 2020-12), and
-/// the daemon's document is 3.1 with the operations found.
+/// The daemon's document is OpenAPI 3.1 (the only version weir-contract
+/// reads, its schemas being JSON Schema 2020-12), with its operations
+/// found.
 #[test]
 fn the_document_is_openapi_3_1() {
-    assert!(Doc::parse("openapi: 3.0.3\npaths: {}\n").is_err());
     let doc = Doc::parse(weir_daemon::api::OPENAPI_YAML).unwrap();
-    let ops = doc.operations().unwrap();
+    let ops = doc.operations();
     assert!(
         ops.iter()
             .any(|o| o.id() == "POST /v1/log/consumers/{name}/clear")

@@ -382,7 +382,7 @@ mod tests {
         ] {
             assert!(LvmQuery::parse(Listing::Pvs, Some(bad)).is_err(), "{bad}");
         }
-        let many = vec!["pv_name"; weir_view::lvm_columns::MAX_COLUMNS + 1].join(",");
+        let many = vec!["pv_name"; weir_view::table::MAX_COLUMNS + 1].join(",");
         assert!(LvmQuery::parse(Listing::Pvs, Some(&format!("columns={many}"))).is_err());
     }
 
@@ -395,6 +395,9 @@ mod tests {
         assert_eq!(d.columns, Columns::parse(DEFAULT_COLUMNS).unwrap());
         assert!(MountsQuery::parse(Some("columns=SIZE")).is_err());
         assert!(MountsQuery::parse(Some("columns=")).is_err());
+        let many = vec!["ID"; weir_view::table::MAX_COLUMNS + 1].join(",");
+        let e = MountsQuery::parse(Some(&format!("columns={many}"))).unwrap_err();
+        assert!(e.to_string().contains("more than 64 columns"), "{e}");
         assert!(FormatQuery::parse(Some("columns=ID")).is_err());
         assert!(parse_empty(Some("x=1")).is_err());
         assert!(parse_empty(Some("&&")).is_ok());

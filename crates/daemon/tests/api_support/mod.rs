@@ -1,11 +1,9 @@
 //! Shared by the API tests: an `ApiState` over a real log in a temporary
 //! directory, requests through `router()` with injected credentials, and
-//! a small checker of JSON values against the OpenAPI document's schemas.
+//! the OpenAPI document as weir-contract reads it.
 #![allow(dead_code, unreachable_pub)]
 
-pub mod schema;
-
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use axum::Router;
 use axum::body::Body;
@@ -66,6 +64,14 @@ pub fn fixture_with_log(
     Fixture { dir, state }
 }
 
+/// `docs/openapi.yaml`, parsed once per test binary.
+pub fn doc() -> &'static weir_contract::Doc {
+    static DOC: OnceLock<weir_contract::Doc> = OnceLock::new();
+    DOC.get_or_init(|| {
+        weir_contract::Doc::parse(weir_daemon::api::OPENAPI_YAML).unwrap_or_else(|e| panic!("{e}"))
+    })
+}
+
 /// The default fixture: no group, no public reads, no trackers.
 pub fn plain() -> Fixture {
     fixture(Access::default(), Limits::default(), Trackers::None)
@@ -79,8 +85,17 @@ pub fn root() -> Peer {
     Peer::new(0, 0)
 }
 
+/// An outsider: neither root nor this process's user, whom the gate lets
+/// in as the daemon's own (the fixtures' daemon is this process), and in
+/// no group. Uid and gid 65534, or 65533 when the tests themselves run as
+/// 65534, so that a refusal is seen whoever runs them.
 pub fn nobody() -> Peer {
-    Peer::new(65534, 65534)
+    let id = if rustix::process::geteuid().as_raw() == 65534 {
+        65533
+    } else {
+        65534
+    };
+    Peer::new(id, id)
 }
 
 /// An answer, read whole.

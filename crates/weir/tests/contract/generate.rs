@@ -17,7 +17,7 @@ use proptest::sample::select;
 use proptest::strategy::Union;
 use serde_json::{Map, Value as Json, json};
 
-use crate::doc::Doc;
+use weir_contract::{Doc, types_of};
 
 /// Deepest nesting generated: the document's schemas are shallow, and a
 /// `$ref` loop must not recurse forever.
@@ -51,18 +51,6 @@ fn valid_at(doc: &Doc, schema: &Json, depth: u32) -> BoxedStrategy<Json> {
     }
     let each: Vec<_> = types.iter().map(|t| of_type(doc, &s, t, depth)).collect();
     Union::new(each).boxed()
-}
-
-/// The `type` keyword as a list (empty: any type).
-pub(crate) fn types_of(s: &Json) -> Vec<String> {
-    match &s["type"] {
-        Json::String(t) => vec![t.clone()],
-        Json::Array(ts) => ts
-            .iter()
-            .filter_map(|t| t.as_str().map(str::to_owned))
-            .collect(),
-        _ => Vec::new(),
-    }
 }
 
 fn of_type(doc: &Doc, s: &Json, t: &str, depth: u32) -> BoxedStrategy<Json> {

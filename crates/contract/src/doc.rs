@@ -1,67 +1,90 @@
-//! `docs/openapi.yaml` as the contract test reads it: its operations, each
-//! with its parameters, request body and declared responses, and JSON
-//! Schema validators for its schemas.
+//! `docs/openapi.yaml` as the API tests read it: its operations, each
+//! with its parameters, request body and declared responses.
 //!
 //! The document is OpenAPI 3.1, whose schemas are JSON Schema 2020-12
-//! (`type: [string, "null"]`, not 3.0's `nullable`); each schema is
-//! checked by `jsonschema` inside a root that carries the document's
-//! `components`, so that `$ref: "#/components/schemas/X"` resolves as in
-//! the document.
+//! (`type: [string, "null"]`, not 3.0's `nullable`); a 3.0 document is
+//! refused rather than misread. The operations are read once, when the
+//! document is parsed, so a malformed one fails there and not in the
+//! middle of a test.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value as Json, json};
 
+use crate::error::DocError;
+
 /// Where a parameter goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum In {
+pub enum In {
+    /// A `{name}` segment of the path.
     Path,
+    /// A `name=value` item of the query.
     Query,
+    /// A request header.
     Header,
+}
+
+impl In {
+    /// `path`, `query` or `header`, as the document spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            In::Path => "path",
+            In::Query => "query",
+            In::Header => "header",
+        }
+    }
 }
 
 /// One parameter of an operation.
 #[derive(Clone, Debug)]
-pub(crate) struct Param {
-    pub(crate) name: String,
-    pub(crate) at: In,
-    pub(crate) required: bool,
-    /// Its schema, `$ref`s resolved at the top.
-    pub(crate) schema: Json,
+pub struct Param {
+    /// Its name.
+    pub name: String,
+    /// Where it goes.
+    pub at: In,
+    /// Whether a request must give it (a path parameter always must).
+    pub required: bool,
+    /// Its schema, a `$ref` at the top replaced by its target.
+    pub schema: Json,
     /// `style: form, explode: false`: an array as one comma-joined value.
-    pub(crate) comma_joined: bool,
+    pub comma_joined: bool,
 }
 
 /// The JSON body an operation takes.
 #[derive(Clone, Debug)]
-pub(crate) struct BodySpec {
-    pub(crate) required: bool,
-    pub(crate) schema: Json,
+pub struct BodySpec {
+    /// Whether a request must have one.
+    pub required: bool,
+    /// Its schema (it may hold `$ref`s into the document).
+    pub schema: Json,
 }
 
 /// One operation: a method on a path.
 #[derive(Clone, Debug)]
-pub(crate) struct Operation {
+pub struct Operation {
     /// Upper case.
-    pub(crate) method: String,
+    pub method: String,
     /// The pattern, `{name}` for a path parameter.
-    pub(crate) path: String,
-    pub(crate) params: Vec<Param>,
-    pub(crate) body: Option<BodySpec>,
-    /// Status (`"200"`, `"4XX"`) to its response object, `$ref` resolved.
-    pub(crate) responses: Vec<(String, Json)>,
+    pub path: String,
+    /// Its parameters and the path item's, an operation's own first.
+    pub params: Vec<Param>,
+    /// The body it takes, if any.
+    pub body: Option<BodySpec>,
+    /// Status (`"200"`, `"4XX"`) to its response object, `$ref` resolved,
+    /// in the document's order.
+    pub responses: Vec<(String, Json)>,
 }
 
 impl Operation {
     /// `GET /v1/mounts`.
-    pub(crate) fn id(&self) -> String {
+    pub fn id(&self) -> String {
         format!("{} {}", self.method, self.path)
     }
 
     /// The response object declared for `status`: the exact code first,
     /// then its class (`4XX`).
-    pub(crate) fn response(&self, status: u16) -> Option<&Json> {
+    pub fn response(&self, status: u16) -> Option<&Json> {
         let exact = status.to_string();
         let class = format!("{}XX", status / 100);
         self.responses
@@ -70,64 +93,74 @@ impl Operation {
             .or_else(|| self.responses.iter().find(|(s, _)| *s == class))
             .map(|(_, r)| r)
     }
+
+    /// The parameter called `name`, wherever it goes.
+    pub fn param(&self, name: &str) -> Option<&Param> {
+        self.params.iter().find(|p| p.name == name)
+    }
 }
 
 /// The document.
-pub(crate) struct Doc {
-    root: Json,
-    validators: Mutex<HashMap<String, Arc<jsonschema::Validator>>>,
-}
-
-/// What is wrong with the document itself (not with an answer).
-#[derive(Debug)]
-pub(crate) struct DocError(pub(crate) String);
-
-impl std::fmt::Display for DocError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
+pub struct Doc {
+    pub(crate) root: Json,
+    operations: Vec<Operation>,
+    /// Compiled validators by their schema's text: a test checks the same
+    /// few schemas thousands of times.
+    pub(crate) validators: Mutex<HashMap<String, Arc<jsonschema::Validator>>>,
 }
 
 impl Doc {
-    /// Parses the document; refuses a version other than 3.1, whose schema
-    /// dialect this reader assumes.
-    pub(crate) fn parse(yaml: &str) -> Result<Doc, DocError> {
+    /// Parses the document and reads its operations; refuses a version
+    /// other than 3.1, whose schema dialect this reader assumes.
+    pub fn parse(yaml: &str) -> Result<Doc, DocError> {
         let root: Json =
-            serde_yaml_ng::from_str(yaml).map_err(|e| DocError(format!("not YAML: {e}")))?;
+            serde_yaml_ng::from_str(yaml).map_err(|e| DocError::NotYaml(e.to_string()))?;
         let version = root["openapi"].as_str().unwrap_or_default();
         if !version.starts_with("3.1.") {
-            return Err(DocError(format!(
-                "OpenAPI {version:?}: only 3.1 is read (3.0's `nullable` and \
-                 `exclusiveMinimum: true` mean other things)"
-            )));
+            return Err(DocError::Version(version.to_owned()));
         }
-        Ok(Doc {
+        let mut doc = Doc {
             root,
+            operations: Vec::new(),
             validators: Mutex::new(HashMap::new()),
-        })
+        };
+        doc.operations = doc.read_operations()?;
+        Ok(doc)
+    }
+
+    /// Every operation, in the document's order.
+    pub fn operations(&self) -> &[Operation] {
+        &self.operations
+    }
+
+    /// The operation of `method` (any case) on the path pattern `path`.
+    pub fn operation(&self, method: &str, path: &str) -> Option<&Operation> {
+        self.operations
+            .iter()
+            .find(|o| o.method.eq_ignore_ascii_case(method) && o.path == path)
     }
 
     /// Follows a local `$ref` (`#/a/b`), if `v` is one, to the end.
-    pub(crate) fn resolve<'a>(&'a self, mut v: &'a Json) -> Result<&'a Json, DocError> {
+    pub fn resolve<'a>(&'a self, mut v: &'a Json) -> Result<&'a Json, DocError> {
         for _ in 0..16 {
             let Some(r) = v.get("$ref").and_then(Json::as_str) else {
                 return Ok(v);
             };
             let pointer = r
                 .strip_prefix('#')
-                .ok_or_else(|| DocError(format!("a non-local $ref {r}")))?;
+                .ok_or_else(|| DocError::NonLocalRef(r.to_owned()))?;
             v = self
                 .root
                 .pointer(pointer)
-                .ok_or_else(|| DocError(format!("a dangling $ref {r}")))?;
+                .ok_or_else(|| DocError::DanglingRef(r.to_owned()))?;
         }
-        Err(DocError("a $ref loop".to_owned()))
+        Err(DocError::RefLoop)
     }
 
     /// `v` with a `$ref` at its top replaced by its target, the keywords
     /// beside the `$ref` laid over the target's (3.1 allows them: an
     /// `examples` or a `description` of this use of a shared schema).
-    pub(crate) fn flatten(&self, v: &Json) -> Result<Json, DocError> {
+    pub fn flatten(&self, v: &Json) -> Result<Json, DocError> {
         let Some(r) = v.get("$ref") else {
             return Ok(v.clone());
         };
@@ -144,11 +177,8 @@ impl Doc {
         Ok(out)
     }
 
-    /// Every operation, in the document's order.
-    pub(crate) fn operations(&self) -> Result<Vec<Operation>, DocError> {
-        let paths = self.root["paths"]
-            .as_object()
-            .ok_or_else(|| DocError("no paths".to_owned()))?;
+    fn read_operations(&self) -> Result<Vec<Operation>, DocError> {
+        let paths = self.root["paths"].as_object().ok_or(DocError::NoPaths)?;
         let mut out = Vec::new();
         for (path, item) in paths {
             let item = self.resolve(item)?;
@@ -192,7 +222,12 @@ impl Doc {
             Some("path") => In::Path,
             Some("query") => In::Query,
             Some("header") => In::Header,
-            other => return Err(DocError(format!("parameter {name}: `in: {other:?}`"))),
+            other => {
+                return Err(DocError::ParamPlace {
+                    name,
+                    place: other.map(str::to_owned),
+                });
+            }
         };
         let schema = self.flatten(&p["schema"])?;
         let style = p["style"].as_str().unwrap_or("form");
@@ -206,60 +241,28 @@ impl Doc {
         })
     }
 
-    fn body(&self, b: &Json, what: &str) -> Result<BodySpec, DocError> {
+    fn body(&self, b: &Json, operation: &str) -> Result<BodySpec, DocError> {
         let b = self.resolve(b)?;
-        let content = b["content"]
-            .as_object()
-            .ok_or_else(|| DocError(format!("{what}: a request body without content")))?;
-        let (media, m) = content
-            .iter()
-            .next()
-            .ok_or_else(|| DocError(format!("{what}: a request body without content")))?;
-        if media != "application/json" || content.len() != 1 {
-            return Err(DocError(format!(
-                "{what}: a request body of {:?}: only application/json is generated",
-                content.keys().collect::<Vec<_>>()
-            )));
-        }
+        let content = b["content"].as_object();
+        let media: Vec<String> = content
+            .into_iter()
+            .flatten()
+            .map(|(k, _)| k.clone())
+            .collect();
+        // Only JSON bodies are read by the daemon, and only they can be
+        // judged by a schema here.
+        let Some(m) = content
+            .and_then(|c| c.get("application/json"))
+            .filter(|_| media.len() == 1)
+        else {
+            return Err(DocError::BodyMedia {
+                operation: operation.to_owned(),
+                media,
+            });
+        };
         Ok(BodySpec {
             required: b["required"].as_bool().unwrap_or(false),
             schema: m["schema"].clone(),
         })
-    }
-
-    /// A validator for `schema` (which may hold `$ref`s into the
-    /// document), compiled once.
-    pub(crate) fn validator(&self, schema: &Json) -> Arc<jsonschema::Validator> {
-        let key = schema.to_string();
-        let mut cache = self.validators.lock().expect("validator cache");
-        if let Some(v) = cache.get(&key) {
-            return v.clone();
-        }
-        let root = json!({
-            "$schema": "https://json-schema.org/draft/2020-12/schema",
-            "components": self.root["components"],
-            "allOf": [schema],
-        });
-        let v =
-            Arc::new(jsonschema::validator_for(&root).unwrap_or_else(|e| {
-                panic!("the document's schema {schema} does not compile: {e}")
-            }));
-        cache.insert(key, v.clone());
-        v
-    }
-
-    /// Checks `v` against `schema`; the error says where and why.
-    pub(crate) fn check(&self, schema: &Json, v: &Json) -> Result<(), String> {
-        let validator = self.validator(schema);
-        let errors: Vec<String> = validator
-            .iter_errors(v)
-            .take(3)
-            .map(|e| format!("at {:?}: {e}", e.instance_path().to_string()))
-            .collect();
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(errors.join("; "))
-        }
     }
 }
