@@ -261,10 +261,15 @@ mod tests {
 
     #[test]
     fn a_failing_worker_fails_the_pass_with_its_own_error() {
+        // A worker scheduled only after a 5 ms phase is over does no step
+        // in it, which on a loaded machine can go on for many phases. The
+        // pass stops at the first failure, so a long one ends as soon as
+        // worker 1 has stepped in a phase of case 1, however long that
+        // takes.
         let pass = Pass {
             cases: 2,
             workers: 3,
-            secs: 0.05,
+            secs: 60.0,
             phase: Duration::from_millis(5),
         };
         let r = pass.run(
