@@ -563,8 +563,8 @@ fn note_waits(consumers: &mut Consumers, found: &[(u32, u64, u64)]) {
 
 /// Reads the time of the newest record of each sealed segment that has
 /// none yet, for the age limit. Segments found at open carry no time
-/// until their footer is read; the time read is kept in the catalog, so
-/// each footer is read once, not on every retention pass.
+/// until their footer is read; what was read is kept in the catalog, so
+/// each footer is read at most once, not on every retention pass.
 fn read_segment_times(inner: &Inner) {
     let fs = &*inner.opts.fs;
     let segs = inner.catalog.snapshot();
@@ -573,7 +573,7 @@ fn read_segment_times(inner: &Inner) {
         if s.last.is_none() {
             break;
         }
-        if s.last_time_ns != 0 {
+        if s.last_time_ns != 0 || s.time_read {
             continue;
         }
         let t = fs
@@ -584,9 +584,7 @@ fn read_segment_times(inner: &Inner) {
                 Footer::read(&*f, len).ok()??.ok()
             })
             .map_or(0, |f| f.last_time_ns);
-        if t != 0 {
-            inner.catalog.set_last_time(s.base, t);
-        }
+        inner.catalog.set_last_time(s.base, t);
     }
 }
 

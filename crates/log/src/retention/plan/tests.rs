@@ -30,6 +30,7 @@ fn segments(n: u64, bytes: u64) -> Vec<SegEntry> {
             last: (k + 1 < n).then_some(10 * (k + 1)),
             bytes,
             last_time_ns: 0,
+            time_read: false,
         })
         .collect()
 }
@@ -277,6 +278,7 @@ fn arb_case() -> impl Strategy<Value = Case> {
                         last: (k + 1 < n).then_some(base + len - 1),
                         bytes,
                         last_time_ns: time,
+                        time_read: false,
                     };
                     base += len;
                     e
