@@ -56,6 +56,7 @@ impl LogConfig {
             },
             max_idle_records: nonzero(self.max_idle_records, |n| n),
             max_idle_time: nonzero(self.max_idle_secs, Duration::from_secs),
+            ..Retention::default()
         };
         Options::default()
             .segment_size(self.segment_mib.saturating_mul(MIB))
