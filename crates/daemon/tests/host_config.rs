@@ -34,7 +34,8 @@ fn nothing_configured_is_the_defaults() {
     assert_eq!(c.access.effective_mode(), 0o660);
     assert!(c.mounts.enabled && c.devices.enabled);
     assert_eq!(c.daemon.checkpoint_secs, 5);
-    // The log's defaults are weir-log's own.
+    // The log's defaults are weir-log's own, but for the floor, which
+    // weir-log leaves off and a host keeps.
     let o = c.log.options();
     let d = weir_log::Options::default();
     assert_eq!(
@@ -51,7 +52,47 @@ fn nothing_configured_is_the_defaults() {
             d.ring_slots
         )
     );
-    assert_eq!(o.retention, d.retention);
+    assert_eq!(
+        o.retention,
+        weir_log::Retention {
+            keep_bytes: 256 << 20,
+            keep_age: std::time::Duration::from_secs(7 * 24 * 3600),
+            ..d.retention
+        }
+    );
+    assert!(!d.retention.has_floor() && o.retention.has_floor());
+    assert_eq!(
+        (c.log.keep_mib, c.log.keep_age_secs),
+        (
+            weir_daemon::config::HOST_KEEP_MIB,
+            weir_daemon::config::HOST_KEEP_AGE_SECS
+        )
+    );
+    // Under the size limit, with room left for consumers that lag.
+    assert!(o.retention.keep_bytes * 8 <= o.retention.max_bytes);
+}
+
+#[test]
+fn a_floor_of_zero_is_clear_then_purge() {
+    for text in [
+        "[log]
+keep_mib = 0",
+        "[log]
+keep_age_secs = 0",
+    ] {
+        let r = parse(text).unwrap().log.options().retention;
+        assert!(!r.has_floor(), "{text}: {r:?}");
+    }
+    let r = parse(
+        "[log]
+keep_mib = 0
+keep_age_secs = 0",
+    )
+    .unwrap()
+    .log
+    .options()
+    .retention;
+    assert_eq!(r, weir_log::Retention::default());
 }
 
 #[test]
@@ -83,6 +124,8 @@ append_timeout_ms = 500
 group_commit_us = 5000
 max_mib = 64
 max_age_secs = 3600
+keep_mib = 32
+keep_age_secs = 86400
 on_full = "drop_oldest"
 max_idle_records = 0
 max_idle_secs = 60
@@ -125,6 +168,8 @@ checkpoint_secs = 9
         o.retention.max_age,
         Some(std::time::Duration::from_secs(3600))
     );
+    assert_eq!(o.retention.keep_bytes, 32 << 20);
+    assert_eq!(o.retention.keep_age, std::time::Duration::from_secs(86400));
     assert_eq!(o.retention.on_full, weir_log::FullPolicy::DropOldest);
     assert_eq!(o.retention.max_idle_records, None);
     assert_eq!((c.api.max_body_bytes, c.api.max_followers), (4096, 3));
@@ -198,6 +243,11 @@ fn bad_values_name_the_key() {
             "[log]\nmax_age_secs = 9223372036854775807",
             "log.max_age_secs",
         ),
+        ("[log]\nkeep_mib = 1099511627777", "log.keep_mib"),
+        (
+            "[log]\nkeep_age_secs = 9223372036854775807",
+            "log.keep_age_secs",
+        ),
         ("[api]\nmax_body_bytes = 0", "api.max_body_bytes"),
         ("[daemon]\ncheckpoint_secs = 0", "daemon.checkpoint_secs"),
     ] {
@@ -237,8 +287,11 @@ fn flags_override_the_file_and_are_validated_alike() {
     o.devices_filter = Some(vec!["r|.*|".to_owned()]);
     o.log_on_full = Some(OnFull::DropOldest);
     o.log_preallocate = Some(Preallocate::ZeroFill);
+    o.log_keep_mib = Some(0);
     c.apply(o);
     c.validate().unwrap();
+    assert_eq!(c.log.keep_mib, 0);
+    assert!(!c.log.options().retention.has_floor());
     assert_eq!(c.mounts.budget_percent, 9.0);
     assert_eq!(
         c.mounts.audit_secs, 7,

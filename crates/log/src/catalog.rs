@@ -21,8 +21,12 @@ pub(crate) struct SegEntry {
     pub(crate) last: Option<u64>,
     /// File length.
     pub(crate) bytes: u64,
-    /// Time of the newest record.
+    /// Time of the newest record; 0 while not known (a segment found at
+    /// open, until its footer is read).
     pub(crate) last_time_ns: u64,
+    /// Whether retention has read the footer for the time: one that gave
+    /// none (a damaged footer) is not read again on every pass.
+    pub(crate) time_read: bool,
 }
 
 /// The segments of an open log.
@@ -73,10 +77,12 @@ impl Catalog {
     }
 
     /// Keeps the time of a segment's newest record, read from its footer
-    /// (segments found at open carry none until then).
+    /// (segments found at open carry none until then); 0 if the footer
+    /// gave none.
     pub(crate) fn set_last_time(&self, base: u64, last_time_ns: u64) {
         if let Some(e) = self.write().iter_mut().find(|e| e.base == base) {
             e.last_time_ns = last_time_ns;
+            e.time_read = true;
         }
     }
 

@@ -537,6 +537,7 @@ impl Committer {
             last: None,
             bytes: opts.segment_size,
             last_time_ns: 0,
+            time_read: false,
         });
         self.active = Some(a);
         Ok(())

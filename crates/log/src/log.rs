@@ -20,7 +20,7 @@ pub(crate) use crate::clock::now_ns;
 use crate::cursors::Consumers;
 use crate::error::{Error, Result, StallCause};
 use crate::latency::{Histogram, SharedHistogram};
-use crate::options::Options;
+use crate::options::{Options, Retention};
 use crate::reader::Reader;
 use crate::record::Record;
 use crate::recovery::{self, RecoveryReport};
@@ -423,6 +423,11 @@ impl Log {
     /// The log directory.
     pub fn dir(&self) -> &Path {
         &self.inner.dir
+    }
+
+    /// The retention limits and floor the log was opened with.
+    pub fn retention(&self) -> &Retention {
+        &self.inner.opts.retention
     }
 
     /// Appends a record. Returns once it has its index and its place in the

@@ -59,16 +59,40 @@ pub enum Preallocation {
     ZeroFill,
 }
 
-/// Space and consumer-idleness limits.
+/// Space and consumer-idleness limits, and the history kept for reading.
+///
+/// Segments are deleted oldest first. A segment every consumer has cleared
+/// is deleted at once, as Lustre purges a changelog its users have
+/// cleared, unless the floor ([`keep_bytes`](Self::keep_bytes) and
+/// [`keep_age`](Self::keep_age)) keeps it for people to read. The limits
+/// ([`max_bytes`](Self::max_bytes), [`max_age`](Self::max_age)) bound the
+/// log from above and win over the floor.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Retention {
     /// Total size of the log's files: every segment, the active one at its
     /// full preallocated size, and the spare segment being zero-filled
     /// (see [`Preallocation`]). Reaching it applies [`FullPolicy`] when
-    /// consumers lag, and deletes the oldest segments when none do.
+    /// consumers lag, and deletes the oldest segments when none do, those
+    /// inside the floor too.
     pub max_bytes: u64,
-    /// With no consumers, segments whose newest record is older are deleted.
+    /// With no consumers, segments whose newest record is older are
+    /// deleted, those inside the floor too.
     pub max_age: Option<Duration>,
+    /// The floor's size: a segment every consumer has cleared is kept
+    /// while it holds any of the newest `keep_bytes` of the log's segment
+    /// files (the active one at its full size) and its newest record is
+    /// younger than [`keep_age`](Self::keep_age). So the newest history
+    /// stays readable whatever consumers clear: a consumer whose mask
+    /// moves it past every record deletes nothing recent. 0 turns the floor off: cleared segments go at once. The
+    /// default is 0, so that the log is a mechanism; the daemon sets a
+    /// floor for a host.
+    pub keep_bytes: u64,
+    /// The floor's age: a cleared segment whose newest record is this old
+    /// goes, whatever [`keep_bytes`](Self::keep_bytes) says. A segment
+    /// whose time cannot be read (a damaged footer) is kept by size
+    /// alone. Zero turns the floor off; [`Duration::MAX`] keeps by size
+    /// alone.
+    pub keep_age: Duration,
     /// The policy at the size limit.
     pub on_full: FullPolicy,
     /// A consumer more than this many records behind is evicted.
@@ -79,11 +103,22 @@ pub struct Retention {
     pub max_idle_time: Option<Duration>,
 }
 
+impl Retention {
+    /// Whether the floor keeps anything: both its size and its age are
+    /// positive.
+    pub fn has_floor(&self) -> bool {
+        self.keep_bytes > 0 && !self.keep_age.is_zero()
+    }
+}
+
 impl Default for Retention {
     fn default() -> Self {
         Retention {
             max_bytes: 4 << 30,
             max_age: None,
+            // No floor: cleared segments go at once, as Lustre's do.
+            keep_bytes: 0,
+            keep_age: Duration::ZERO,
             on_full: FullPolicy::EvictMostIdle,
             // Lustre's defaults: changelog_max_idle_indexes and
             // changelog_max_idle_time (30 days).

@@ -152,6 +152,7 @@ pub(crate) fn recover(fs: &dyn FileSystem, dir: &Path, opts: &Options) -> Result
             last: Some(next_base - 1),
             bytes,
             last_time_ns: 0,
+            time_read: false,
         });
     }
     if next_index > MAX_NEXT_INDEX {
@@ -280,6 +281,7 @@ fn reset(
         last: None,
         bytes: opts.segment_size,
         last_time_ns: 0,
+        time_read: false,
     };
     Ok(Tail::Active(a, entry))
 }
@@ -312,6 +314,7 @@ fn recover_tail(
                 last: Some(f.last_index),
                 bytes: len,
                 last_time_ns: f.last_time_ns,
+                time_read: true,
             }));
         }
     }
@@ -363,6 +366,7 @@ fn recover_tail(
         last: None,
         bytes: len,
         last_time_ns: times.1,
+        time_read: false,
     };
     if clean && valid_end % BLOCK == 0 {
         // Synced before its records count as durable: a killed writer may

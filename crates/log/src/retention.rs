@@ -2,7 +2,9 @@
 //! when consumers lag or go idle.
 //!
 //! Runs on the committer thread between commits. It never deletes the
-//! newest segment, whose name tells recovery the next index. Evictions and
+//! newest segment, whose name tells recovery the next index, and keeps
+//! the newest history that every consumer has cleared while the floor
+//! (`Retention::keep_bytes`, `keep_age`) holds it. Evictions and
 //! forced drops are announced with MARK records, appended without waiting so
 //! that retention can never block on the ring it drains; an eviction's only
 //! once the consumer state that lacks the consumer is saved. The state
@@ -11,10 +13,11 @@
 //!
 //! A pass has three steps. It gathers what the policy needs: consumers
 //! moved past what their masks exclude, since when a record has waited
-//! for each, the age of old segments. `plan` then decides, from those
-//! alone, whom to evict and what to remove. `apply` does it: the
-//! evictions and drops in the consumer set, the save, the removals and
-//! the MARKs, the I/O going through [`Effects`].
+//! for each, the age of old segments (for the age limit or the floor).
+//! `plan` then decides, from those alone, whom to evict and what to
+//! remove. `apply` does it: the evictions and drops in the consumer set,
+//! the save, the removals and the MARKs, the I/O going through
+//! [`Effects`].
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::Ordering;
@@ -170,8 +173,12 @@ pub(crate) fn run(
     let now = now_ns();
     let last = inner.signals.committed();
     let ret = &inner.opts.retention;
+    // Before the consumer lock: the reads open files.
     if ret.max_age.is_some() {
-        read_segment_times(inner);
+        read_segment_times(inner, u64::MAX);
+    } else if ret.has_floor() && plan::nanos(ret.keep_age) != u64::MAX {
+        // Only those the floor's size would keep need their age.
+        read_segment_times(inner, ret.keep_bytes);
     }
     let mut consumers = inner.consumers.lock();
     let settled = marks.settle(&mut consumers, inner.signals.durable());
@@ -562,18 +569,22 @@ fn note_waits(consumers: &mut Consumers, found: &[(u32, u64, u64)]) {
 }
 
 /// Reads the time of the newest record of each sealed segment that has
-/// none yet, for the age limit. Segments found at open carry no time
-/// until their footer is read; the time read is kept in the catalog, so
-/// each footer is read once, not on every retention pass.
-fn read_segment_times(inner: &Inner) {
+/// none yet, for the age limit or the floor: those with fewer than
+/// `within` bytes of segments newer than them (the floor's size keeps no
+/// other). Segments found at open carry no time until their footer is
+/// read; what was read is kept in the catalog, so each footer is read at
+/// most once, not on every retention pass.
+fn read_segment_times(inner: &Inner, within: u64) {
     let fs = &*inner.opts.fs;
     let segs = inner.catalog.snapshot();
+    let mut newer: u64 = segs.iter().map(|s| s.bytes).sum();
     // Never the newest, as the plan: it is not removed.
     for s in segs.iter().take(segs.len().saturating_sub(1)) {
         if s.last.is_none() {
             break;
         }
-        if s.last_time_ns != 0 {
+        newer -= s.bytes;
+        if s.last_time_ns != 0 || s.time_read || newer >= within {
             continue;
         }
         let t = fs
@@ -584,9 +595,7 @@ fn read_segment_times(inner: &Inner) {
                 Footer::read(&*f, len).ok()??.ok()
             })
             .map_or(0, |f| f.last_time_ns);
-        if t != 0 {
-            inner.catalog.set_last_time(s.base, t);
-        }
+        inner.catalog.set_last_time(s.base, t);
     }
 }
 

@@ -1,5 +1,6 @@
-//! `weir log stats` and `GET /v1/log/stats`: the log's sizes, indexes and
-//! consumers as one typed object, [`LogStats`], which the daemon fills from
+//! `weir log stats` and `GET /v1/log/stats`: the log's sizes, indexes,
+//! retention and consumers as one typed object, [`LogStats`], which the
+//! daemon fills from
 //! its running log and the CLI from the log's files, and its text form,
 //! [`text`], which the CLI prints from either. The two paths cannot drift
 //! apart.
@@ -38,6 +39,48 @@ pub struct LogStats {
     /// (read without the writer, which alone knows, or an older daemon).
     #[serde(default)]
     pub poisoned: Option<bool>,
+    /// The retention in force: the daemon's, or without it the one a
+    /// writer opened from the CLI would apply. Null when unknown (an older
+    /// daemon, or a configuration the CLI could not read).
+    #[serde(default)]
+    pub retention: Option<LogRetention>,
+}
+
+/// The limits and the floor that decide which segments are deleted.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogRetention {
+    /// The size limit: the log's files, the spare included. It wins over
+    /// the floor.
+    pub max_bytes: u64,
+    /// Without consumers, segments whose newest record is older are
+    /// deleted; null: never.
+    pub max_age_secs: Option<u64>,
+    /// The floor's size: segments every consumer has cleared are kept
+    /// while they hold any of the newest this many bytes; 0: no floor.
+    pub keep_bytes: u64,
+    /// The floor's age: those segments are kept only while their newest
+    /// record is younger than this, in whole seconds rounded up; 0: no
+    /// floor; null: of any age.
+    pub keep_age_secs: Option<u64>,
+}
+
+impl From<&weir_log::Retention> for LogRetention {
+    fn from(r: &weir_log::Retention) -> LogRetention {
+        LogRetention {
+            max_bytes: r.max_bytes,
+            max_age_secs: r.max_age.map(|d| d.as_secs()),
+            keep_bytes: r.keep_bytes,
+            keep_age_secs: (r.keep_age != std::time::Duration::MAX)
+                .then(|| r.keep_age.as_secs() + u64::from(r.keep_age.subsec_nanos() > 0)),
+        }
+    }
+}
+
+impl LogRetention {
+    /// Whether the floor keeps anything.
+    pub fn has_floor(&self) -> bool {
+        self.keep_bytes > 0 && self.keep_age_secs != Some(0)
+    }
 }
 
 impl LogStats {
@@ -75,6 +118,9 @@ pub fn text(s: &LogStats) -> String {
     let _ = writeln!(out, "first index:  {}", s.first_index);
     let _ = writeln!(out, "last index:   {}", s.last_index);
     let _ = writeln!(out, "records:      {}", s.records);
+    if let Some(r) = &s.retention {
+        retention_text(&mut out, r);
+    }
     let _ = writeln!(out, "consumers:    {}", s.consumers.len());
     for c in &s.consumers {
         let _ = writeln!(
@@ -89,6 +135,29 @@ pub fn text(s: &LogStats) -> String {
         );
     }
     out
+}
+
+/// The retention's lines.
+fn retention_text(out: &mut String, r: &LogRetention) {
+    let _ = writeln!(out, "size limit:   {} bytes", r.max_bytes);
+    if let Some(age) = r.max_age_secs {
+        let _ = writeln!(out, "age limit:    {age} s (without consumers)");
+    }
+    if !r.has_floor() {
+        let _ = writeln!(
+            out,
+            "floor:        none (what every consumer has cleared is deleted)"
+        );
+        return;
+    }
+    let age = r
+        .keep_age_secs
+        .map_or_else(|| "of any age".to_owned(), |a| format!("up to {a} s old"));
+    let _ = writeln!(
+        out,
+        "floor:        the newest {} bytes, {age}, stay once every consumer has cleared them",
+        r.keep_bytes
+    );
 }
 
 #[cfg(test)]
@@ -115,6 +184,7 @@ mod tests {
                 registered: 9,
             }],
             poisoned: None,
+            retention: None,
         }
     }
 
@@ -122,7 +192,7 @@ mod tests {
     fn json_keys_by_name_and_a_null_for_unknown() {
         assert_eq!(
             stats().to_json(),
-            r#"{"allocated_bytes":4096,"bytes":8,"consumers":[{"cleared":1,"id":2,"idle_seconds":5.5,"lag":2,"mask":"all","name":"ix","registered":9}],"dir":"/l","first_index":1,"last_index":3,"poisoned":null,"records":3,"segments":1,"spare_bytes":0}"#
+            r#"{"allocated_bytes":4096,"bytes":8,"consumers":[{"cleared":1,"id":2,"idle_seconds":5.5,"lag":2,"mask":"all","name":"ix","registered":9}],"dir":"/l","first_index":1,"last_index":3,"poisoned":null,"records":3,"retention":null,"segments":1,"spare_bytes":0}"#
         );
     }
 
@@ -141,5 +211,68 @@ mod tests {
         let t = text(&s);
         assert!(t.contains("\nstate:        POISONED: "), "{t}");
         assert!(t.contains("\nspare:        4096 bytes "), "{t}");
+        assert!(!t.contains("floor:") && !t.contains("limit:"), "{t}");
+    }
+
+    #[test]
+    fn the_retention_in_json_and_text() {
+        let mut r = weir_log::Retention {
+            max_bytes: 4 << 30,
+            keep_bytes: 256 << 20,
+            keep_age: std::time::Duration::from_secs(604_800),
+            ..weir_log::Retention::default()
+        };
+        let mut s = stats();
+        s.retention = Some(LogRetention::from(&r));
+        let json = s.to_json();
+        assert!(
+            json.contains(
+                r#""retention":{"keep_age_secs":604800,"keep_bytes":268435456,"max_age_secs":null,"max_bytes":4294967296}"#
+            ),
+            "{json}"
+        );
+        let back: LogStats = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, s);
+        let t = text(&s);
+        assert!(
+            t.contains(
+                "\nrecords:      3\nsize limit:   4294967296 bytes\n\
+                 floor:        the newest 268435456 bytes, up to 604800 s old, \
+                 stay once every consumer has cleared them\nconsumers:"
+            ),
+            "{t}"
+        );
+        // No floor, an age limit; a floor of any age; a part of a second
+        // is not shown as no floor.
+        r.keep_bytes = 0;
+        r.max_age = Some(std::time::Duration::from_secs(60));
+        s.retention = Some(LogRetention::from(&r));
+        let t = text(&s);
+        assert!(
+            t.contains("\nage limit:    60 s (without consumers)\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("\nfloor:        none (what every consumer"),
+            "{t}"
+        );
+        r.keep_bytes = 1;
+        r.keep_age = std::time::Duration::MAX;
+        let shown = LogRetention::from(&r);
+        assert_eq!(shown.keep_age_secs, None);
+        s.retention = Some(shown);
+        assert!(text(&s).contains("the newest 1 bytes, of any age,"));
+        r.keep_age = std::time::Duration::from_millis(1);
+        assert_eq!(LogRetention::from(&r).keep_age_secs, Some(1));
+        r.keep_age = std::time::Duration::ZERO;
+        assert!(!LogRetention::from(&r).has_floor());
+    }
+
+    #[test]
+    fn an_older_daemons_stats_have_no_retention() {
+        let mut v: serde_json::Value = serde_json::from_str(&stats().to_json()).unwrap();
+        v.as_object_mut().unwrap().remove("retention");
+        let s: LogStats = serde_json::from_value(v).unwrap();
+        assert_eq!(s.retention, None);
     }
 }

@@ -423,6 +423,16 @@ pub(crate) struct RunArgs {
     /// [default: 0].
     #[arg(long, value_name = "SECS", help_heading = "Log")]
     pub(crate) log_max_age_secs: Option<u64>,
+    /// The floor: segments every consumer has cleared stay while they
+    /// hold any of the newest this many MiB of history (and are younger
+    /// than --log-keep-age-secs); 0 deletes them once cleared
+    /// [default: 256].
+    #[arg(long, value_name = "MIB", help_heading = "Log")]
+    pub(crate) log_keep_mib: Option<u64>,
+    /// The floor's age: cleared segments older than this go; 0 no floor
+    /// [default: 604800, a week].
+    #[arg(long, value_name = "SECS", help_heading = "Log")]
+    pub(crate) log_keep_age_secs: Option<u64>,
     /// At the size limit with lagging consumers: evict_most_idle or
     /// drop_oldest [default: evict_most_idle].
     #[arg(long, value_name = "POLICY", help_heading = "Log")]

@@ -64,7 +64,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("weir.toml");
         let o = log_options_from(None, &missing).unwrap();
-        assert_eq!(o.retention, weir_log::Options::default().retention);
+        assert_eq!(o.retention, Config::default().log.options().retention);
+        // The daemon's defaults, the floor included, not weir-log's.
+        assert!(o.retention.has_floor());
         // Named explicitly, it must exist, as for `weir run --config`.
         assert!(log_options_from(Some(&missing), &missing).is_err());
     }

@@ -99,6 +99,52 @@ fn an_invalid_configuration_is_an_error() {
     assert_eq!(out.status.code(), Some(1));
 }
 
+/// `log stats` without a daemon shows the retention a direct writer
+/// would apply: the file's, else the daemon's defaults (a floor of a
+/// week and 256 MiB). A file it cannot use leaves the retention unknown
+/// with a warning; the command, which only reads, still answers.
+#[test]
+fn stats_show_the_configured_retention() {
+    let retention = |w: &Weir| -> (Value, String) {
+        let out = w.run(&["log", "stats", "--json"], b"");
+        assert!(out.status.success(), "{out:?}");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let err = String::from_utf8(out.stderr).unwrap();
+        (v["retention"].clone(), err)
+    };
+    let mut w = Weir::new();
+    w.write(&[], &[b"one"]);
+    let (r, _) = retention(&w);
+    assert_eq!(
+        r,
+        serde_json::json!({"keep_age_secs": 604_800, "keep_bytes": 268_435_456,
+                           "max_age_secs": null, "max_bytes": 4_294_967_296_u64})
+    );
+    w.set_config("[log]\nkeep_mib = 0\nmax_mib = 64\n");
+    let (r, _) = retention(&w);
+    assert_eq!(
+        (&r["keep_bytes"], &r["max_bytes"]),
+        (&0.into(), &(64u64 << 20).into())
+    );
+    let text = w.ok(&["log", "stats"], b"");
+    assert!(
+        text.contains("\nsize limit:   67108864 bytes\nfloor:        none "),
+        "{text}"
+    );
+    w.set_config("[log]\nring_slots = 3\n");
+    let (r, err) = retention(&w);
+    assert_eq!(r, Value::Null);
+    assert!(
+        err.contains("warning: retention unknown") && err.contains("log.ring_slots"),
+        "{err}"
+    );
+    let text = w.ok(&["log", "stats"], b"");
+    assert!(
+        text.contains("records:") && !text.contains("floor:"),
+        "{text}"
+    );
+}
+
 /// Regression: `log tail --from` looked for an index past the end for a
 /// fixed 300 ms, so the next index of a direct writer whose `[log]
 /// flush_ms` is longer was refused although `weir log write` had already

@@ -10,7 +10,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use weir_view::chain::error_chain;
 use weir_view::consumer::Consumer;
-use weir_view::log_stats::LogStats;
+use weir_view::log_stats::{LogRetention, LogStats};
 use weir_view::status::{ApiStatus, DevicesStatus, LogStatus, MountsStatus, Status};
 use weir_view::time::rfc3339_ns;
 
@@ -178,6 +178,7 @@ pub(crate) async fn log_stats(
             records: (s.last_index + 1).saturating_sub(s.first_index),
             consumers: log.consumer_list().iter().map(Consumer::from).collect(),
             poisoned: Some(log.is_poisoned()),
+            retention: Some(LogRetention::from(log.retention())),
         }
     })
     .await

@@ -28,6 +28,7 @@ use serde::Serialize;
 use weir_mounts::BackendChoice;
 
 pub use error::{ConfigError, flag_name};
+pub use options::{HOST_KEEP_AGE_SECS, HOST_KEEP_MIB};
 pub use overrides::ConfigOverrides;
 pub use read::MAX_FILE_BYTES;
 pub use validate::parse_mode;
@@ -221,6 +222,13 @@ pub struct LogConfig {
     pub max_mib: u64,
     /// With no consumers, segments older than this are deleted; 0 never.
     pub max_age_secs: u64,
+    /// The floor's size, MiB: segments every consumer has cleared are kept
+    /// while they hold any of the newest this many MiB of the log and are
+    /// younger than `keep_age_secs`; 0 no floor (deleted once cleared).
+    pub keep_mib: u64,
+    /// The floor's age: cleared segments whose newest record is older go;
+    /// 0 no floor.
+    pub keep_age_secs: u64,
     /// What to do at `max_mib` while consumers lag.
     pub on_full: OnFull,
     /// A consumer this many records behind is evicted; 0 never.

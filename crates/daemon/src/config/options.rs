@@ -1,6 +1,7 @@
 //! What each section becomes: weir-log's `Options`, the trackers' options.
 //! The defaults of `[log]` and `[mounts]` are read from those crates'
-//! own defaults, so the two cannot drift apart.
+//! own defaults, so the two cannot drift apart; but for the log's floor,
+//! which weir-log leaves off and a host sets (see [`HOST_KEEP_MIB`]).
 
 use std::time::Duration;
 
@@ -10,7 +11,20 @@ use super::{ConfigError, DevicesConfig, LogConfig, MountsConfig, OnFull, Preallo
 
 const MIB: u64 = 1 << 20;
 
-/// `[log]`'s defaults, from weir-log's.
+/// The floor's size on a host: the newest 256 MiB of history stay
+/// readable (`weir log tail`) whatever consumers clear. A sixteenth of the
+/// default size limit (4 GiB), so that consumers that lag have the rest;
+/// and the size limit wins over it in any case. At a few hundred bytes a
+/// record, about a million records: far more than a host's mounts and
+/// devices write in a week, so the age is what usually binds.
+pub const HOST_KEEP_MIB: u64 = 256;
+
+/// The floor's age on a host: a week, long enough to look back over a
+/// weekend or a maintenance window; older history goes once every
+/// consumer has cleared it.
+pub const HOST_KEEP_AGE_SECS: u64 = 7 * 24 * 3600;
+
+/// `[log]`'s defaults, from weir-log's, and the host's floor.
 pub(super) fn log_defaults() -> LogConfig {
     let o = Options::default();
     let r = &o.retention;
@@ -29,6 +43,9 @@ pub(super) fn log_defaults() -> LogConfig {
         group_commit_us: u64::try_from(o.group_commit_wait.as_micros()).unwrap_or(u64::MAX),
         max_mib: r.max_bytes / MIB,
         max_age_secs: r.max_age.map_or(0, |d| d.as_secs()),
+        // weir-log's default is no floor, Lustre's clear-then-purge.
+        keep_mib: HOST_KEEP_MIB,
+        keep_age_secs: HOST_KEEP_AGE_SECS,
         on_full: match r.on_full {
             FullPolicy::DropOldest => OnFull::DropOldest,
             _ => OnFull::EvictMostIdle,
@@ -56,6 +73,9 @@ impl LogConfig {
             },
             max_idle_records: nonzero(self.max_idle_records, |n| n),
             max_idle_time: nonzero(self.max_idle_secs, Duration::from_secs),
+            // 0 turns the floor off, in either key, as in weir-log.
+            keep_bytes: self.keep_mib.saturating_mul(MIB),
+            keep_age: Duration::from_secs(self.keep_age_secs),
         };
         Options::default()
             .segment_size(self.segment_mib.saturating_mul(MIB))

@@ -57,6 +57,10 @@ pub struct ConfigOverrides {
     pub log_max_mib: Option<u64>,
     /// `log.max_age_secs`.
     pub log_max_age_secs: Option<u64>,
+    /// `log.keep_mib`.
+    pub log_keep_mib: Option<u64>,
+    /// `log.keep_age_secs`.
+    pub log_keep_age_secs: Option<u64>,
     /// `log.on_full`.
     pub log_on_full: Option<OnFull>,
     /// `log.max_idle_records`.
@@ -103,6 +107,8 @@ impl Config {
         set(&mut l.group_commit_us, o.log_group_commit_us);
         set(&mut l.max_mib, o.log_max_mib);
         set(&mut l.max_age_secs, o.log_max_age_secs);
+        set(&mut l.keep_mib, o.log_keep_mib);
+        set(&mut l.keep_age_secs, o.log_keep_age_secs);
         set(&mut l.on_full, o.log_on_full);
         set(&mut l.max_idle_records, o.log_max_idle_records);
         set(&mut l.max_idle_secs, o.log_max_idle_secs);

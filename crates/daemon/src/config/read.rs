@@ -128,6 +128,8 @@ impl Config {
             set(&mut l.group_commit_us, s.take("log.group_commit_us", UINT)?);
             set(&mut l.max_mib, s.take("log.max_mib", UINT)?);
             set(&mut l.max_age_secs, s.take("log.max_age_secs", UINT)?);
+            set(&mut l.keep_mib, s.take("log.keep_mib", UINT)?);
+            set(&mut l.keep_age_secs, s.take("log.keep_age_secs", UINT)?);
             if let Some(p) = s.take::<String>("log.on_full", STRING)? {
                 l.on_full = parse_on_full(&p)?;
             }

@@ -198,6 +198,20 @@ impl Config {
             "must be at most a century; 0 means no age limit",
         )?;
         within(
+            "log.keep_mib",
+            l.keep_mib,
+            0,
+            1 << 40,
+            "must be at most 2^40; 0 means no floor",
+        )?;
+        within(
+            "log.keep_age_secs",
+            l.keep_age_secs,
+            0,
+            CENTURY_SECS,
+            "must be at most a century; 0 means no floor",
+        )?;
+        within(
             "log.max_idle_secs",
             l.max_idle_secs,
             0,

@@ -1,9 +1,9 @@
 //! Retention's policy: which consumers to evict and which segments to
-//! remove, worked out from the consumers, the segments, the limits and the
-//! time alone. No I/O, no lock, no `Log`: `retention::run` gathers what
-//! this needs (reading records where a consumer's wait is not known) and
-//! applies the plan (evictions, the consumer state's save, removals,
-//! MARKs); tests call [`plan`] directly.
+//! remove, worked out from the consumers, the segments, the limits, the
+//! floor and the time alone. No I/O, no lock, no `Log`: `retention::run`
+//! gathers what this needs (reading records where a consumer's wait is
+//! not known) and applies the plan (evictions, the consumer state's save,
+//! removals, MARKs); tests call [`plan`] directly.
 
 use crate::announce::Reason;
 use crate::catalog::SegEntry;
@@ -32,7 +32,8 @@ pub(crate) struct Inputs<'a> {
     /// consumers go to the first).
     pub(crate) cursors: &'a [Cursor<'a>],
     /// The segments, oldest first, each sealed one with the time of its
-    /// newest record where the age limit needs it.
+    /// newest record where the age limit or the floor needs it (0 where
+    /// it is not known).
     pub(crate) segments: &'a [SegEntry],
     pub(crate) limits: &'a Retention,
     pub(crate) now: u64,
@@ -84,6 +85,18 @@ pub(crate) fn nanos(d: std::time::Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
+/// Whether a segment holds history inside the floor: some of the newest
+/// `keep_bytes` of the log (`newer` bytes of segments are newer than it),
+/// and a newest record (at `last_time_ns`) younger than `keep_age`. A
+/// time not known (0) is judged by size alone: keeping such a segment
+/// costs at most the floor's size, deleting it would lose history that
+/// may be recent.
+pub(crate) fn in_floor(ret: &Retention, newer: u64, last_time_ns: u64, now: u64) -> bool {
+    ret.has_floor()
+        && newer < ret.keep_bytes
+        && (last_time_ns == 0 || now.saturating_sub(last_time_ns) < nanos(ret.keep_age))
+}
+
 /// Plans one retention pass.
 pub(crate) fn plan(i: &Inputs<'_>) -> Plan {
     let ret = i.limits;
@@ -125,9 +138,12 @@ pub(crate) fn plan(i: &Inputs<'_>) -> Plan {
     };
     let segs = i.segments;
     let mut total: u64 = segs.iter().map(|s| s.bytes).sum::<u64>() + i.opening + i.reserve;
+    // The bytes of the segments newer than the one looked at.
+    let mut newer: u64 = segs.iter().map(|s| s.bytes).sum();
     // Never the newest segment: its name tells recovery the next index.
     for s in segs.iter().take(segs.len().saturating_sub(1)) {
         let Some(seg_last) = s.last else { break };
+        newer -= s.bytes;
         let min = min_cleared(&alive);
         let needed = min.is_some_and(|m| m < seg_last);
         let cleared = min.is_some_and(|m| m >= seg_last);
@@ -137,7 +153,11 @@ pub(crate) fn plan(i: &Inputs<'_>) -> Plan {
                 t != 0 && i.now.saturating_sub(t) > nanos(age)
             });
         let over = total > ret.max_bytes;
-        if cleared || aged || (over && !needed) {
+        // The floor holds back clears only: over the size limit or aged
+        // out, a segment goes though it is inside. And since removals are
+        // a prefix, a segment it keeps keeps every newer one too.
+        let kept = in_floor(ret, newer, s.last_time_ns, i.now);
+        if (cleared && !kept) || aged || (over && !needed) {
             total -= s.bytes;
             out.remove.push(Removal {
                 base: s.base,

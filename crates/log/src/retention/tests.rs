@@ -66,6 +66,7 @@ fn setup() -> (Fake, Mutex<Consumers>, Vec<SegEntry>) {
             last: (k < 2).then_some(10 * (k + 1)),
             bytes: 100,
             last_time_ns: 0,
+            time_read: false,
         })
         .collect();
     let fake = Fake {

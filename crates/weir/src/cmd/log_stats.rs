@@ -1,6 +1,8 @@
-//! `weir log stats`: sizes, indexes and consumers of the log: the daemon's
-//! figures when one answers, otherwise read here without the writer's lock
-//! (a snapshot that may trail a running writer slightly).
+//! `weir log stats`: sizes, indexes, retention and consumers of the log:
+//! the daemon's figures when one answers, otherwise read here without the
+//! writer's lock (a snapshot that may trail a running writer slightly),
+//! with the retention a writer opened here would apply (the configuration
+//! file's `[log]`).
 //!
 //! Both paths produce weir-view's [`LogStats`], and the text form is
 //! printed from it ([`weir_view::log_stats::text`]), so the two cannot
@@ -17,7 +19,7 @@ use super::log_consumer::read_list;
 use crate::daemon::{Route, print_json_line};
 use crate::state_dir::StateDir;
 use weir_view::consumer::Consumer;
-use weir_view::log_stats::{self, LogStats};
+use weir_view::log_stats::{self, LogRetention, LogStats};
 
 pub(super) fn stats(route: &Route, state: &StateDir, json: bool) -> Result<()> {
     // As a map: `--json` prints every field the daemon sent, those of a
@@ -43,6 +45,15 @@ fn direct(state: &StateDir) -> Result<LogStats> {
     let dir = state.existing_log_dir()?;
     let s = weir_log::inspect(&StdFs, &dir).context("reading the log")?;
     let consumers = read_list(state)?;
+    // A configuration that cannot be read leaves the retention unknown
+    // rather than failing a command that only reads.
+    let retention = match state.log_options() {
+        Ok(o) => Some(LogRetention::from(&o.retention)),
+        Err(e) => {
+            eprintln!("weir: warning: retention unknown: {e:#}");
+            None
+        }
+    };
     Ok(LogStats {
         dir: dir.display().to_string(),
         segments: s.segments as u64,
@@ -55,5 +66,6 @@ fn direct(state: &StateDir) -> Result<LogStats> {
         consumers: consumers.iter().map(Consumer::from).collect(),
         // Only the writer knows.
         poisoned: None,
+        retention,
     })
 }

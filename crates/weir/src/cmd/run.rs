@@ -74,6 +74,8 @@ fn overrides(a: &RunArgs, state_dir: Option<PathBuf>, socket: Option<PathBuf>) -
     o.log_group_commit_us = a.log_group_commit_us;
     o.log_max_mib = a.log_max_mib;
     o.log_max_age_secs = a.log_max_age_secs;
+    o.log_keep_mib = a.log_keep_mib;
+    o.log_keep_age_secs = a.log_keep_age_secs;
     o.log_on_full = a.log_on_full;
     o.log_max_idle_records = a.log_max_idle_records;
     o.log_max_idle_secs = a.log_max_idle_secs;

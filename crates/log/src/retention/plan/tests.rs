@@ -8,12 +8,16 @@ use proptest::prelude::*;
 
 use super::*;
 
+mod before_floor;
+
 const SEC: u64 = 1_000_000_000;
 
 fn no_limits() -> Retention {
     Retention {
         max_bytes: u64::MAX,
         max_age: None,
+        keep_bytes: 0,
+        keep_age: Duration::ZERO,
         on_full: FullPolicy::EvictMostIdle,
         max_idle_records: None,
         max_idle_time: None,
@@ -30,6 +34,7 @@ fn segments(n: u64, bytes: u64) -> Vec<SegEntry> {
             last: (k + 1 < n).then_some(10 * (k + 1)),
             bytes,
             last_time_ns: 0,
+            time_read: false,
         })
         .collect()
 }
@@ -210,6 +215,139 @@ fn segments_age_out_only_without_consumers() {
     assert!(p.remove.is_empty());
 }
 
+/// Five segments of 100 bytes, the newest unsealed, whose newest records
+/// are 40, 30, 20, 10 and 0 s old.
+fn recent_segments() -> Vec<SegEntry> {
+    let mut segs = segments(5, 100);
+    for (k, s) in segs.iter_mut().enumerate() {
+        s.last_time_ns = (960 + 10 * k as u64) * SEC;
+    }
+    segs
+}
+
+/// A floor of `bytes` and `age` seconds, without limits.
+fn floor(bytes: u64, age: u64) -> Retention {
+    Retention {
+        keep_bytes: bytes,
+        keep_age: Duration::from_secs(age),
+        ..no_limits()
+    }
+}
+
+#[test]
+fn the_floor_keeps_the_newest_history_every_consumer_cleared() {
+    let segs = recent_segments();
+    // "indexer" has cleared every record, as a consumer whose mask
+    // excludes them all is moved past them.
+    let cs = [cursor("indexer", 45, 0)];
+    // Without a floor every sealed segment goes.
+    let p = plan(&inputs(&cs, &segs, &no_limits()));
+    assert_eq!(bases(&p), [1, 11, 21, 31]);
+    // The newest 250 bytes: the segments with fewer than 250 bytes newer
+    // than them, 21 (200 newer) and 31 (100 newer), stay.
+    let p = plan(&inputs(&cs, &segs, &floor(250, 3600)));
+    assert_eq!(bases(&p), [1, 11]);
+    assert_eq!(p.total, 300);
+    assert!(p.evict.is_empty() && p.drops.is_empty());
+    // 201 bytes still reach into segment 21; 200 do not.
+    assert_eq!(
+        bases(&plan(&inputs(&cs, &segs, &floor(201, 3600)))),
+        [1, 11]
+    );
+    assert_eq!(
+        bases(&plan(&inputs(&cs, &segs, &floor(200, 3600)))),
+        [1, 11, 21]
+    );
+    // A floor of 0 bytes or 0 s is no floor.
+    assert_eq!(
+        bases(&plan(&inputs(&cs, &segs, &floor(0, 3600)))),
+        [1, 11, 21, 31]
+    );
+    assert_eq!(
+        bases(&plan(&inputs(&cs, &segs, &floor(250, 0)))),
+        [1, 11, 21, 31]
+    );
+    // Kept segments are not a stop for consumers that still need more:
+    // nothing a consumer needs is removed in any case.
+    let cs = [cursor("indexer", 45, 0), cursor("slow", 15, 0)];
+    assert_eq!(bases(&plan(&inputs(&cs, &segs, &floor(250, 3600)))), [1]);
+}
+
+#[test]
+fn the_floor_keeps_history_younger_than_its_age_only() {
+    let mut segs = recent_segments();
+    let cs = [cursor("indexer", 45, 0)];
+    // Every byte, for 25 s: segment 21's newest record is 20 s old, 11's
+    // 30 s.
+    let p = plan(&inputs(&cs, &segs, &floor(u64::MAX, 25)));
+    assert_eq!(bases(&p), [1, 11]);
+    // Exactly as old as the age: no longer younger.
+    let p = plan(&inputs(&cs, &segs, &floor(u64::MAX, 20)));
+    assert_eq!(bases(&p), [1, 11, 21]);
+    // Removals are a prefix: an old segment behind a young one stays.
+    segs[0].last_time_ns = 999 * SEC;
+    let p = plan(&inputs(&cs, &segs, &floor(u64::MAX, 25)));
+    assert_eq!(bases(&p), [] as [u64; 0]);
+    // A time not known is judged by size alone.
+    let mut segs = recent_segments();
+    segs[1].last_time_ns = 0;
+    let p = plan(&inputs(&cs, &segs, &floor(u64::MAX, 25)));
+    assert_eq!(bases(&p), [1]);
+    let p = plan(&inputs(&cs, &segs, &floor(250, 25)));
+    assert_eq!(bases(&p), [1, 11]);
+    // `Duration::MAX` keeps by size alone, however old.
+    let r = Retention {
+        keep_age: Duration::MAX,
+        ..floor(250, 0)
+    };
+    let mut old = recent_segments();
+    for s in &mut old {
+        s.last_time_ns = 1;
+    }
+    assert_eq!(bases(&plan(&inputs(&cs, &old, &r))), [1, 11]);
+}
+
+#[test]
+fn the_size_limit_wins_over_the_floor() {
+    let segs = recent_segments();
+    let cs = [cursor("indexer", 45, 0)];
+    // 500 bytes against a limit of 250, all of them inside the floor:
+    // segments go until the log fits, and the floor keeps the rest.
+    let limits = Retention {
+        max_bytes: 250,
+        ..floor(u64::MAX, 3600)
+    };
+    let p = plan(&inputs(&cs, &segs, &limits));
+    assert_eq!(bases(&p), [1, 11, 21]);
+    assert_eq!(p.total, 200);
+    // The spare's room counts as it does without a floor.
+    let mut i = inputs(&cs, &segs, &limits);
+    i.reserve = 100;
+    assert_eq!(bases(&plan(&i)), [1, 11, 21, 31]);
+    // Without consumers, too.
+    let p = plan(&inputs(&[], &segs, &limits));
+    assert_eq!(bases(&p), [1, 11, 21]);
+    // Over the limit with a consumer that needs the oldest segment: it is
+    // evicted as without a floor, and what it held goes up to the limit.
+    let cs = [cursor("indexer", 45, 0), cursor("slow", 3, 0)];
+    let p = plan(&inputs(&cs, &segs, &limits));
+    assert_eq!(p.evict, [("slow".to_owned(), Reason::SizeLimit)]);
+    assert_eq!(bases(&p), [1, 11, 21]);
+}
+
+#[test]
+fn the_age_limit_wins_over_the_floor() {
+    let segs = recent_segments();
+    // Without consumers, segments older than 25 s go, though the floor
+    // would keep a minute of history.
+    let limits = Retention {
+        max_age: Some(Duration::from_secs(25)),
+        ..floor(u64::MAX, 60)
+    };
+    let p = plan(&inputs(&[], &segs, &limits));
+    assert_eq!(bases(&p), [1, 11]);
+}
+
 #[test]
 fn limits_of_centuries_do_not_wrap() {
     // Regression: `as_nanos() as u64` wrapped a limit of 600 years to
@@ -244,24 +382,35 @@ fn arb_case() -> impl Strategy<Value = Case> {
         ),
         0..6,
     );
+    let keep_age = prop_oneof![
+        Just(Duration::ZERO),
+        Just(Duration::MAX),
+        (0u64..2000).prop_map(Duration::from_nanos),
+    ];
     let limits = (
         prop::option::of(0u64..5000),
         prop::option::of(0u64..1000),
+        prop::option::of(0u64..5000),
+        keep_age,
         any::<bool>(),
         prop::option::of(0u64..200),
         prop::option::of(0u64..1000),
     )
-        .prop_map(|(max_bytes, age, drop, records, idle)| Retention {
-            max_bytes: max_bytes.unwrap_or(u64::MAX),
-            max_age: age.map(Duration::from_nanos),
-            on_full: if drop {
-                FullPolicy::DropOldest
-            } else {
-                FullPolicy::EvictMostIdle
+        .prop_map(
+            |(max_bytes, age, keep_bytes, keep_age, drop, records, idle)| Retention {
+                max_bytes: max_bytes.unwrap_or(u64::MAX),
+                max_age: age.map(Duration::from_nanos),
+                keep_bytes: keep_bytes.unwrap_or(0),
+                keep_age,
+                on_full: if drop {
+                    FullPolicy::DropOldest
+                } else {
+                    FullPolicy::EvictMostIdle
+                },
+                max_idle_records: records,
+                max_idle_time: idle.map(Duration::from_nanos),
             },
-            max_idle_records: records,
-            max_idle_time: idle.map(Duration::from_nanos),
-        });
+        );
     (segs, cursors, limits, 0u64..3000, 0u64..2000, 0u64..2000).prop_map(
         |(segs, cursors, limits, now, opening, reserve)| {
             // Consecutive segments; every one but the newest sealed.
@@ -277,6 +426,7 @@ fn arb_case() -> impl Strategy<Value = Case> {
                         last: (k + 1 < n).then_some(base + len - 1),
                         bytes,
                         last_time_ns: time,
+                        time_read: false,
                     };
                     base += len;
                     e
@@ -296,6 +446,11 @@ fn arb_case() -> impl Strategy<Value = Case> {
 }
 
 fn run(case: &Case) -> (Plan, Vec<String>) {
+    run_with(case, plan)
+}
+
+/// `run` through another planner: the oracle, for one.
+fn run_with(case: &Case, planner: fn(&Inputs<'_>) -> Plan) -> (Plan, Vec<String>) {
     let names: Vec<String> = (0..case.cursors.len()).map(|k| format!("c{k}")).collect();
     let cursors: Vec<Cursor<'_>> = case
         .cursors
@@ -311,7 +466,7 @@ fn run(case: &Case) -> (Plan, Vec<String>) {
             },
         )
         .collect();
-    let p = plan(&Inputs {
+    let p = planner(&Inputs {
         cursors: &cursors,
         segments: &case.segments,
         limits: &case.limits,
@@ -407,6 +562,69 @@ proptest! {
                 .take_while(|s| s.last.is_some())
                 .count();
             prop_assert_eq!(p.remove.len(), sealed_prefix);
+        }
+    }
+
+    /// A log without a floor (0 bytes or 0 s) is retained exactly as it
+    /// was before the floor: as clears and limits say, Lustre's way.
+    #[test]
+    fn a_log_without_a_floor_is_planned_as_before(mut case in arb_case(), off in 0..2) {
+        if off == 0 {
+            case.limits.keep_bytes = 0;
+        } else {
+            case.limits.keep_age = Duration::ZERO;
+        }
+        prop_assert_eq!(run(&case), run_with(&case, before_floor::plan));
+    }
+
+    /// No segment inside the floor is removed unless a limit removes it:
+    /// the log over its size limit as the segment goes, or the segment
+    /// older than the age limit with no consumer left.
+    #[test]
+    fn the_floor_gives_way_to_the_limits_only(case in arb_case()) {
+        let (p, names) = run(&case);
+        let segs = &case.segments;
+        let nobody = p.evict.len() == names.len();
+        for (k, r) in p.remove.iter().enumerate() {
+            let newer: u64 = segs[k + 1..].iter().map(|s| s.bytes).sum();
+            let before = newer + segs[k].bytes + case.opening + case.reserve;
+            let t = segs[k].last_time_ns;
+            let over = before > case.limits.max_bytes;
+            let aged = nobody
+                && t != 0
+                && case
+                    .limits
+                    .max_age
+                    .is_some_and(|a| case.now.saturating_sub(t) > nanos(a));
+            prop_assert!(
+                !in_floor(&case.limits, newer, t, case.now) || over || aged,
+                "removed {:?} inside the floor, {} bytes before it went",
+                r,
+                before
+            );
+        }
+    }
+
+    /// The floor changes only how far the removals go: the same evictions
+    /// and drops as without it, the removals a prefix of those, and where
+    /// they stop short, they stop at a segment the floor keeps while the
+    /// log is within its size limit.
+    #[test]
+    fn the_floor_only_shortens_the_removals(case in arb_case()) {
+        let (with, _) = run(&case);
+        let mut off = case.clone();
+        off.limits.keep_bytes = 0;
+        let (without, _) = run(&off);
+        prop_assert_eq!(&with.evict, &without.evict);
+        prop_assert_eq!(&with.drops, &without.drops);
+        prop_assert!(with.remove.len() <= without.remove.len());
+        prop_assert_eq!(&with.remove[..], &without.remove[..with.remove.len()]);
+        if with.remove.len() < without.remove.len() {
+            let k = with.remove.len();
+            let segs = &case.segments;
+            let newer: u64 = segs[k + 1..].iter().map(|s| s.bytes).sum();
+            prop_assert!(in_floor(&case.limits, newer, segs[k].last_time_ns, case.now));
+            prop_assert!(with.total <= case.limits.max_bytes);
         }
     }
 }
