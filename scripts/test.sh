@@ -25,7 +25,15 @@ if ((${#need[@]})); then
   fi
 fi
 
-cargo test --workspace --all-targets --locked
+# Every test binary runs even after a failure, so that the total at the end
+# counts them all; the output is kept for that total.
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+status=0
+cargo test --workspace --all-targets --locked --no-fail-fast 2>&1 | tee "$out" || status=$?
 # The fail point tests stop a writer at an exact place in weir-log; the
 # feature that compiles those points in stays off in every other build.
-cargo test -p weir-log --features failpoints --test failpoints --locked
+cargo test -p weir-log --features failpoints --test failpoints --locked 2>&1 | tee -a "$out" || status=$?
+echo
+awk -f scripts/test-summary.awk "$out" || status=1
+exit "$status"
