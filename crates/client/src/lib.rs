@@ -28,4 +28,4 @@ pub use client::{Client, MAX_JSON_BODY};
 pub use error::{Error, ErrorCode};
 pub use lines::{LineStream, MAX_LINE, Next};
 pub use query::{PathQuery, encode_component};
-pub use socket::{SYSTEM_SOCKET, default_socket};
+pub use socket::{SYSTEM_SOCKET, default_socket, fallback_socket};

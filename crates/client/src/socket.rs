@@ -1,6 +1,8 @@
 //! Where the daemon's socket is by default: one system-wide place for root,
 //! the user's runtime directory for everyone else (the daemon and the CLI
-//! both ask here, so they meet without configuration).
+//! both ask here, so they meet without configuration); and where a client
+//! looks next, the system daemon's socket, which members of its group may
+//! use.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -19,6 +21,19 @@ pub fn default_socket() -> PathBuf {
         rustix::process::geteuid().as_raw(),
         std::env::var_os("XDG_RUNTIME_DIR"),
     )
+}
+
+/// Where a client looks next when nothing answers on [`default_socket`]:
+/// the system daemon, for everyone but root (whose default it already
+/// is). Its socket is open to the members of its group, so a member finds
+/// the host's daemon without `--socket`; to anyone else it refuses the
+/// connection, and the client works directly as before.
+pub fn fallback_socket() -> Option<PathBuf> {
+    fallback_for(rustix::process::geteuid().as_raw())
+}
+
+fn fallback_for(uid: u32) -> Option<PathBuf> {
+    (uid != 0).then(|| PathBuf::from(SYSTEM_SOCKET))
 }
 
 fn socket_for(uid: u32, runtime_dir: Option<OsString>) -> PathBuf {
@@ -44,6 +59,12 @@ mod tests {
             Path::new(SYSTEM_SOCKET)
         );
         assert_eq!(socket_for(0, None), Path::new(SYSTEM_SOCKET));
+    }
+
+    #[test]
+    fn users_fall_back_on_the_system_socket_and_root_has_no_fallback() {
+        assert_eq!(fallback_for(1000), Some(PathBuf::from(SYSTEM_SOCKET)));
+        assert_eq!(fallback_for(0), None);
     }
 
     #[test]

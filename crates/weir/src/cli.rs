@@ -21,7 +21,8 @@ pub(crate) struct Cli {
     pub(crate) state_dir: Option<PathBuf>,
 
     /// The daemon's socket [default: $WEIR_SOCKET, else /run/weir/weir.sock
-    /// for root, $XDG_RUNTIME_DIR/weir.sock otherwise].
+    /// for root, $XDG_RUNTIME_DIR/weir.sock otherwise, and then
+    /// /run/weir/weir.sock when no daemon answers there].
     #[arg(long, global = true, value_name = "PATH")]
     pub(crate) socket: Option<PathBuf>,
 

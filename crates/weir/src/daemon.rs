@@ -21,6 +21,9 @@ pub(crate) const SOCKET_ENV: &str = "WEIR_SOCKET";
 #[derive(Debug, Clone)]
 pub(crate) struct Route {
     socket: PathBuf,
+    /// Where to look when nothing answers on `socket`, which was not given:
+    /// the system daemon's socket, for a user in its group.
+    fallback: Option<PathBuf>,
     direct: bool,
     /// `--state-dir`, when it was given.
     state_arg: Option<PathBuf>,
@@ -29,16 +32,26 @@ pub(crate) struct Route {
 impl Route {
     /// The route from the global options.
     pub(crate) fn new(socket: Option<PathBuf>, direct: bool, state_arg: Option<PathBuf>) -> Route {
+        let given = explicit_socket(socket);
+        let fallback = match given {
+            Some(_) => None,
+            None => weir_client::fallback_socket(),
+        };
         Route {
-            socket: socket_path(socket),
+            socket: given.unwrap_or_else(weir_client::default_socket),
+            fallback,
             direct,
             state_arg,
         }
     }
 
-    /// The socket: `--socket`, else `$WEIR_SOCKET`, else the default.
-    pub(crate) fn socket(&self) -> &Path {
-        &self.socket
+    /// The sockets a connection is tried on, for a message saying no
+    /// daemon answers: "A" or "A or B".
+    pub(crate) fn tried(&self) -> String {
+        match &self.fallback {
+            Some(f) => format!("{} or {}", self.socket.display(), f.display()),
+            None => self.socket.display().to_string(),
+        }
     }
 
     /// Whether `--direct` was given.
@@ -52,8 +65,27 @@ impl Route {
         if self.direct {
             return Ok(None);
         }
-        Client::connect(&self.socket)
-            .with_context(|| format!("asking the daemon on {}", self.socket.display()))
+        let ask = |socket: &Path| {
+            Client::connect(socket)
+                .with_context(|| format!("asking the daemon on {}", socket.display()))
+        };
+        if let Some(client) = ask(&self.socket)? {
+            return Ok(Some(client));
+        }
+        let Some(fallback) = &self.fallback else {
+            return Ok(None);
+        };
+        match Client::connect(fallback) {
+            // A socket of another group's daemon is not this user's to
+            // ask: work directly, as with no daemon.
+            Err(weir_client::Error::Connect { source, .. })
+                if source.kind() == std::io::ErrorKind::PermissionDenied =>
+            {
+                tracing::debug!(socket = %fallback.display(), "the system daemon's socket refuses this user");
+                Ok(None)
+            }
+            r => r.with_context(|| format!("asking the daemon on {}", fallback.display())),
+        }
     }
 
     /// As [`Route::client`], for commands on the log: also `None` when
@@ -83,15 +115,15 @@ fn same_dir(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// `--socket`, else `$WEIR_SOCKET` (when set and not empty), else
-/// [`weir_client::default_socket`]. `weir run` listens where this says.
-pub(crate) fn socket_path(arg: Option<PathBuf>) -> PathBuf {
+/// `--socket`, else `$WEIR_SOCKET` when set and not empty; `None` leaves
+/// the choice to the defaults (`weir run` listens on
+/// [`weir_client::default_socket`]).
+pub(crate) fn explicit_socket(arg: Option<PathBuf>) -> Option<PathBuf> {
     arg.or_else(|| {
         std::env::var_os(SOCKET_ENV)
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
     })
-    .unwrap_or_else(weir_client::default_socket)
 }
 
 /// Copies a listing the daemon renders (`target`) to stdout. `Ok(false)`
@@ -150,7 +182,7 @@ mod tests {
         let _l = std::os::unix::net::UnixListener::bind(&sock).unwrap();
         let r = Route::new(Some(sock.clone()), true, None);
         assert!(r.client().unwrap().is_none());
-        assert_eq!(r.socket(), sock);
+        assert_eq!(r.tried(), sock.display().to_string());
         let r = Route::new(Some(t.path().join("none.sock")), false, None);
         assert!(r.client().unwrap().is_none(), "nothing listens there");
     }

@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use weir_daemon::config::{Config, ConfigOverrides};
 
 use crate::cli::RunArgs;
-use crate::daemon::SOCKET_ENV;
+use crate::daemon::explicit_socket;
 use crate::state_dir::StateDir;
 
 pub(super) fn run(
@@ -37,10 +37,7 @@ fn configure(
     socket: Option<PathBuf>,
 ) -> Result<Config> {
     let mut config = crate::config_file::load(config_file)?;
-    let env_socket = std::env::var_os(SOCKET_ENV)
-        .filter(|s| !s.is_empty())
-        .map(PathBuf::from);
-    config.apply(overrides(args, state_dir, socket.or(env_socket)));
+    config.apply(overrides(args, state_dir, explicit_socket(socket)));
     if config.state_dir.is_none() {
         config.state_dir = Some(StateDir::resolve(None)?.root().to_owned());
     }

@@ -12,7 +12,6 @@
 //! failing the command.
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
@@ -26,12 +25,13 @@ use crate::daemon::{Route, print_json_line};
 /// No daemon answers on the socket: `weir status` exits 3 for it.
 #[derive(Debug)]
 pub(crate) struct NoDaemon {
-    socket: PathBuf,
+    /// The sockets tried: "A" or "A or B".
+    tried: String,
 }
 
 impl std::fmt::Display for NoDaemon {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "no daemon answers on {}", self.socket.display())
+        write!(f, "no daemon answers on {}", self.tried)
     }
 }
 
@@ -43,7 +43,7 @@ pub(super) fn status(route: &Route, json: bool) -> Result<()> {
     }
     let Some(mut client) = route.client()? else {
         return Err(NoDaemon {
-            socket: route.socket().to_owned(),
+            tried: route.tried(),
         }
         .into());
     };

@@ -24,7 +24,7 @@ pub(super) fn sync(route: &Route, json: bool) -> Result<()> {
     let Some(mut client) = route.client()? else {
         bail!(
             "no daemon is running on {}: weir sync needs one",
-            route.socket().display()
+            route.tried()
         );
     };
     let s: Synced = client
