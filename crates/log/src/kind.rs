@@ -313,16 +313,56 @@ impl std::fmt::Display for TypeMask {
             // "" would parse as "all"; this parses as the empty mask.
             return f.write_str("-all");
         }
+        // Names where types have them, and a mask that takes most types as
+        // "all" less what it leaves out ("all,-MARK"), as a person would
+        // write it. The complement is used only where it has no more
+        // ranges, so the text stays within what parses back.
+        let ranges = self.ranges();
+        let holes = complement(&ranges);
+        let most = self.bits.iter().map(|w| w.count_ones()).sum::<u32>() > 1 << 15;
         let mut parts = Vec::new();
-        for (a, b) in self.ranges() {
-            if a == b {
-                parts.push(RecordType(a).to_string());
-            } else {
-                parts.push(format!("{a}-{b}"));
+        if most && holes.len() <= ranges.len() && holes.len() < MAX_MASK_ITEMS {
+            parts.push("all".to_owned());
+            for &(a, b) in &holes {
+                parts.extend(items(a, b).into_iter().map(|i| format!("-{i}")));
             }
+        } else {
+            parts.extend(ranges.iter().flat_map(|&(a, b)| items(a, b)));
         }
         f.write_str(&parts.join(","))
     }
+}
+
+/// A range of codes as items of a mask's text: a type's name where it has
+/// one, a short range of named types as their names (`MOUNT_ATTACH`,
+/// `MOUNT_DETACH`), else its ends as numbers (`200-210`): a range between
+/// two names would hide the unnamed codes inside it.
+fn items(a: u16, b: u16) -> Vec<String> {
+    let named = |c: u16| RecordType(c).name();
+    if b - a < 4 && (a..=b).all(|c| named(c).is_some()) {
+        return (a..=b).filter_map(named).map(str::to_owned).collect();
+    }
+    vec![if a == b {
+        named(a).map_or_else(|| a.to_string(), str::to_owned)
+    } else {
+        format!("{a}-{b}")
+    }]
+}
+
+/// The codes outside `ranges` (sorted, disjoint, not touching), as ranges.
+fn complement(ranges: &[(u16, u16)]) -> Vec<(u16, u16)> {
+    let mut out = Vec::new();
+    let mut next: u32 = 0;
+    for &(a, b) in ranges {
+        if u32::from(a) > next {
+            out.push((code_of(next as usize), a - 1));
+        }
+        next = u32::from(b) + 1;
+    }
+    if next <= u32::from(u16::MAX) {
+        out.push((code_of(next as usize), u16::MAX));
+    }
+    out
 }
 
 impl std::fmt::Debug for TypeMask {
@@ -344,6 +384,23 @@ mod tests {
         assert_eq!(RecordType::parse("creat").unwrap(), RecordType::CREAT);
         assert_eq!(RecordType::parse("4000").unwrap(), RecordType(4000));
         assert!(RecordType::parse("NOPE").is_err());
+    }
+
+    #[test]
+    fn masks_show_names_and_the_shorter_form() {
+        let show = |text: &str| TypeMask::parse(text).unwrap().to_string();
+        assert_eq!(
+            show("MOUNT_ATTACH,MOUNT_DETACH"),
+            "MOUNT_ATTACH,MOUNT_DETACH"
+        );
+        assert_eq!(show("71-72"), "MOUNT_ATTACH,MOUNT_DETACH");
+        assert_eq!(show("all,-MARK"), "all,-MARK");
+        assert_eq!(show("-MARK,-CREAT"), "all,-MARK,-CREAT");
+        assert_eq!(show("200-210,300"), "200-210,300");
+        assert_eq!(show("0-65534"), "all,-65535");
+        assert_eq!(show("0-70"), "0-70");
+        assert_eq!(show("all"), "all");
+        assert_eq!(show("-all"), "-all");
     }
 
     #[test]

@@ -220,8 +220,8 @@ fn tail_follow_prints_whole_lines_and_fails_when_the_daemon_goes() {
     assert!(err.contains("the daemon ended the stream"), "{err}");
     assert_eq!(
         requests(&d),
-        // The mask as weir-log writes it: everything but MARK (0).
-        ["GET /v1/log/records?format=json&from=1&mask=1-65535&follow=true"]
+        // The mask as weir-log writes it: everything but MARK.
+        ["GET /v1/log/records?format=json&from=1&mask=all%2C-MARK&follow=true"]
     );
 }
 
