@@ -329,6 +329,12 @@ impl std::fmt::Display for TypeMask {
         } else {
             parts.extend(ranges.iter().flat_map(|&(a, b)| items(a, b)));
         }
+        if parts.len() > MAX_MASK_ITEMS {
+            // Every item covers a code, so only a mask of nearly every
+            // other code, with named runs spelled out, could get here: one
+            // range per item always parses back.
+            parts = ranges.iter().map(|&(a, b)| format!("{a}-{b}")).collect();
+        }
         f.write_str(&parts.join(","))
     }
 }
