@@ -9,7 +9,8 @@
 //! ```
 //!
 //! Text names and values are escaped ([`escape`]). The text form is for
-//! people; JSON is for programs.
+//! people: an LVM record's uuids show as LVM prints them. JSON is for
+//! programs.
 //!
 //! Both forms name the set flag bits ([`flag_names`]) beside the number. A
 //! bit means what the source of the record's type says: weir-mounts and
@@ -128,14 +129,29 @@ pub fn record_line(r: &LogRecord) -> String {
     let _ = write!(
         s,
         " t={} p={} {}",
-        hex(&r.target),
-        hex(&r.parent),
+        id_text(r.kind, &r.target),
+        id_text(r.kind, &r.parent),
         escape(&r.name)
     );
     for (k, v) in &r.fields {
         let _ = write!(s, " {}={}", escape(k.as_bytes()), escape(v));
     }
     s
+}
+
+/// A target or parent id in the text form: an LVM record's uuid as LVM
+/// prints it (`HVjR5j-d0tK-...`), which a person can match against `pvs -o
+/// pv_uuid`; any other id, or bytes that are no uuid, as hex.
+fn id_text(kind: RecordType, id: &[u8]) -> String {
+    let lvm = weir_devices::record::TYPES.contains(&kind)
+        && !matches!(
+            kind,
+            RecordType::DEVICE_ADD | RecordType::DEVICE_REMOVE | RecordType::DEVICE_CHANGE
+        );
+    match weir_lvm::Uuid::parse(id) {
+        Some(u) if lvm && id.len() == 32 => u.to_string(),
+        _ => hex(id),
+    }
 }
 
 /// One record as a JSON line, without the newline.
@@ -218,6 +234,40 @@ mod tests {
             record_line(&r),
             "42 CREAT 1970-01-01T00:00:01.000000007Z flags=0x12 t=ab01 p= f\\xff k=v 1"
         );
+    }
+
+    #[test]
+    fn lvm_uuids_show_as_lvm_prints_them_in_text_and_stay_hex_in_json() {
+        let pv = b"HVjR5jd0tKj9jq2vITB3XQWGSdVQqFEU".to_vec();
+        let vg = b"dOd7pVo3dIc2RsLb0AShT5WnC0eQJ0d1".to_vec();
+        let r = LogRecord {
+            index: 5,
+            time_ns: 0,
+            kind: RecordType::PV_FOUND,
+            flags: 0,
+            target: pv.clone(),
+            parent: vg.clone(),
+            name: b"loop5".to_vec(),
+            fields: vec![],
+        };
+        let line = record_line(&r);
+        assert!(
+            line.contains(" t=HVjR5j-d0tK-j9jq-2vIT-B3XQ-WGSd-VQqFEU p=dOd7pV-o3dI-c2Rs-Lb0A-ShT5-WnC0-eQJ0d1 loop5"),
+            "{line}"
+        );
+        let v: Value = serde_json::from_str(&record_json(&r)).unwrap();
+        assert_eq!(v["target"], json!(hex(&pv)));
+        // An orphan PV has no parent; another type's 32 letters stay hex.
+        let orphan = LogRecord {
+            parent: vec![],
+            ..r.clone()
+        };
+        assert!(record_line(&orphan).contains(" p= loop5"));
+        let app = LogRecord {
+            kind: RecordType(300),
+            ..r
+        };
+        assert!(record_line(&app).contains(&format!(" t={} ", hex(&pv))));
     }
 
     #[test]
