@@ -1,6 +1,7 @@
 #!/bin/sh
 # Installs (or removes) weir: the binary, the systemd units, the sysusers.d
-# entry for the `weir` group, and the documentation.
+# entry for the `weir` group, the documentation, the man pages and the
+# shell completions (bash, zsh, fish).
 #
 #   packaging/install.sh [--prefix DIR] [--destdir DIR] [--binary FILE]
 #   packaging/install.sh --uninstall [--prefix DIR] [--destdir DIR]
@@ -9,7 +10,8 @@
 # --destdir  stage under this directory instead of the live system (for
 #            packaging); nothing is then created or reloaded on the system.
 # --binary   install this weir binary instead of building one with
-#            `cargo install --path crates/weir`.
+#            `cargo install --path crates/weir`. It must run here: it writes
+#            the man pages and completions (`weir generate`).
 #
 # Running it again installs the same files again: it is idempotent. On the
 # live system it also creates the `weir` group and reloads systemd. The
@@ -23,7 +25,7 @@ binary=
 uninstall=false
 
 usage() {
-    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
     exit "${1:-0}"
 }
 
@@ -53,6 +55,10 @@ bindir="$root/bin"
 unitdir="$root/lib/systemd/system"
 sysusersdir="$root/lib/sysusers.d"
 docdir="$root/share/doc/weir"
+mandir="$root/share/man/man1"
+bashdir="$root/share/bash-completion/completions"
+zshdir="$root/share/zsh/site-functions"
+fishdir="$root/share/fish/vendor_completions.d"
 # Only the live system gets a group and a daemon-reload.
 live=false
 [ -z "$destdir" ] && live=true
@@ -68,6 +74,8 @@ if $uninstall; then
     rm -f "$bindir/weir" "$unitdir/weir.service" "$unitdir/weir.socket" \
         "$sysusersdir/weir.conf"
     rm -rf "$docdir"
+    rm -f "$mandir"/weir.1 "$mandir"/weir-*.1 "$bashdir/weir" "$zshdir/_weir" \
+        "$fishdir/weir.fish"
     if $live && $systemd_runs; then
         systemctl daemon-reload
     fi
@@ -98,6 +106,15 @@ install -m 0644 "$repo/README.md" "$here/weir.toml" "$docdir/"
 for doc in "$repo"/docs/*.md "$repo"/docs/openapi.yaml; do
     [ -f "$doc" ] && install -m 0644 "$doc" "$docdir/"
 done
+# Man pages and completions, written by the binary from its own command
+# line definition. Pages of commands that no longer exist go first.
+rm -f "$mandir"/weir.1 "$mandir"/weir-*.1
+"$binary" generate man "$mandir"
+chmod 0644 "$mandir"/weir*.1
+"$binary" generate completions bash "$bashdir"
+"$binary" generate completions zsh "$zshdir"
+"$binary" generate completions fish "$fishdir"
+chmod 0644 "$bashdir/weir" "$zshdir/_weir" "$fishdir/weir.fish"
 
 if $live; then
     if command -v systemd-sysusers >/dev/null 2>&1; then

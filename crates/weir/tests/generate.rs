@@ -1,5 +1,6 @@
 //! `weir generate`: a man page that parses for every command the help
-//! lists, and completion scripts that offer every command.
+//! lists, completion scripts that offer every command, and
+//! `packaging/install.sh --destdir` putting them where each tool looks.
 //! The commands are read from `--help` itself, so a new one is covered
 //! without touching this test.
 
@@ -150,4 +151,35 @@ fn a_man_page_for_every_command_and_completions_that_offer_them() {
 #[test]
 fn help_does_not_list_generate() {
     assert!(!run(&["--help"]).contains("generate"));
+}
+
+#[test]
+fn install_sh_stages_pages_and_completions_under_destdir() {
+    let dest = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../packaging/install.sh");
+    let out = Command::new("sh")
+        .arg(&script)
+        .args(["--prefix", "/usr/local", "--binary", WEIR, "--destdir"])
+        .arg(dest.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "install.sh: {out:?}");
+    let root = dest.path().join("usr/local");
+    for file in [
+        "bin/weir",
+        "share/man/man1/weir.1",
+        "share/man/man1/weir-run.1",
+        "share/man/man1/weir-log-tail.1",
+        "share/bash-completion/completions/weir",
+        "share/zsh/site-functions/_weir",
+        "share/fish/vendor_completions.d/weir.fish",
+        "lib/sysusers.d/weir.conf",
+        "lib/systemd/system/weir.service",
+        "lib/systemd/system/weir.socket",
+        "share/doc/weir/README.md",
+    ] {
+        assert!(root.join(file).is_file(), "{file} not staged");
+    }
+    let service = std::fs::read_to_string(root.join("lib/systemd/system/weir.service")).unwrap();
+    assert!(service.contains("ExecStart=/usr/local/bin/weir run"));
 }
