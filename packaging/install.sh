@@ -93,13 +93,16 @@ fi
 [ -x "$binary" ] || { echo "install.sh: not an executable: $binary" >&2; exit 1; }
 
 install -D -m 0755 "$binary" "$bindir/weir"
-# The unit names the binary where this prefix puts it.
+# The units name the binary and the documentation where this prefix puts
+# them.
 install -d -m 0755 "$unitdir"
-sed "s|^ExecStart=/usr/bin/weir |ExecStart=$prefix/bin/weir |" \
-    "$here/systemd/weir.service" > "$unitdir/weir.service.tmp"
-chmod 0644 "$unitdir/weir.service.tmp"
-mv "$unitdir/weir.service.tmp" "$unitdir/weir.service"
-install -D -m 0644 "$here/systemd/weir.socket" "$unitdir/weir.socket"
+for unit in weir.service weir.socket; do
+    sed -e "s|^ExecStart=/usr/bin/weir |ExecStart=$prefix/bin/weir |" \
+        -e "s|^Documentation=file:///usr/share/doc/weir/|Documentation=file://$prefix/share/doc/weir/|" \
+        "$here/systemd/$unit" > "$unitdir/$unit.tmp"
+    chmod 0644 "$unitdir/$unit.tmp"
+    mv "$unitdir/$unit.tmp" "$unitdir/$unit"
+done
 install -D -m 0644 "$here/sysusers.d/weir.conf" "$sysusersdir/weir.conf"
 install -d -m 0755 "$docdir"
 install -m 0644 "$repo/README.md" "$here/weir.toml" "$docdir/"

@@ -180,6 +180,15 @@ fn install_sh_stages_pages_and_completions_under_destdir() {
     ] {
         assert!(root.join(file).is_file(), "{file} not staged");
     }
+    // The units point at this prefix's binary and documentation.
+    for unit in ["weir.service", "weir.socket"] {
+        let text = std::fs::read_to_string(root.join("lib/systemd/system").join(unit)).unwrap();
+        assert!(
+            text.contains("Documentation=file:///usr/local/share/doc/weir/README.md"),
+            "{unit}: {text}"
+        );
+        assert!(text.contains("Documentation=man:weir-run(1)"), "{unit}");
+    }
     let service = std::fs::read_to_string(root.join("lib/systemd/system/weir.service")).unwrap();
     assert!(service.contains("ExecStart=/usr/local/bin/weir run"));
 }
