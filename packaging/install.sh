@@ -8,7 +8,10 @@
 #
 # --prefix   where to install (default /usr/local; a package uses /usr).
 # --destdir  stage under this directory instead of the live system (for
-#            packaging); nothing is then created or reloaded on the system.
+#            packaging); nothing is then created or reloaded on the system:
+#            the group comes from the staged sysusers.d file when the target
+#            boots (or runs systemd-sysusers). A destdir of / is the live
+#            system.
 # --binary   install this weir binary instead of building one with
 #            `cargo install --path crates/weir`. It must run here: it writes
 #            the man pages and completions (`weir generate`).
@@ -25,7 +28,7 @@ binary=
 uninstall=false
 
 usage() {
-    sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
     exit "${1:-0}"
 }
 
@@ -47,6 +50,11 @@ case "$prefix" in
     /*) ;;
     *) echo "install.sh: --prefix must be absolute: $prefix" >&2; exit 2 ;;
 esac
+# A destdir that is the root itself is the live system: the group must be
+# created and systemd reloaded then too.
+if [ -n "$destdir" ] && [ "$(cd "$destdir" 2>/dev/null && pwd -P)" = / ]; then
+    destdir=
+fi
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(dirname "$here")
@@ -134,6 +142,9 @@ if $live; then
     fi
 fi
 say "installed weir in $root"
+if ! $live; then
+    say "staged only: the target needs the weir group (systemd-sysusers creates it from lib/sysusers.d/weir.conf at boot, or run it once)"
+fi
 if $live; then
     say "start it with: systemctl enable --now weir.service (and weir.socket for socket activation)"
 fi
