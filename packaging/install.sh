@@ -1,15 +1,20 @@
 #!/bin/sh
 # Installs (or removes) weir: the binary, the systemd units, the sysusers.d
-# entry for the `weir` group, and the documentation.
+# entry for the `weir` group, the documentation, the man pages and the
+# shell completions (bash, zsh, fish).
 #
 #   packaging/install.sh [--prefix DIR] [--destdir DIR] [--binary FILE]
 #   packaging/install.sh --uninstall [--prefix DIR] [--destdir DIR]
 #
 # --prefix   where to install (default /usr/local; a package uses /usr).
 # --destdir  stage under this directory instead of the live system (for
-#            packaging); nothing is then created or reloaded on the system.
+#            packaging); nothing is then created or reloaded on the system:
+#            the group comes from the staged sysusers.d file when the target
+#            boots (or runs systemd-sysusers). A destdir of / is the live
+#            system.
 # --binary   install this weir binary instead of building one with
-#            `cargo install --path crates/weir`.
+#            `cargo install --path crates/weir`. It must run here: it writes
+#            the man pages and completions (`weir generate`).
 #
 # Running it again installs the same files again: it is idempotent. On the
 # live system it also creates the `weir` group and reloads systemd. The
@@ -23,7 +28,7 @@ binary=
 uninstall=false
 
 usage() {
-    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
     exit "${1:-0}"
 }
 
@@ -45,6 +50,11 @@ case "$prefix" in
     /*) ;;
     *) echo "install.sh: --prefix must be absolute: $prefix" >&2; exit 2 ;;
 esac
+# A destdir that is the root itself is the live system: the group must be
+# created and systemd reloaded then too.
+if [ -n "$destdir" ] && [ "$(cd "$destdir" 2>/dev/null && pwd -P)" = / ]; then
+    destdir=
+fi
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(dirname "$here")
@@ -53,6 +63,10 @@ bindir="$root/bin"
 unitdir="$root/lib/systemd/system"
 sysusersdir="$root/lib/sysusers.d"
 docdir="$root/share/doc/weir"
+mandir="$root/share/man/man1"
+bashdir="$root/share/bash-completion/completions"
+zshdir="$root/share/zsh/site-functions"
+fishdir="$root/share/fish/vendor_completions.d"
 # Only the live system gets a group and a daemon-reload.
 live=false
 [ -z "$destdir" ] && live=true
@@ -68,6 +82,8 @@ if $uninstall; then
     rm -f "$bindir/weir" "$unitdir/weir.service" "$unitdir/weir.socket" \
         "$sysusersdir/weir.conf"
     rm -rf "$docdir"
+    rm -f "$mandir"/weir.1 "$mandir"/weir-*.1 "$bashdir/weir" "$zshdir/_weir" \
+        "$fishdir/weir.fish"
     if $live && $systemd_runs; then
         systemctl daemon-reload
     fi
@@ -85,19 +101,31 @@ fi
 [ -x "$binary" ] || { echo "install.sh: not an executable: $binary" >&2; exit 1; }
 
 install -D -m 0755 "$binary" "$bindir/weir"
-# The unit names the binary where this prefix puts it.
+# The units name the binary and the documentation where this prefix puts
+# them.
 install -d -m 0755 "$unitdir"
-sed "s|^ExecStart=/usr/bin/weir |ExecStart=$prefix/bin/weir |" \
-    "$here/systemd/weir.service" > "$unitdir/weir.service.tmp"
-chmod 0644 "$unitdir/weir.service.tmp"
-mv "$unitdir/weir.service.tmp" "$unitdir/weir.service"
-install -D -m 0644 "$here/systemd/weir.socket" "$unitdir/weir.socket"
+for unit in weir.service weir.socket; do
+    sed -e "s|^ExecStart=/usr/bin/weir |ExecStart=$prefix/bin/weir |" \
+        -e "s|^Documentation=file:///usr/share/doc/weir/|Documentation=file://$prefix/share/doc/weir/|" \
+        "$here/systemd/$unit" > "$unitdir/$unit.tmp"
+    chmod 0644 "$unitdir/$unit.tmp"
+    mv "$unitdir/$unit.tmp" "$unitdir/$unit"
+done
 install -D -m 0644 "$here/sysusers.d/weir.conf" "$sysusersdir/weir.conf"
 install -d -m 0755 "$docdir"
 install -m 0644 "$repo/README.md" "$here/weir.toml" "$docdir/"
 for doc in "$repo"/docs/*.md "$repo"/docs/openapi.yaml; do
     [ -f "$doc" ] && install -m 0644 "$doc" "$docdir/"
 done
+# Man pages and completions, written by the binary from its own command
+# line definition. Pages of commands that no longer exist go first.
+rm -f "$mandir"/weir.1 "$mandir"/weir-*.1
+"$binary" generate man "$mandir"
+chmod 0644 "$mandir"/weir*.1
+"$binary" generate completions bash "$bashdir"
+"$binary" generate completions zsh "$zshdir"
+"$binary" generate completions fish "$fishdir"
+chmod 0644 "$bashdir/weir" "$zshdir/_weir" "$fishdir/weir.fish"
 
 if $live; then
     if command -v systemd-sysusers >/dev/null 2>&1; then
@@ -114,6 +142,9 @@ if $live; then
     fi
 fi
 say "installed weir in $root"
+if ! $live; then
+    say "staged only: the target needs the weir group (systemd-sysusers creates it from lib/sysusers.d/weir.conf at boot, or run it once)"
+fi
 if $live; then
     say "start it with: systemctl enable --now weir.service (and weir.socket for socket activation)"
 fi

@@ -68,6 +68,36 @@ pub(crate) enum Command {
     Status(JsonArg),
 }
 
+/// `weir generate`: man pages and shell completions, for installers.
+// A parser of its own, chosen in main before `Cli` parses: inside `Cli`,
+// even hidden, it would be offered by the completions it writes.
+#[derive(Debug, Parser)]
+#[command(name = "weir generate", bin_name = "weir generate", version)]
+pub(crate) struct GenerateCli {
+    #[command(subcommand)]
+    pub(crate) command: GenerateCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum GenerateCommand {
+    /// One man page per command (weir.1, weir-run.1, weir-log-tail.1, ...).
+    Man {
+        /// Where to write them (created if missing).
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+    },
+    /// The completion script for a shell, named as that shell looks it up
+    /// (weir, _weir, weir.fish).
+    Completions {
+        /// bash, zsh or fish.
+        #[arg(value_name = "SHELL", value_parser = PossibleValuesParser::new(["bash", "zsh", "fish"]))]
+        shell: String,
+        /// Where to write it (created if missing).
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+    },
+}
+
 #[derive(Debug, Subcommand)]
 pub(crate) enum LogCommand {
     /// Append each line of stdin as a record and print its index.

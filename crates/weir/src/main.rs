@@ -22,6 +22,18 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // `weir generate ...` (for installers) has a parser of its own, so the
+    // man pages and completions it writes never mention it.
+    if std::env::args_os().nth(1).is_some_and(|a| a == "generate") {
+        let args = cli::GenerateCli::parse_from(std::env::args_os().skip(1));
+        return match cmd::generate::generate(args.command) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("weir: error: {e:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let cli = cli::Cli::parse();
     init_tracing(&cli.command);
     match cmd::dispatch(cli) {

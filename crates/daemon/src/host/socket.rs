@@ -9,8 +9,9 @@
 //! The socket is bound with the process umask (0022 under systemd, so no
 //! one else can connect: that needs write permission) and then given its
 //! group and mode. Without a usable group (none configured, the group does
-//! not exist, or chown is refused), the group bits are cleared: 0660
-//! becomes 0600 and the socket is root's alone; a warning says why.
+//! not exist, or chown is refused), root's group gets what others get:
+//! 0660 becomes 0600 and the socket is root's alone, 0666 (`public_read`)
+//! stays open to everyone; a warning says why.
 
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
 use std::os::unix::net::UnixListener;
@@ -141,10 +142,11 @@ fn bind(path: &Path, access: &AccessConfig, group: Option<(String, u32)>) -> Res
             }
         }
     });
-    let mut mode = access.effective_mode();
-    if group.is_none() {
-        mode &= !0o070;
-    }
+    let mode = if group.is_some() {
+        access.effective_mode()
+    } else {
+        mode_without_group(access.effective_mode())
+    };
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
         .map_err(socket_err("setting the mode of", path))?;
     info!(socket = %path.display(), mode = format!("{mode:04o}"), group = group.as_ref().map(|g| g.0.as_str()), "listening");
@@ -155,6 +157,16 @@ fn bind(path: &Path, access: &AccessConfig, group: Option<(String, u32)>) -> Res
         group,
         file: Some(file),
     })
+}
+
+/// The mode for a socket left with the daemon's own group (root's): that
+/// group gets exactly what everyone else gets. 0660 becomes 0600 (root
+/// alone); 0666 (`public_read`) stays 0666, since connecting needs write
+/// permission and the daemon checks each caller's credentials itself
+/// (mutations then need root). Only clearing the group bits would make
+/// 0666 into 0606: open to everyone except root's group.
+fn mode_without_group(mode: u32) -> u32 {
+    (mode & !0o070) | ((mode & 0o007) << 3)
 }
 
 /// Removes a socket file nobody answers on; refuses when a daemon answers
@@ -221,6 +233,29 @@ impl Drop for SocketFile {
             .is_ok_and(|m| m.dev() == self.dev && m.ino() == self.ino);
         if ours && let Err(e) = std::fs::remove_file(&self.path) {
             warn!(socket = %self.path.display(), error = %e, "cannot remove the socket");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_a_group_the_group_gets_what_others_get() {
+        assert_eq!(mode_without_group(0o660), 0o600);
+        assert_eq!(mode_without_group(0o666), 0o666);
+        assert_eq!(mode_without_group(0o600), 0o600);
+        assert_eq!(mode_without_group(0o662), 0o622);
+        // Never open to others but closed to the group.
+        for mode in 0..=0o777 {
+            let m = mode_without_group(mode);
+            assert_eq!(
+                m & 0o700,
+                mode & 0o700,
+                "{mode:o}: the owner keeps its bits"
+            );
+            assert_eq!((m >> 3) & 0o7, m & 0o7, "{mode:o}: group and others differ");
         }
     }
 }

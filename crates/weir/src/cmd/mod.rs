@@ -3,6 +3,7 @@
 
 mod devices_watch;
 mod foreground;
+pub(crate) mod generate;
 mod log_consumer;
 mod log_stats;
 mod log_tail;
