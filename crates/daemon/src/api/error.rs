@@ -160,6 +160,8 @@ impl From<weir_log::Error> for ApiError {
             E::ConsumerExists(_) => (Code::ConsumerExists, None),
             E::BadConsumerName(_)
             | E::BadType(_)
+            | E::UnknownType(_)
+            | E::BadTypeRange(_)
             | E::MaskTooLong { .. }
             | E::FieldTooLong { .. }
             | E::RecordTooLarge { .. } => (Code::BadRequest, None),
