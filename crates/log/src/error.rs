@@ -11,7 +11,7 @@ use std::path::PathBuf;
 #[non_exhaustive]
 pub enum Error {
     /// An I/O operation on the log directory failed.
-    #[error("{op} {path}: {source}")]
+    #[error("{op} {path}")]
     Io {
         /// What the log was doing.
         op: &'static str,
@@ -123,7 +123,7 @@ pub enum Error {
         next: u64,
     },
     /// The consumer state file could not be parsed.
-    #[error("consumer state file {path} is invalid: {source}")]
+    #[error("consumer state file {path} is invalid")]
     BadConsumerState {
         /// The state file.
         path: PathBuf,

@@ -205,7 +205,7 @@ pub(crate) fn json_response(status: StatusCode, body: impl Into<axum::body::Body
 pub enum Error {
     /// `accept` on the listening socket failed with an error that is not
     /// about one connection or a passing shortage (the socket is unusable).
-    #[error("accepting a connection on the API socket: {0}")]
+    #[error("accepting a connection on the API socket")]
     Accept(#[source] std::io::Error),
 }
 

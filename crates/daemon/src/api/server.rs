@@ -109,7 +109,7 @@ async fn connection(stream: UnixStream, router: Router, mut closing: watch::Rece
         Ok(p) => Some(p),
         Err(e) => {
             // Its requests are then "anyone else" for the access rule.
-            tracing::warn!(error = %e, "cannot identify an API peer");
+            tracing::warn!(error = %weir_view::chain::error_chain(&e), "cannot identify an API peer");
             None
         }
     };
