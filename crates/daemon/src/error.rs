@@ -22,6 +22,12 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The state directory's path exists and is not a directory.
+    #[error("the state directory {path} is not a directory")]
+    StateDirNotDir {
+        /// The path.
+        path: PathBuf,
+    },
     /// Another process holds the log for writing.
     #[error("the log in {path} is locked: {} holds it for writing", holder.map_or_else(|| "another process".to_owned(), |p| format!("another process (pid {p})")))]
     LogLocked {

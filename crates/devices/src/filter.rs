@@ -32,7 +32,11 @@ pub const MAX_PATTERN_LEN: usize = 4096;
 /// small enough that a hostile one cannot take much memory.
 const REGEX_SIZE_LIMIT: usize = 1 << 20;
 
-/// Why a filter list did not parse. `index` is the pattern's position.
+/// Why a filter list did not parse.
+///
+/// `index` is the pattern's 0-based position in the list, as a program
+/// indexes it; the messages count from 1, as a person does (`#1` is the
+/// first pattern).
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum FilterError {
@@ -40,35 +44,35 @@ pub enum FilterError {
     #[error("more than {MAX_PATTERNS} filter patterns")]
     TooManyPatterns,
     /// Longer than [`MAX_PATTERN_LEN`].
-    #[error("filter pattern #{index} is too long")]
+    #[error("filter pattern #{} is too long", .index + 1)]
     TooLong {
-        /// The pattern's position.
+        /// The pattern's 0-based position.
         index: usize,
     },
     /// Does not start with `a` or `r`.
-    #[error("filter pattern #{index} must begin with 'a' or 'r'")]
+    #[error("filter pattern #{} must begin with 'a' or 'r'", .index + 1)]
     BadLeadingLetter {
-        /// The pattern's position.
+        /// The pattern's 0-based position.
         index: usize,
     },
     /// No delimiter after `a`/`r`, or an alphanumeric or whitespace one.
-    #[error("filter pattern #{index} has no valid delimiter")]
+    #[error("filter pattern #{} has no valid delimiter", .index + 1)]
     BadDelimiter {
-        /// The pattern's position.
+        /// The pattern's 0-based position.
         index: usize,
     },
     /// The pattern does not end with the closing delimiter.
-    #[error("filter pattern #{index} is not terminated by {close:?}")]
+    #[error("filter pattern #{} is not terminated by {close:?}", .index + 1)]
     Unterminated {
-        /// The pattern's position.
+        /// The pattern's 0-based position.
         index: usize,
         /// The delimiter expected at the end.
         close: char,
     },
     /// The regex does not compile.
-    #[error("filter pattern #{index}: bad regex")]
+    #[error("filter pattern #{}: bad regex", .index + 1)]
     BadRegex {
-        /// The pattern's position.
+        /// The pattern's 0-based position.
         index: usize,
         /// What the regex crate found wrong, kept whole so callers can
         /// tell a syntax error from a pattern over the size limit.
@@ -271,6 +275,12 @@ mod tests {
         ));
         let e = Filter::parse(&["a|x|", "q|y|"]).unwrap_err();
         assert_eq!(e, FilterError::BadLeadingLetter { index: 1 });
+        // The index is 0-based; the message counts as a person does.
+        assert_eq!(
+            e.to_string(),
+            "filter pattern #2 must begin with 'a' or 'r'"
+        );
+        assert!(err("a|loop").to_string().starts_with("filter pattern #1 "));
         assert!(matches!(
             Filter::parse(&vec!["a|x|"; MAX_PATTERNS + 1]),
             Err(FilterError::TooManyPatterns)

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 #[non_exhaustive]
 pub enum Error {
     /// An I/O operation on the log directory failed.
-    #[error("{op} {path}: {source}")]
+    #[error("{op} {path}")]
     Io {
         /// What the log was doing.
         op: &'static str,
@@ -123,7 +123,7 @@ pub enum Error {
         next: u64,
     },
     /// The consumer state file could not be parsed.
-    #[error("consumer state file {path} is invalid: {source}")]
+    #[error("consumer state file {path} is invalid")]
     BadConsumerState {
         /// The state file.
         path: PathBuf,
@@ -157,11 +157,24 @@ pub enum Error {
         /// The largest state file an open reads.
         limit: u64,
     },
-    /// A type mask could not be parsed.
+    /// An item of a type mask (or a record type) is neither a name, nor
+    /// a number 0-65535, nor a range: empty, or a number out of range.
     #[error(
         "invalid record type {0:?}: expected a type name, a number 0-65535, a range A-B or \"all\""
     )]
     BadType(String),
+    /// A record type name that no built-in type has.
+    #[error(
+        "unknown record type name {0:?}: the names are {names}, or give a number 0-65535 (see docs/records.md)",
+        names = crate::kind::type_names()
+    )]
+    UnknownType(String),
+    /// A range `A-B` of a type mask is malformed: a bound is missing, there
+    /// are more than two, or `A` is above `B`.
+    #[error(
+        "invalid record type range {0:?}: expected A-B with A at most B, each a type name or a number 0-65535"
+    )]
+    BadTypeRange(String),
     /// A type mask's text lists more items than a mask may.
     #[error("a type mask may list at most {limit} items")]
     MaskTooLong {

@@ -108,9 +108,14 @@ impl RecordType {
         if let Some((_, c)) = NAMED.iter().find(|(n, _)| n.eq_ignore_ascii_case(s)) {
             return Ok(RecordType(*c));
         }
-        s.parse::<u16>()
-            .map(RecordType)
-            .map_err(|_| Error::BadType(s.to_owned()))
+        s.parse::<u16>().map(RecordType).map_err(|_| {
+            // Digits name a code (too large); anything else was meant as a name.
+            if s.is_empty() || s.bytes().all(|b| b.is_ascii_digit()) {
+                Error::BadType(s.to_owned())
+            } else {
+                Error::UnknownType(s.to_owned())
+            }
+        })
     }
 
     /// All built-in types with their names.
@@ -132,6 +137,12 @@ impl std::fmt::Debug for RecordType {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "RecordType({self})")
     }
+}
+
+/// The built-in types' names, `, `-joined, for the message that a name
+/// is unknown.
+pub(crate) fn type_names() -> String {
+    NAMED.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
 }
 
 const WORDS: usize = 65536 / 64;
@@ -293,9 +304,13 @@ fn expand(body: &str) -> Result<(u16, u16)> {
         return Ok((0, u16::MAX));
     }
     if let Some((a, b)) = body.split_once('-') {
-        let (a, b) = (RecordType::parse(a)?, RecordType::parse(b)?);
+        let bad_range = || Error::BadTypeRange(body.to_owned());
+        if a.trim().is_empty() || b.trim().is_empty() || b.contains('-') {
+            return Err(bad_range());
+        }
+        let (a, b) = (RecordType::parse(a.trim())?, RecordType::parse(b.trim())?);
         if a > b {
-            return Err(Error::BadType(body.to_owned()));
+            return Err(bad_range());
         }
         return Ok((a.0, b.0));
     }
@@ -421,6 +436,46 @@ mod tests {
         assert!(TypeMask::parse("").unwrap().is_all());
         assert!(TypeMask::parse("9-3").is_err());
         assert!(TypeMask::parse("CREAT,").is_err());
+    }
+
+    #[test]
+    fn an_unknown_name_is_not_called_a_bad_range() {
+        // An administrator who mistypes a name is told the name is unknown
+        // and what the names are, not how to write a range.
+        let e = TypeMask::parse("CREAT,NOSUCH").unwrap_err();
+        assert!(
+            matches!(&e, Error::UnknownType(n) if n == "NOSUCH"),
+            "{e:?}"
+        );
+        let text = e.to_string();
+        assert!(
+            text.contains("unknown record type name \"NOSUCH\""),
+            "{text}"
+        );
+        assert!(
+            text.contains("DEVICE_ADD") && text.contains("docs/records.md"),
+            "{text}"
+        );
+        assert!(!text.contains("range"), "{text}");
+        assert!(matches!(
+            TypeMask::parse("-NOSUCH"),
+            Err(Error::UnknownType(_))
+        ));
+        assert!(matches!(
+            TypeMask::parse("MARK-NOSUCH"),
+            Err(Error::UnknownType(_))
+        ));
+        // A malformed range still talks about ranges.
+        for bad in ["9-3", "1-", "1-2-3", "MKDIR-CREAT"] {
+            let e = TypeMask::parse(bad).unwrap_err();
+            assert!(
+                matches!(&e, Error::BadTypeRange(b) if b == bad),
+                "{bad}: {e:?}"
+            );
+            assert!(e.to_string().contains("range"), "{e}");
+        }
+        // A number too large is not a name.
+        assert!(matches!(TypeMask::parse("70000"), Err(Error::BadType(_))));
     }
 
     #[test]

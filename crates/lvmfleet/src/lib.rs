@@ -36,7 +36,7 @@ pub use loopdev::LoopDev;
 #[non_exhaustive]
 pub enum Error {
     /// A file or directory operation failed.
-    #[error("{what}: {source}")]
+    #[error("{what}")]
     Io {
         /// What was being done.
         what: String,

@@ -6,9 +6,11 @@ use std::io;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// /proc/self/mountinfo did not parse.
+    /// /proc/self/mountinfo did not parse. The message includes the
+    /// parse error, which is therefore not also its `source()`: a chain
+    /// printer would show it twice.
     #[error("mountinfo: {0}")]
-    Mountinfo(#[from] crate::mountinfo::ParseError),
+    Mountinfo(crate::mountinfo::ParseError),
     /// Reading a file failed.
     #[error("{what}")]
     Io {
@@ -34,6 +36,12 @@ pub enum Error {
     /// Writing the changelog failed.
     #[error("writing the changelog")]
     Log(#[from] weir_log::Error),
+}
+
+impl From<crate::mountinfo::ParseError> for Error {
+    fn from(e: crate::mountinfo::ParseError) -> Error {
+        Error::Mountinfo(e)
+    }
 }
 
 /// A `Result` with this crate's [`Error`].

@@ -9,6 +9,8 @@
 //! `weir status` without a daemon exits 3.
 #![forbid(unsafe_code)]
 
+#[cfg(test)]
+mod chain_tests;
 mod cli;
 mod cmd;
 mod config_file;

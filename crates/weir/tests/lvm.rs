@@ -512,9 +512,10 @@ fn a_bad_filter_fails_with_status_1_and_says_why() {
             assert!(err.contains(w), "no {w:?} in {err}");
         }
     };
-    check(&run("a|(|"), &["pattern #1", "bad regex", "unclosed group"]);
-    check(&run("x|a|"), &["pattern #1", "must begin with 'a' or 'r'"]);
-    check(&run("a|loop"), &["pattern #1", "not terminated by '|'"]);
+    // The second pattern is #2: messages count patterns from 1.
+    check(&run("a|(|"), &["pattern #2", "bad regex", "unclosed group"]);
+    check(&run("x|a|"), &["pattern #2", "must begin with 'a' or 'r'"]);
+    check(&run("a|loop"), &["pattern #2", "not terminated by '|'"]);
 }
 
 #[test]

@@ -111,3 +111,34 @@ fn run_marks_start_and_stop() {
     );
     assert!(w.ok(&["log", "verify"], b"").contains("4 records"));
 }
+
+/// Regression test: a state directory that is a regular file was found out
+/// only after the socket was listening, and then as "File exists".
+#[test]
+fn a_state_dir_that_is_a_file_is_refused_before_listening() {
+    let w = Weir::new();
+    let file = w.state_dir().join("state");
+    std::fs::write(&file, b"not a directory\n").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_weir"))
+        .env("WEIR_SOCKET", w.socket())
+        .env("RUST_LOG", "info")
+        .arg("--state-dir")
+        .arg(&file)
+        .args(["--config", "/dev/null", "run"])
+        .args(["--mounts-enabled", "false", "--devices-enabled", "false"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "the state directory {} is not a directory",
+            file.display()
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("File exists"), "{err}");
+    assert!(!err.contains("listening"), "{err}");
+    assert!(!w.socket().exists(), "the socket was made");
+}

@@ -109,7 +109,7 @@ fn run(
             // error) until the notifier can go on.
             Err(e) => {
                 if !failing {
-                    tracing::warn!(error = %e, "the API's commit notifier cannot read the log");
+                    tracing::warn!(error = %weir_view::chain::error_chain(&e), "the API's commit notifier cannot read the log");
                     failing = true;
                     window.set_halted(true);
                 }

@@ -160,6 +160,8 @@ impl From<weir_log::Error> for ApiError {
             E::ConsumerExists(_) => (Code::ConsumerExists, None),
             E::BadConsumerName(_)
             | E::BadType(_)
+            | E::UnknownType(_)
+            | E::BadTypeRange(_)
             | E::MaskTooLong { .. }
             | E::FieldTooLong { .. }
             | E::RecordTooLarge { .. } => (Code::BadRequest, None),
@@ -203,7 +205,7 @@ pub(crate) fn json_response(status: StatusCode, body: impl Into<axum::body::Body
 pub enum Error {
     /// `accept` on the listening socket failed with an error that is not
     /// about one connection or a passing shortage (the socket is unusable).
-    #[error("accepting a connection on the API socket: {0}")]
+    #[error("accepting a connection on the API socket")]
     Accept(#[source] std::io::Error),
 }
 

@@ -27,6 +27,7 @@ mod context;
 mod cursor;
 mod error;
 mod gate;
+mod head;
 mod inventory;
 mod metrics;
 mod openapi;

@@ -58,10 +58,10 @@ impl Peer {
 #[non_exhaustive]
 pub enum PeerError {
     /// `getsockopt(SO_PEERCRED)` failed.
-    #[error("reading the peer's credentials (SO_PEERCRED): {0}")]
+    #[error("reading the peer's credentials (SO_PEERCRED)")]
     Cred(#[source] rustix::io::Errno),
     /// `getsockopt(SO_PEERGROUPS)` failed.
-    #[error("reading the peer's groups (SO_PEERGROUPS): {0}")]
+    #[error("reading the peer's groups (SO_PEERGROUPS)")]
     Groups(#[source] weir_sys::Error),
 }
 

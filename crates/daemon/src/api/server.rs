@@ -23,6 +23,7 @@ use tower::ServiceExt;
 
 use super::context::Ctx;
 use super::error::Error;
+use super::head;
 use super::peer::Peer;
 use super::state::ApiState;
 
@@ -108,9 +109,26 @@ async fn connection(stream: UnixStream, router: Router, mut closing: watch::Rece
         Ok(p) => Some(p),
         Err(e) => {
             // Its requests are then "anyone else" for the access rule.
-            tracing::warn!(error = %e, "cannot identify an API peer");
+            tracing::warn!(error = %weir_view::chain::error_chain(&e), "cannot identify an API peer");
             None
         }
+    };
+    // The first head is checked here, so that a malformed one gets the
+    // JSON error body (see `head`). Within hyper's own header timeout, and
+    // given up when the server stops: hyper would close such a
+    // connection without an answer too.
+    let first = tokio::select! {
+        r = tokio::time::timeout(HEADER_TIMEOUT, head::first(stream)) => r,
+        Ok(_) = closing.wait_for(|&c| c) => return,
+    };
+    let stream = match first {
+        Ok(Ok(head::First::Serve(s))) => s,
+        Ok(Ok(head::First::Answered | head::First::Closed)) => return,
+        Ok(Err(e)) => {
+            tracing::debug!(error = %e, "an API connection failed before its first request");
+            return;
+        }
+        Err(_elapsed) => return,
     };
     let svc = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
         if let Some(p) = &peer {

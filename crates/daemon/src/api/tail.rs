@@ -95,7 +95,7 @@ impl Tail {
                     .fill(&t.ctx.state.log, &t.window, following, &mut buf)
                 {
                     Err(e) if buf.is_empty() => {
-                        tracing::warn!(error = %e, "a record stream failed");
+                        tracing::warn!(error = %weir_view::chain::error_chain(&e), "a record stream failed");
                         return Some((Err(e), None));
                     }
                     // Send what was read; the error comes again next.

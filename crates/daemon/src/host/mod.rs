@@ -43,6 +43,21 @@ use running::Ended;
 /// The log's subdirectory of the state directory.
 pub const LOG_SUBDIR: &str = "log";
 
+/// Creates the state directory if it is missing. A path that exists but
+/// is not a directory is refused by name: `create_dir_all` would only say
+/// "File exists".
+fn make_state_dir(path: &std::path::Path) -> Result<()> {
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_dir() => Err(Error::StateDirNotDir {
+            path: path.to_owned(),
+        }),
+        _ => std::fs::create_dir_all(path).map_err(|source| Error::StateDir {
+            path: path.to_owned(),
+            source,
+        }),
+    }
+}
+
 /// Runs the daemon until SIGTERM or SIGINT, then stops it cleanly. Returns
 /// `Ok` after a clean stop; an error when it could not start, or when a
 /// part of it failed while it ran or stopped.
@@ -74,11 +89,10 @@ pub fn run(config: Config) -> Result<()> {
         let _in_runtime = runtime.enter();
         signals::Signals::install()?
     };
+    // The state directory before the socket: a daemon that cannot keep
+    // state must not be seen listening first.
+    make_state_dir(&state_dir)?;
     let listener = socket::open(&socket_path, &config.access)?;
-    std::fs::create_dir_all(&state_dir).map_err(|source| Error::StateDir {
-        path: state_dir.clone(),
-        source,
-    })?;
     let log = Arc::new(open_log(&state_dir.join(LOG_SUBDIR), &config)?);
     let started = marks::started(&log)?;
     info!(index = started, pid = std::process::id(), "weir started");

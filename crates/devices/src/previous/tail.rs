@@ -78,7 +78,10 @@ pub(crate) fn catch_up(log: &Log, state: &mut State, since: u64) -> TailReport {
     // Readers see committed records only: a tracker that ran in this
     // process may have appended some that are not yet.
     if let Err(e) = log.sync() {
-        tracing::warn!(error = %e, "syncing the log before reading the device records");
+        tracing::warn!(
+            error = &e as &dyn std::error::Error,
+            "syncing the log before reading the device records"
+        );
     }
     let from = since.saturating_add(1);
     let last = log.last_index();
@@ -107,7 +110,10 @@ pub(crate) fn catch_up(log: &Log, state: &mut State, since: u64) -> TailReport {
             },
             Ok(None) => break,
             Err(e) => {
-                tracing::warn!(error = %e, "reading the device records after the checkpoint");
+                tracing::warn!(
+                    error = &e as &dyn std::error::Error,
+                    "reading the device records after the checkpoint"
+                );
                 report.error = Some(e);
                 break;
             }

@@ -51,7 +51,10 @@ impl Activator {
                         ],
                     );
                     if let Err(e) = r {
-                        tracing::warn!(error = %e, "logging an on-vg-complete status");
+                        tracing::warn!(
+                            error = &e as &dyn std::error::Error,
+                            "logging an on-vg-complete status"
+                        );
                     }
                 }
             }
