@@ -1,18 +1,26 @@
-//! Fuzzes the daemon API's parsers of request input: query strings (every
-//! route's typed parameters) and JSON bodies (append, register, clear).
+//! Fuzzes the daemon API's parsers of request input: the first request
+//! head of a connection, query strings (every route's typed parameters)
+//! and JSON bodies (append, register, clear).
 //!
-//! Property: parsing never panics, and a query that parses has at most
-//! `MAX_PARAMS` pairs, each of which decodes to UTF-8.
+//! Property: parsing never panics; a head judged good stays good whatever
+//! follows it; and a query that parses has at most `MAX_PARAMS` pairs,
+//! each of which decodes to UTF-8.
 #![no_main]
 #![forbid(unsafe_code)]
 
 use libfuzzer_sys::fuzz_target;
+use weir_daemon::api::head::{self, Check};
 use weir_daemon::api::query::{
     FormatQuery, MAX_PARAMS, MountsQuery, RecordsQuery, parse_empty, parse_pairs,
 };
 use weir_daemon::api::requests::{AppendRequest, ClearRequest, RegisterRequest, parse};
 
 fuzz_target!(|data: &[u8]| {
+    if head::check(data) == Check::Good {
+        let mut more = data.to_vec();
+        more.extend_from_slice(b"\r\nbody");
+        assert_eq!(head::check(&more), Check::Good);
+    }
     let _ = parse::<AppendRequest>(data);
     let _ = parse::<RegisterRequest>(data);
     let _ = parse::<ClearRequest>(data);

@@ -72,15 +72,23 @@ pub(super) async fn first(mut stream: UnixStream) -> io::Result<First> {
     }))
 }
 
-enum Check {
+/// What the bytes read so far make of a request head.
+#[derive(Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Check {
+    /// A whole head hyper can parse (or one with more headers than hyper
+    /// takes, which hyper refuses itself).
     Good,
+    /// A prefix of a head: read on.
     Partial,
+    /// Not HTTP/1.1 hyper would parse, and why.
     Bad(String),
 }
 
 /// Whether `buf` starts with a head hyper would parse: `httparse` as hyper
-/// calls it, then the method and target as hyper converts them.
-fn check(buf: &[u8]) -> Check {
+/// calls it, then the method and target as hyper converts them. Bytes
+/// after the head (a body) do not count.
+pub fn check(buf: &[u8]) -> Check {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut headers);
     match req.parse(buf) {
@@ -158,6 +166,44 @@ impl AsyncWrite for Prefixed {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use proptest::prelude::*;
+
+    /// A head hyper takes: a method, an origin-form target and headers.
+    fn arb_head() -> impl Strategy<Value = Vec<u8>> {
+        let method = prop::sample::select(vec!["GET", "POST", "DELETE", "PUT"]);
+        let target = "/[a-z0-9/._-]{0,40}(\\?[a-z0-9=&%]{0,40})?";
+        let header = ("[A-Za-z][A-Za-z0-9-]{0,20}", "[ -~]{0,40}");
+        (method, target, prop::collection::vec(header, 0..8)).prop_map(|(m, t, hs)| {
+            let mut head = format!("{m} {t} HTTP/1.1\r\n");
+            for (k, v) in hs {
+                head.push_str(&format!("{k}: {}\r\n", v.trim()));
+            }
+            head.push_str("\r\n");
+            head.into_bytes()
+        })
+    }
+
+    proptest! {
+        /// Any bytes get an answer, never a panic.
+        #[test]
+        fn any_bytes_are_judged(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
+            let _ = check(&bytes);
+        }
+
+        /// A good head is good with a body after it, and every prefix of
+        /// it (a head split across reads) is partial, never refused early.
+        #[test]
+        fn a_good_head_is_good_whole_and_partial_before(head in arb_head(), body in prop::collection::vec(any::<u8>(), 0..64)) {
+            prop_assert_eq!(check(&head), Check::Good);
+            let mut with_body = head.clone();
+            with_body.extend_from_slice(&body);
+            prop_assert_eq!(check(&with_body), Check::Good);
+            for cut in 0..head.len() {
+                prop_assert_eq!(check(&head[..cut]), Check::Partial, "cut at {}", cut);
+            }
+        }
+    }
 
     #[test]
     fn heads_are_judged_as_hyper_judges_them() {

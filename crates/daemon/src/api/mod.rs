@@ -27,7 +27,7 @@ mod context;
 mod cursor;
 mod error;
 mod gate;
-mod head;
+pub mod head;
 mod inventory;
 mod metrics;
 mod openapi;
