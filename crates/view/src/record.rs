@@ -20,8 +20,9 @@
 
 use std::fmt::{self, Write as _};
 
-use serde::Serialize;
+use serde::de::{Deserializer, MapAccess, Unexpected, Visitor};
 use serde::ser::{SerializeMap, Serializer};
+use serde::{Deserialize, Serialize};
 use weir_log::{FLAG_RECONCILED, LogRecord, RecordType};
 
 use crate::bytes::{Bytes, escape, hex};
@@ -172,6 +173,102 @@ pub fn record_json(r: &LogRecord) -> String {
     serde_json::to_string(&j).expect("a record serializes to JSON")
 }
 
+/// A JSON line that is not a record as [`record_json`] writes it.
+#[derive(Debug, thiserror::Error)]
+#[error("not a record line: {0}")]
+pub struct RecordJsonError(#[from] serde_json::Error);
+
+/// The record a [`record_json`] line shows, whole: `weir log tail` reads
+/// the daemon's stream back into records so that it selects and renders
+/// them as it does the records it reads itself.
+pub fn record_from_json(line: &str) -> Result<LogRecord, RecordJsonError> {
+    #[derive(Deserialize)]
+    struct In {
+        index: u64,
+        time: u64,
+        type_code: u16,
+        flags: u16,
+        target: HexIn,
+        parent: HexIn,
+        name: BytesIn,
+        fields: FieldsIn,
+    }
+    let r: In = serde_json::from_str(line)?;
+    Ok(LogRecord {
+        index: r.index,
+        time_ns: r.time,
+        kind: RecordType(r.type_code),
+        flags: r.flags,
+        target: r.target.0,
+        parent: r.parent.0,
+        name: r.name.0,
+        fields: r.fields.0,
+    })
+}
+
+/// [`Bytes`] read back: a string, or an array of byte values.
+struct BytesIn(Vec<u8>);
+
+impl<'de> Deserialize<'de> for BytesIn {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Form {
+            Text(String),
+            Raw(Vec<u8>),
+        }
+        Ok(BytesIn(match Form::deserialize(d)? {
+            Form::Text(s) => s.into_bytes(),
+            Form::Raw(b) => b,
+        }))
+    }
+}
+
+/// A hex id read back.
+struct HexIn(Vec<u8>);
+
+impl<'de> Deserialize<'de> for HexIn {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        let bad = || serde::de::Error::invalid_value(Unexpected::Str(&s), &"hex digits");
+        if s.len() % 2 != 0 {
+            return Err(bad());
+        }
+        (0..s.len())
+            .step_by(2)
+            .map(|i| {
+                s.get(i..i + 2)
+                    .and_then(|h| u8::from_str_radix(h, 16).ok())
+                    .ok_or_else(bad)
+            })
+            .collect::<Result<_, _>>()
+            .map(HexIn)
+    }
+}
+
+/// Fields read back in the order they are written (a map would sort them).
+struct FieldsIn(Vec<(String, Vec<u8>)>);
+
+impl<'de> Deserialize<'de> for FieldsIn {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = FieldsIn;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object of fields")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<FieldsIn, A::Error> {
+                let mut out = Vec::new();
+                while let Some((k, v)) = a.next_entry::<String, BytesIn>()? {
+                    out.push((k, v.0));
+                }
+                Ok(FieldsIn(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -317,5 +414,26 @@ mod tests {
         }
         // The JSON key follows the number.
         assert!(record_json(&m).contains(r#""flags":32771,"flag_names":["COMPARE","#));
+    }
+
+    proptest::proptest! {
+        /// A JSON line reads back into the very record, so the CLI renders
+        /// the daemon's records as it renders its own.
+        #[test]
+        fn json_reads_back_whole(
+            index in proptest::num::u64::ANY,
+            time_ns in proptest::num::u64::ANY,
+            kind in proptest::num::u16::ANY,
+            flags in proptest::num::u16::ANY,
+            target in proptest::collection::vec(proptest::num::u8::ANY, 0..20),
+            parent in proptest::collection::vec(proptest::num::u8::ANY, 0..20),
+            name in proptest::collection::vec(proptest::num::u8::ANY, 0..20),
+            fields in proptest::collection::vec(
+                ("[a-z_]{1,6}", proptest::collection::vec(proptest::num::u8::ANY, 0..8)), 0..6),
+        ) {
+            let r = LogRecord { index, time_ns, kind: RecordType(kind), flags, target, parent, name, fields };
+            let back = record_from_json(&record_json(&r)).unwrap();
+            proptest::prop_assert_eq!(back, r);
+        }
     }
 }

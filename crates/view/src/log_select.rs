@@ -1,0 +1,403 @@
+//! Which records `weir log tail` prints, as journalctl chooses: matches
+//! (`KEY=VALUE` on a field, a device, a mount point), a time window
+//! (`--since`/`--until`) and the last N (`-n`).
+//!
+//! Both ways of reading the log (the CLI's own reader and the daemon's
+//! stream) hand each record to one [`Selection`], which renders what it
+//! keeps with [`crate::record`]: so the two print the same bytes.
+//!
+//! Matches on the same key OR, on different keys AND, as journalctl's
+//! `FIELD=VALUE` arguments. The time window is a filter, not a seek: the
+//! wall clock may step back, so a record is kept when its own time is in
+//! the window, wherever it sits in the log.
+
+use std::collections::VecDeque;
+
+use weir_log::{LogRecord, RecordType};
+
+/// What one match looks at.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum MatchKey {
+    /// A field of the record, by name (`dev`, `vg`, `fstype`).
+    Field(String),
+    /// A block device: a DEVICE_* or PV_* record whose name is the device
+    /// name (`sda1`) or whose `dev` field is its number (`8:1`).
+    Device,
+    /// A mount point: a MOUNT_* record whose name is the path.
+    Mount,
+}
+
+/// One match: a key and a value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Match {
+    /// What it looks at.
+    pub key: MatchKey,
+    /// The value, as bytes (a field value or a name need not be UTF-8).
+    pub value: Vec<u8>,
+}
+
+/// Why a match was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MatchError {
+    /// Neither `KEY=VALUE` nor an absolute path.
+    #[error("bad match {input:?} (expected KEY=VALUE, a /dev path or a mount point)")]
+    Form {
+        /// The match as given.
+        input: String,
+    },
+    /// A key outside `[A-Za-z0-9_]`, or empty.
+    #[error("bad field name in match {input:?} (letters, digits and _ only)")]
+    Key {
+        /// The match as given.
+        input: String,
+    },
+    /// An empty device or mount point.
+    #[error("an empty {what}")]
+    Empty {
+        /// `device` or `mount point`.
+        what: &'static str,
+    },
+}
+
+impl Match {
+    /// A positional match: `KEY=VALUE`, a path under `/dev/` (a device) or
+    /// another absolute path (a mount point).
+    pub fn parse(input: &str) -> Result<Match, MatchError> {
+        if input.starts_with("/dev/") {
+            return Match::device(input);
+        }
+        if input.starts_with('/') {
+            return Match::mount(input);
+        }
+        let Some((key, value)) = input.split_once('=') else {
+            return Err(MatchError::Form {
+                input: input.to_owned(),
+            });
+        };
+        if key.is_empty() || !key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            return Err(MatchError::Key {
+                input: input.to_owned(),
+            });
+        }
+        Ok(Match {
+            key: MatchKey::Field(key.to_owned()),
+            value: value.as_bytes().to_vec(),
+        })
+    }
+
+    /// A device: `/dev/sda1`, `sda1` or `8:1`.
+    pub fn device(input: &str) -> Result<Match, MatchError> {
+        let name = input.strip_prefix("/dev/").unwrap_or(input);
+        if name.is_empty() {
+            return Err(MatchError::Empty { what: "device" });
+        }
+        Ok(Match {
+            key: MatchKey::Device,
+            value: name.as_bytes().to_vec(),
+        })
+    }
+
+    /// A mount point; a trailing `/` is dropped (but `/` stays).
+    pub fn mount(input: &str) -> Result<Match, MatchError> {
+        if input.is_empty() {
+            return Err(MatchError::Empty {
+                what: "mount point",
+            });
+        }
+        let path = match input.trim_end_matches('/') {
+            "" => "/",
+            p => p,
+        };
+        Ok(Match {
+            key: MatchKey::Mount,
+            value: path.as_bytes().to_vec(),
+        })
+    }
+
+    /// Whether `r` matches.
+    pub fn matches(&self, r: &LogRecord) -> bool {
+        match &self.key {
+            MatchKey::Field(k) => r.fields.iter().any(|(f, v)| f == k && *v == self.value),
+            MatchKey::Mount => weir_mounts::record::TYPES.contains(&r.kind) && r.name == self.value,
+            MatchKey::Device => {
+                is_device_record(r.kind)
+                    && (r.name == self.value
+                        || r.fields.iter().any(|(f, v)| f == "dev" && *v == self.value))
+            }
+        }
+    }
+}
+
+/// Records about one block device: DEVICE_* and PV_* (VG and LV records
+/// name a VG or an LV, not a device).
+fn is_device_record(kind: RecordType) -> bool {
+    matches!(
+        kind,
+        RecordType::DEVICE_ADD
+            | RecordType::DEVICE_REMOVE
+            | RecordType::DEVICE_CHANGE
+            | RecordType::PV_FOUND
+            | RecordType::PV_LOST
+            | RecordType::PV_CHANGE
+    )
+}
+
+/// Which records pass: matches and a time window.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Filter {
+    /// Grouped by key, keys in order: a record passes when, for every
+    /// key, one of its values matches.
+    groups: Vec<(MatchKey, Vec<Match>)>,
+    /// Records at or after this time (ns since the epoch).
+    since: Option<i128>,
+    /// Records at or before this time.
+    until: Option<i128>,
+}
+
+impl Filter {
+    /// Every record.
+    pub fn new() -> Filter {
+        Filter::default()
+    }
+
+    /// Adds a match: ORed with those of the same key, ANDed with others.
+    pub fn with_match(mut self, m: Match) -> Filter {
+        match self.groups.iter_mut().find(|(k, _)| *k == m.key) {
+            Some((_, ms)) => ms.push(m),
+            None => {
+                self.groups.push((m.key.clone(), vec![m]));
+                self.groups.sort_by(|a, b| a.0.cmp(&b.0));
+            }
+        }
+        self
+    }
+
+    /// Only records whose time is at or after `ns` (see [`crate::log_time`]).
+    pub fn since(mut self, ns: i128) -> Filter {
+        self.since = Some(ns);
+        self
+    }
+
+    /// Only records whose time is at or before `ns`.
+    pub fn until(mut self, ns: i128) -> Filter {
+        self.until = Some(ns);
+        self
+    }
+
+    /// Whether every record passes.
+    pub fn is_all(&self) -> bool {
+        self.groups.is_empty() && self.since.is_none() && self.until.is_none()
+    }
+
+    /// Whether `r` passes.
+    pub fn accepts(&self, r: &LogRecord) -> bool {
+        let t = i128::from(r.time_ns);
+        self.since.is_none_or(|s| t >= s)
+            && self.until.is_none_or(|u| t <= u)
+            && self
+                .groups
+                .iter()
+                .all(|(_, ms)| ms.iter().any(|m| m.matches(r)))
+    }
+}
+
+/// The records `weir log tail` prints, rendered: those the [`Filter`]
+/// passes, and with `last`, only the last N of those already written.
+///
+/// Records go in with [`Selection::push`] in log order; until
+/// [`Selection::caught_up`] (the reader reached the end of the log as it
+/// was), the last N are held back, then written at once; after it, each
+/// passing record is written as it comes (for `-f`).
+#[derive(Debug)]
+pub struct Selection {
+    filter: Filter,
+    json: bool,
+    /// `Some` while holding back the last N lines.
+    held: Option<(usize, VecDeque<String>)>,
+}
+
+impl Selection {
+    /// Records that pass `filter`, as JSON or text lines; with `last`,
+    /// only the last N of the backlog.
+    pub fn new(filter: Filter, json: bool, last: Option<usize>) -> Selection {
+        Selection {
+            filter,
+            json,
+            held: last.map(|n| (n, VecDeque::with_capacity(n.min(4096)))),
+        }
+    }
+
+    /// Takes one record; appends its line (and a newline) to `out` when it
+    /// passes and nothing is held back.
+    pub fn push(&mut self, r: &LogRecord, out: &mut Vec<u8>) {
+        if !self.filter.accepts(r) {
+            return;
+        }
+        let line = if self.json {
+            crate::record::record_json(r)
+        } else {
+            crate::record::record_line(r)
+        };
+        match &mut self.held {
+            Some((0, _)) => {}
+            Some((n, held)) => {
+                if held.len() == *n {
+                    held.pop_front();
+                }
+                held.push_back(line);
+            }
+            None => {
+                out.extend_from_slice(line.as_bytes());
+                out.push(b'\n');
+            }
+        }
+    }
+
+    /// The backlog is read: writes the held lines to `out`, then lets
+    /// records through as they come. Later calls do nothing.
+    pub fn caught_up(&mut self, out: &mut Vec<u8>) {
+        if let Some((_, held)) = self.held.take() {
+            for line in held {
+                out.extend_from_slice(line.as_bytes());
+                out.push(b'\n');
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn rec(index: u64, kind: RecordType, name: &str, fields: &[(&str, &str)]) -> LogRecord {
+        LogRecord {
+            index,
+            time_ns: index * 1_000,
+            kind,
+            flags: 0,
+            target: vec![],
+            parent: vec![],
+            name: name.as_bytes().to_vec(),
+            fields: fields
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), v.as_bytes().to_vec()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn matches_parse() {
+        assert_eq!(
+            Match::parse("dev=8:0"),
+            Ok(Match {
+                key: MatchKey::Field("dev".into()),
+                value: b"8:0".to_vec()
+            })
+        );
+        assert_eq!(Match::parse("k=").unwrap().value, b"");
+        assert_eq!(Match::parse("k=a=b").unwrap().value, b"a=b");
+        assert_eq!(
+            Match::parse("/dev/sda1").unwrap(),
+            Match::device("sda1").unwrap()
+        );
+        assert_eq!(
+            Match::parse("/mnt/x/").unwrap(),
+            Match::mount("/mnt/x").unwrap()
+        );
+        assert_eq!(Match::mount("///").unwrap().value, b"/");
+        assert!(matches!(Match::parse("sda1"), Err(MatchError::Form { .. })));
+        assert!(matches!(Match::parse("=x"), Err(MatchError::Key { .. })));
+        assert!(matches!(Match::parse("a b=x"), Err(MatchError::Key { .. })));
+        assert!(matches!(
+            Match::parse("/dev/"),
+            Err(MatchError::Empty { .. })
+        ));
+    }
+
+    #[test]
+    fn same_key_ors_and_different_keys_and() {
+        let a = rec(
+            1,
+            RecordType::PV_FOUND,
+            "sda1",
+            &[("dev", "8:1"), ("vg", "vg0")],
+        );
+        let b = rec(
+            2,
+            RecordType::PV_FOUND,
+            "sdb1",
+            &[("dev", "8:17"), ("vg", "vg1")],
+        );
+        let m = rec(3, RecordType::MOUNT_ATTACH, "/mnt/x", &[("dev", "8:1")]);
+        let f = Filter::new()
+            .with_match(Match::parse("vg=vg0").unwrap())
+            .with_match(Match::parse("vg=vg1").unwrap());
+        assert!(f.accepts(&a) && f.accepts(&b) && !f.accepts(&m));
+        let f = f.with_match(Match::parse("/dev/sdb1").unwrap());
+        assert!(!f.accepts(&a) && f.accepts(&b));
+        // A device by number; a mount record is no device record.
+        let f = Filter::new().with_match(Match::device("8:1").unwrap());
+        assert!(f.accepts(&a) && !f.accepts(&b) && !f.accepts(&m));
+        let f = Filter::new().with_match(Match::parse("/mnt/x").unwrap());
+        assert!(!f.accepts(&a) && f.accepts(&m));
+    }
+
+    #[test]
+    fn time_window_is_inclusive() {
+        let f = Filter::new().since(2_000).until(3_000);
+        let at = |i| rec(i, RecordType::MARK, "", &[]);
+        assert!(!f.accepts(&at(1)) && f.accepts(&at(2)) && f.accepts(&at(3)) && !f.accepts(&at(4)));
+    }
+
+    #[test]
+    fn the_last_n_wait_for_the_backlog() {
+        let mut s = Selection::new(Filter::new(), false, Some(2));
+        let mut out = Vec::new();
+        for i in 1..=5 {
+            s.push(&rec(i, RecordType::MARK, &format!("r{i}"), &[]), &mut out);
+        }
+        assert!(out.is_empty());
+        s.caught_up(&mut out);
+        s.push(&rec(6, RecordType::MARK, "r6", &[]), &mut out);
+        let text = String::from_utf8(out).unwrap();
+        let names: Vec<&str> = text
+            .lines()
+            .map(|l| l.rsplit(' ').next().unwrap())
+            .collect();
+        assert_eq!(names, ["r4", "r5", "r6"]);
+    }
+
+    proptest! {
+        /// Any text is judged without a panic; a `KEY=VALUE` with a good
+        /// key keeps its value whole.
+        #[test]
+        fn any_match_is_judged(s in "\\PC{0,30}", k in "[a-z_]{1,8}", v in "\\PC{0,20}") {
+            let _ = Match::parse(&s);
+            let m = Match::parse(&format!("{k}={v}")).unwrap();
+            prop_assert_eq!(m.value, v.as_bytes());
+        }
+
+        /// `-n N` prints the last N of what passes, in order.
+        #[test]
+        fn last_n_is_the_tail(total in 0u64..40, n in 0usize..10, vg in 0u64..3) {
+            let recs: Vec<LogRecord> = (1..=total)
+                .map(|i| rec(i, RecordType::PV_FOUND, "d", &[("vg", &format!("vg{}", i % 3))]))
+                .collect();
+            let f = Filter::new().with_match(Match::parse(&format!("vg=vg{vg}")).unwrap());
+            let mut s = Selection::new(f.clone(), false, Some(n));
+            let mut out = Vec::new();
+            for r in &recs {
+                s.push(r, &mut out);
+            }
+            s.caught_up(&mut out);
+            let kept: Vec<&LogRecord> = recs.iter().filter(|r| f.accepts(r)).collect();
+            let want: String = kept[kept.len().saturating_sub(n)..]
+                .iter()
+                .map(|r| crate::record::record_line(r) + "\n")
+                .collect();
+            prop_assert_eq!(String::from_utf8(out).unwrap(), want);
+        }
+    }
+}
