@@ -7,6 +7,7 @@ use clap::{Args, Parser, Subcommand};
 use weir_log::{RecordType, TypeMask};
 use weir_mounts::BackendChoice;
 
+use weir_view::log_select::Match;
 use weir_view::lvm_columns::Columns as LvmColumns;
 use weir_view::lvm_view::Listing;
 use weir_view::mounts_table::Columns;
@@ -138,7 +139,7 @@ pub(crate) struct TailArgs {
 
     /// Only these types, e.g. `CREAT,UNLNK,200-300` or `all,-MARK`.
     // A mask may start with a removal (`-MARK`), which is not an option.
-    #[arg(long, value_name = "TYPES", value_parser = parse_mask, allow_hyphen_values = true)]
+    #[arg(long, visible_alias = "type", value_name = "TYPES", value_parser = parse_mask, allow_hyphen_values = true)]
     pub(crate) mask: Option<TypeMask>,
 
     /// Keep printing records as they are written, until SIGINT or SIGTERM.
@@ -148,6 +149,35 @@ pub(crate) struct TailArgs {
     /// One JSON object per line.
     #[arg(long)]
     pub(crate) json: bool,
+
+    /// Only the last N records that match (then stop, or follow with -f).
+    #[arg(short = 'n', long = "lines", value_name = "N")]
+    pub(crate) lines: Option<usize>,
+
+    /// Jump to the end: the last 1000 records that match, unless -n says.
+    #[arg(short = 'e', long)]
+    pub(crate) pager_end: bool,
+
+    /// Records at or after this time: `2025-03-01 12:00`, `today`, `-1h`, `@EPOCH`...
+    #[arg(short = 'S', long, value_name = "TIME", allow_hyphen_values = true)]
+    pub(crate) since: Option<String>,
+
+    /// Records at or before this time (same syntax as --since).
+    #[arg(short = 'U', long, value_name = "TIME", allow_hyphen_values = true)]
+    pub(crate) until: Option<String>,
+
+    /// Records about this mount point (MOUNT_* records naming it); repeatable.
+    #[arg(long, value_name = "PATH", value_parser = parse_mount)]
+    pub(crate) mount: Vec<Match>,
+
+    /// Records about this device (`/dev/sda1`, `sda1` or `8:1`); repeatable.
+    #[arg(long, value_name = "DEV", value_parser = parse_device)]
+    pub(crate) device: Vec<Match>,
+
+    /// Matches: `KEY=VALUE` on a field (`vg=vg0`), a `/dev/...` device or a
+    /// mount point. The same key ORs, different keys AND.
+    #[arg(value_name = "MATCH", value_parser = parse_match)]
+    pub(crate) matches: Vec<Match>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -537,6 +567,30 @@ fn parse_type(s: &str) -> Result<RecordType, String> {
 
 fn parse_mask(s: &str) -> Result<TypeMask, String> {
     TypeMask::parse(s).map_err(|e| e.to_string())
+}
+
+fn parse_match(s: &str) -> Result<Match, String> {
+    if s.starts_with("/dev/") {
+        return parse_device(s);
+    }
+    Match::parse(s).map_err(|e| e.to_string())
+}
+
+fn parse_mount(s: &str) -> Result<Match, String> {
+    Match::mount(s).map_err(|e| e.to_string())
+}
+
+/// A device path is followed to the node it names (`/dev/mapper/vg-lv` is
+/// `/dev/dm-3`, the name the records carry); one that does not exist (a
+/// device gone since) is taken as written.
+fn parse_device(s: &str) -> Result<Match, String> {
+    let resolved = s
+        .starts_with("/dev/")
+        .then(|| std::fs::canonicalize(s).ok())
+        .flatten()
+        .and_then(|p| p.to_str().map(str::to_owned))
+        .filter(|p| p.starts_with("/dev/"));
+    Match::device(resolved.as_deref().unwrap_or(s)).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -7,6 +7,11 @@
 //! cleared index with its mask; `--mask` narrows further. A closed stdout
 //! ends the command quietly (see `main`); SIGINT or SIGTERM stop `-f` after
 //! the current record.
+//!
+//! journalctl's choices (`-n`, `-e`, `--since`, `--until`, matches) are one
+//! [`Selection`] on both paths: through the daemon, the records come as
+//! JSON, are read back and go through it as the directly read ones do, so
+//! the two print the same bytes.
 
 use std::io::Write;
 use std::path::Path;
@@ -22,8 +27,12 @@ use crate::cli::TailArgs;
 use crate::daemon::Route;
 use crate::signals;
 use crate::state_dir::StateDir;
-use weir_view::record as json;
-use weir_view::record as text;
+use weir_view::log_select::{Filter, Selection};
+use weir_view::log_time::parse_time;
+use weir_view::record::record_from_json;
+
+/// How many records `-e` shows when `-n` does not say: journalctl's.
+const PAGER_END_LINES: usize = 1000;
 
 /// How long `-f` waits between looks at the directory.
 const POLL: Duration = Duration::from_millis(50);
@@ -33,9 +42,14 @@ const POLL: Duration = Duration::from_millis(50);
 const FROM_GRACE: Duration = Duration::from_millis(300);
 
 pub(super) fn tail(route: &Route, state: &StateDir, args: TailArgs) -> Result<()> {
+    let selection = selection(&args)?;
     if let Some(mut client) = route.log_client()? {
-        return via_daemon(&mut client, &args);
+        return match selection {
+            None => via_daemon(&mut client, &args),
+            Some(sel) => via_daemon_selected(&mut client, &args, sel),
+        };
     }
+    let mut sel = selection.unwrap_or_else(|| Selection::new(Filter::new(), args.json, None));
     let dir = state.existing_log_dir()?;
     let (from, mask) = start(&dir, &args)?;
     if let Some(from) = args.from {
@@ -48,6 +62,7 @@ pub(super) fn tail(route: &Route, state: &StateDir, args: TailArgs) -> Result<()
     };
     let mut reader = open(&dir, from, mask.as_ref());
     let mut out = std::io::BufWriter::new(crate::stdout::lock());
+    let mut buf = Vec::new();
     // Without --from, start at the oldest record whatever its index; a
     // segment collected while we start just moves that start forward.
     let mut chase_oldest = from.is_none();
@@ -63,27 +78,134 @@ pub(super) fn tail(route: &Route, state: &StateDir, args: TailArgs) -> Result<()
                 }
                 Err(e) => return Err(e).context("reading the log"),
             };
-            let line = if args.json {
-                json::record_json(&rec)
-            } else {
-                text::record_line(&rec)
-            };
-            out.write_all(line.as_bytes())?;
-            out.write_all(b"\n")?;
+            sel.push(&rec, &mut buf);
+            out.write_all(&buf)?;
+            buf.clear();
             if stop.as_ref().is_some_and(|s| s.load(Ordering::Relaxed)) {
                 break;
             }
         }
         chase_oldest = false;
-        out.flush()?;
         if restarted {
             continue;
         }
+        // The end of the log as it was: `-n` prints its last N now.
+        sel.caught_up(&mut buf);
+        out.write_all(&buf)?;
+        buf.clear();
+        out.flush()?;
         match &stop {
             Some(stop) if !stop.load(Ordering::SeqCst) => reader.wait(POLL),
             _ => return Ok(()),
         }
     }
+}
+
+/// journalctl's choices as a [`Selection`]; `None` when there are none,
+/// so that the daemon's stream is copied as it comes.
+fn selection(args: &TailArgs) -> Result<Option<Selection>> {
+    let now = jiff::Zoned::now();
+    let time = |opt: &str, s: &Option<String>| {
+        s.as_deref()
+            .map(|s| parse_time(s, &now).with_context(|| format!("{opt} {s:?}")))
+            .transpose()
+    };
+    let since = time("--since", &args.since)?;
+    let until = time("--until", &args.until)?;
+    let mut filter = Filter::new();
+    for m in args.matches.iter().chain(&args.mount).chain(&args.device) {
+        filter = filter.with_match(m.clone());
+    }
+    if let Some(t) = since {
+        filter = filter.since(t);
+    }
+    if let Some(t) = until {
+        filter = filter.until(t);
+    }
+    let last = args.lines.or(args.pager_end.then_some(PAGER_END_LINES));
+    if filter.is_all() && last.is_none() {
+        return Ok(None);
+    }
+    Ok(Some(Selection::new(filter, args.json, last)))
+}
+
+/// The daemon's records as JSON, read back and put through `sel`. With
+/// `-n` and `-f`, the backlog is one read (to its end) and the follow a
+/// second, from just after the last record the first one saw.
+fn via_daemon_selected(client: &mut Client, args: &TailArgs, mut sel: Selection) -> Result<()> {
+    let target = |from: Option<u64>, follow: bool| {
+        let q = PathQuery::new("/v1/log/records")
+            .param("format", "json")
+            .param_opt("from", from)
+            .param_opt("consumer", args.consumer.as_ref())
+            .param_opt("mask", args.mask.as_ref());
+        if follow { q.param("follow", "true") } else { q }
+    };
+    let mut out = std::io::BufWriter::new(crate::stdout::lock());
+    let mut buf = Vec::new();
+    let mut from = args.from;
+    if !args.follow || args.lines.is_some() || args.pager_end {
+        let mut lines = client
+            .get_lines(target(from, false).as_str())
+            .context("reading the log through the daemon")?;
+        loop {
+            match lines
+                .next(POLL)
+                .context("reading the log through the daemon")?
+            {
+                Next::Line(line) => {
+                    let rec = daemon_record(line)?;
+                    from = Some(rec.index.saturating_add(1));
+                    sel.push(&rec, &mut buf);
+                    out.write_all(&buf)?;
+                    buf.clear();
+                }
+                Next::Idle => {}
+                Next::End => break,
+            }
+        }
+        sel.caught_up(&mut buf);
+        out.write_all(&buf)?;
+        buf.clear();
+        out.flush()?;
+        if !args.follow {
+            return Ok(());
+        }
+    }
+    sel.caught_up(&mut buf);
+    let stop = signals::stop_flag()?;
+    let mut lines = client
+        .get_lines(target(from, true).as_str())
+        .context("following the log through the daemon")?;
+    while !stop.load(Ordering::SeqCst) {
+        match lines
+            .next(POLL)
+            .context("following the log through the daemon")?
+        {
+            Next::Line(line) => {
+                sel.push(&daemon_record(line)?, &mut buf);
+                out.write_all(&buf)?;
+                buf.clear();
+            }
+            Next::Idle => {}
+            Next::End => {
+                out.flush()?;
+                bail!("the daemon ended the stream (it is stopping)");
+            }
+        }
+        if !lines.pending() {
+            out.flush()?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// One line of the daemon's JSON stream as a record.
+fn daemon_record(line: &[u8]) -> Result<weir_log::LogRecord> {
+    let text =
+        std::str::from_utf8(line).context("the daemon sent a record line that is not UTF-8")?;
+    record_from_json(text).context("the daemon sent a line that is not a record")
 }
 
 /// The records from the daemon: copied as they come, or, with `-f`, line
