@@ -46,6 +46,8 @@ pub struct Reader {
     src: Source,
     next: u64,
     mask: Option<TypeMask>,
+    /// Only records whose time is in this window (ns, bounds included).
+    times: Option<(u64, u64)>,
     seg: Option<OpenSegment>,
     /// Records decoded ahead by one scan, served before scanning again.
     queue: VecDeque<LogRecord>,
@@ -81,6 +83,7 @@ impl Reader {
             src: Source::Live(inner),
             next: from.max(1),
             mask,
+            times: None,
             seg: None,
             queue: VecDeque::new(),
             failed: false,
@@ -104,6 +107,7 @@ impl Reader {
             },
             next: from.max(1),
             mask: None,
+            times: None,
             seg: None,
             queue: VecDeque::new(),
             failed: false,
@@ -116,6 +120,15 @@ impl Reader {
     /// Applies a type mask: other records are skipped.
     pub fn with_mask(mut self, mask: TypeMask) -> Reader {
         self.mask = Some(mask);
+        self
+    }
+
+    /// Keeps only records whose time is in `since..=until` (ns since the
+    /// epoch): the others are stepped over from their frame header, their
+    /// names and fields never decoded. A filter, not a seek: the wall clock
+    /// may step back, so the whole range is still looked at.
+    pub fn with_time_window(mut self, since: u64, until: u64) -> Reader {
+        self.times = Some((since, until));
         self
     }
 
@@ -325,7 +338,8 @@ impl Reader {
                             }
                             continue;
                         }
-                        let keep = self.mask.as_ref().is_none_or(|m| m.contains(f.kind));
+                        let keep = self.mask.as_ref().is_none_or(|m| m.contains(f.kind))
+                            && self.times.is_none_or(|(a, b)| (a..=b).contains(&f.time_ns));
                         let rec = keep.then(|| f.to_record());
                         self.next = idx + 1;
                         if let Some(r) = rec {
