@@ -185,6 +185,22 @@ impl Filter {
         self
     }
 
+    /// The time window as bounds a reader can skip by
+    /// (`weir_log::Reader::with_time_window`): `None` without one; an
+    /// empty range (`start > end`) when no record's time can be in it.
+    pub fn time_window(&self) -> Option<(u64, u64)> {
+        if self.since.is_none() && self.until.is_none() {
+            return None;
+        }
+        let max = i128::from(u64::MAX);
+        let since = self.since.unwrap_or(0).max(0);
+        let until = self.until.unwrap_or(max).min(max);
+        match (u64::try_from(since), u64::try_from(until)) {
+            (Ok(a), Ok(b)) if a <= b => Some((a, b)),
+            _ => Some((u64::MAX, 0)),
+        }
+    }
+
     /// Whether every record passes.
     pub fn is_all(&self) -> bool {
         self.groups.is_empty() && self.since.is_none() && self.until.is_none()
@@ -226,6 +242,11 @@ impl Selection {
             json,
             held: last.map(|n| (n, VecDeque::with_capacity(n.min(4096)))),
         }
+    }
+
+    /// What it keeps, before `-n`.
+    pub fn filter(&self) -> &Filter {
+        &self.filter
     }
 
     /// Takes one record; appends its line (and a newline) to `out` when it
@@ -349,6 +370,17 @@ mod tests {
         let f = Filter::new().since(2_000).until(3_000);
         let at = |i| rec(i, RecordType::MARK, "", &[]);
         assert!(!f.accepts(&at(1)) && f.accepts(&at(2)) && f.accepts(&at(3)) && !f.accepts(&at(4)));
+    }
+
+    #[test]
+    fn time_windows_for_a_reader() {
+        assert_eq!(Filter::new().time_window(), None);
+        assert_eq!(Filter::new().since(-5).time_window(), Some((0, u64::MAX)));
+        assert_eq!(Filter::new().since(3).until(7).time_window(), Some((3, 7)));
+        let empty = Some((u64::MAX, 0));
+        assert_eq!(Filter::new().until(-1).time_window(), empty);
+        assert_eq!(Filter::new().since(8).until(7).time_window(), empty);
+        assert_eq!(Filter::new().since(i128::MAX).time_window(), empty);
     }
 
     #[test]

@@ -60,7 +60,8 @@ pub(super) fn tail(route: &Route, state: &StateDir, args: TailArgs) -> Result<()
     } else {
         None
     };
-    let mut reader = open(&dir, from, mask.as_ref());
+    let window = sel.filter().time_window();
+    let mut reader = open(&dir, from, mask.as_ref(), window);
     let mut out = std::io::BufWriter::new(crate::stdout::lock());
     let mut buf = Vec::new();
     // Without --from, start at the oldest record whatever its index; a
@@ -72,7 +73,7 @@ pub(super) fn tail(route: &Route, state: &StateDir, args: TailArgs) -> Result<()
             let rec = match rec {
                 Ok(r) => r,
                 Err(weir_log::Error::Truncated { oldest, .. }) if chase_oldest => {
-                    reader = open(&dir, Some(oldest), mask.as_ref());
+                    reader = open(&dir, Some(oldest), mask.as_ref(), window);
                     restarted = true;
                     break;
                 }
@@ -304,10 +305,20 @@ fn from_grace(state: &StateDir) -> Duration {
     FROM_GRACE + flush.saturating_mul(2)
 }
 
-fn open(dir: &Path, from: Option<u64>, mask: Option<&TypeMask>) -> Reader {
-    let r = Reader::open_dir(dir, from.unwrap_or(1));
-    match mask {
-        Some(m) if !m.is_all() => r.with_mask(m.clone()),
-        _ => r,
+/// A reader from `from` that skips, from the frame header alone, the
+/// records outside `mask` and the time `window`.
+fn open(
+    dir: &Path,
+    from: Option<u64>,
+    mask: Option<&TypeMask>,
+    window: Option<(u64, u64)>,
+) -> Reader {
+    let mut r = Reader::open_dir(dir, from.unwrap_or(1));
+    if let Some(m) = mask.filter(|m| !m.is_all()) {
+        r = r.with_mask(m.clone());
     }
+    if let Some((since, until)) = window {
+        r = r.with_time_window(since, until);
+    }
+    r
 }
