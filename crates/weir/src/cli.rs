@@ -150,8 +150,9 @@ pub(crate) struct TailArgs {
     #[arg(long)]
     pub(crate) json: bool,
 
-    /// Only the last N records that match (then stop, or follow with -f).
-    #[arg(short = 'n', long = "lines", value_name = "N")]
+    /// Only the last N records that match (then stop, or follow with -f); N defaults to 10.
+    // As journalctl: a bare `-n` is `-n 10`.
+    #[arg(short = 'n', long = "lines", value_name = "N", num_args = 0..=1, default_missing_value = "10")]
     pub(crate) lines: Option<usize>,
 
     /// Jump to the end: the last 1000 records that match, unless -n says.
@@ -620,6 +621,48 @@ mod tests {
         let m = t.mask.unwrap();
         assert!(m.contains(RecordType::CREAT) && !m.contains(RecordType::MARK));
         assert!(Cli::try_parse_from(["weir", "log", "write", "--type", "NOPE"]).is_err());
+    }
+
+    fn tail_args(args: &[&str]) -> TailArgs {
+        let cli = Cli::try_parse_from(["weir", "log", "tail"].iter().chain(args)).unwrap();
+        match cli.command {
+            Command::Log {
+                command: LogCommand::Tail(t),
+            } => t,
+            other => panic!("not tail: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn parses_journalctl_options() {
+        let t = tail_args(&[
+            "-n",
+            "5",
+            "-S",
+            "-1h",
+            "--until",
+            "2025-03-01 12:00",
+            "vg=vg0",
+            "/mnt/x",
+            "--device",
+            "8:1",
+            "--type",
+            "-MARK",
+        ]);
+        assert_eq!(t.lines, Some(5));
+        assert_eq!(t.since.as_deref(), Some("-1h"));
+        assert_eq!(t.until.as_deref(), Some("2025-03-01 12:00"));
+        assert_eq!(t.matches.len(), 2);
+        assert_eq!(t.device, [Match::device("8:1").unwrap()]);
+        assert!(!t.mask.unwrap().contains(RecordType::MARK));
+        // A bare -n is -n 10, as journalctl; -e is a flag.
+        assert_eq!(tail_args(&["-n"]).lines, Some(10));
+        assert_eq!(tail_args(&["-e", "-f"]).lines, None);
+        assert!(tail_args(&["-e"]).pager_end);
+        let bad = |args: &[&str]| {
+            Cli::try_parse_from(["weir", "log", "tail"].iter().chain(args)).is_err()
+        };
+        assert!(bad(&["-n", "x"]) && bad(&["sda1"]) && bad(&["=v"]) && bad(&["--mount", ""]));
     }
 
     #[test]
