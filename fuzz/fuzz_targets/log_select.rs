@@ -8,7 +8,8 @@
 #![no_main]
 #![forbid(unsafe_code)]
 
-use jiff::Zoned;
+use jiff::tz::TimeZone;
+use jiff::{Timestamp, Zoned};
 use libfuzzer_sys::fuzz_target;
 use weir_log::{LogRecord, RecordType};
 use weir_view::log_select::{Filter, Match};
@@ -19,11 +20,13 @@ fuzz_target!(|data: &[u8]| {
     let Ok(s) = std::str::from_utf8(data) else {
         return;
     };
-    // A fixed instant and a zone with clock changes, so that a run is
-    // repeatable and gaps and folds are reached.
-    let now: Zoned = "2024-03-10T01:59:59-05:00[America/New_York]"
-        .parse()
-        .expect("a fixed instant");
+    // A fixed instant and a zone with clock changes (New York's rule,
+    // without a TZ database), so that a run is repeatable and gaps and
+    // folds are reached.
+    let tz = TimeZone::posix("EST5EDT,M3.2.0,M11.1.0").expect("a POSIX zone");
+    let now: Zoned = Timestamp::from_second(1_710_053_999)
+        .expect("a fixed instant")
+        .to_zoned(tz);
     let parsed = parse_time(s, &now);
     if let (Some(rest), Ok(t)) = (s.trim().strip_prefix('-'), &parsed) {
         let span = span_ns(rest).expect("a relative time's span parses");
