@@ -165,6 +165,38 @@ fn journalctl_choices_print_the_same_directly_and_through_the_daemon() {
     d.stop();
 }
 
+/// Dates and clock times are the local time of `TZ` unless they say UTC:
+/// in a zone three hours east of UTC, a record's UTC clock time read as
+/// local time is three hours later than the record.
+#[test]
+fn dates_are_local_time_unless_utc() {
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    write_records(&state);
+    let last: Value = serde_json::from_str(direct(&state, &["--json", "-n", "1"]).trim()).unwrap();
+    let t = jiff::Timestamp::from_nanosecond(i128::from(last["time"].as_u64().unwrap())).unwrap();
+    // The second the last record was written in, as clock times.
+    let civil = |tz: jiff::tz::TimeZone| t.to_zoned(tz).strftime("%Y-%m-%d %H:%M:%S").to_string();
+    let utc = civil(jiff::tz::TimeZone::UTC);
+    let east = civil(jiff::tz::TimeZone::fixed(jiff::tz::offset(3)));
+    let tail = |tz: &str, since: &str| -> usize {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_weir"));
+        c.env_remove("WEIR_SOCKET")
+            .env("TZ", tz)
+            .args(["--direct", "--config", "/dev/null", "--state-dir"])
+            .arg(&state)
+            .args(["log", "tail", "-n", "1", "--since", since])
+            .stdin(Stdio::null());
+        String::from_utf8(ok(c)).unwrap().lines().count()
+    };
+    // POSIX TZ: `<+03>-3` is three hours east.
+    assert_eq!(tail("<+03>-3", &east), 1);
+    assert_eq!(tail("<+03>-3", &utc), 1, "three hours earlier");
+    assert_eq!(tail("UTC0", &east), 0, "three hours later");
+    assert_eq!(tail("<+03>-3", &format!("{utc} UTC")), 1);
+    assert_eq!(tail("<+03>-3", &format!("{east} UTC")), 0);
+}
+
 #[test]
 fn bad_times_and_matches_are_refused_clearly() {
     let tmp = tempfile::tempdir().unwrap();
