@@ -9,8 +9,8 @@
 //!   was not read, `filtered`, and its JSON object has `"filtered": true`).
 //! - **A tree.** Partitions under their disk, holders (device-mapper)
 //!   under each device they are built on, drawn with lsblk's `├─`/`└─`; a
-//!   device whose parents are all left out is a root. `list` prints the
-//!   same rows without the drawing.
+//!   device whose parents are all left out is a root. `list` prints each
+//!   device once, by device number, without the drawing, as `lsblk -l`.
 //! - **Columns** as `-o` chose them ([`DevColumns`]); several mount points
 //!   take a line each, as lsblk's MOUNTPOINTS does.
 //! - **JSON** is the machine form: one flat object per listed device (the
@@ -140,8 +140,21 @@ impl<'a> Ctx<'a> {
             .collect()
     }
 
-    /// The rows in tree order.
+    /// The rows: in tree order, or for `list` each device once by device
+    /// number, as `lsblk -l` orders them.
     fn rows(&self, list: bool) -> Vec<Row<'a>> {
+        if list {
+            return self
+                .shown
+                .iter()
+                .filter_map(|&dn| self.inv.get(dn))
+                .map(|e| Row {
+                    e,
+                    prefix: String::new(),
+                    more: String::new(),
+                })
+                .collect();
+        }
         let shown: HashSet<DevNum> = self.shown.iter().copied().collect();
         let mut roots = Vec::new();
         let mut children: HashMap<DevNum, Vec<&Entry>> = HashMap::new();
@@ -164,7 +177,7 @@ impl<'a> Ctx<'a> {
         }
         let mut out = Vec::new();
         for e in roots {
-            walk(e, "", None, &children, &mut Vec::new(), list, &mut out);
+            walk(e, "", None, &children, &mut Vec::new(), &mut out);
         }
         out
     }
@@ -270,7 +283,6 @@ fn walk<'a>(
     last: Option<bool>,
     children: &HashMap<DevNum, Vec<&'a Entry>>,
     path: &mut Vec<DevNum>,
-    list: bool,
     out: &mut Vec<Row<'a>>,
 ) {
     let dn = DevNum::of(&e.device);
@@ -285,26 +297,18 @@ fn walk<'a>(
     } else {
         format!("{below}│ ")
     };
-    if list {
-        out.push(Row {
-            e,
-            prefix: String::new(),
-            more: String::new(),
-        });
-    } else {
-        out.push(Row {
-            e,
-            prefix: own,
-            more: more.trim_end().to_owned(),
-        });
-    }
+    out.push(Row {
+        e,
+        prefix: own,
+        more: more.trim_end().to_owned(),
+    });
     if path.len() >= MAX_DEPTH || path.contains(&dn) {
         return;
     }
     path.push(dn);
     for (i, kid) in kids.iter().enumerate() {
         let last = i + 1 == kids.len();
-        walk(kid, &below, Some(last), children, path, list, out);
+        walk(kid, &below, Some(last), children, path, out);
     }
     path.pop();
 }
