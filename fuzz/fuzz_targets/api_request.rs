@@ -11,7 +11,7 @@
 use libfuzzer_sys::fuzz_target;
 use weir_daemon::api::head::{self, Check};
 use weir_daemon::api::query::{
-    FormatQuery, MAX_PARAMS, MountsQuery, RecordsQuery, parse_empty, parse_pairs,
+    DevicesQuery, MAX_PARAMS, MountsQuery, RecordsQuery, parse_empty, parse_pairs,
 };
 use weir_daemon::api::requests::{AppendRequest, ClearRequest, RegisterRequest, parse};
 
@@ -32,6 +32,6 @@ fuzz_target!(|data: &[u8]| {
     }
     let _ = RecordsQuery::parse(Some(q));
     let _ = MountsQuery::parse(Some(q));
-    let _ = FormatQuery::parse(Some(q));
+    let _ = DevicesQuery::parse(Some(q));
     let _ = parse_empty(Some(q));
 });

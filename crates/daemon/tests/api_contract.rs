@@ -95,7 +95,15 @@ fn cases(max_body: usize) -> Vec<Case> {
         ));
         v.push(case("GET", p, &format!("{p}?format=text&columns=nope"), ""));
     }
-    v.push(case("GET", "/v1/devices", "/v1/devices?columns=name", ""));
+    for q in [
+        "columns=name,maj:min",
+        "format=text&columns=%2Bfstype&list=true",
+        "all=true&format=text",
+        "columns=nope",
+        "all=1",
+    ] {
+        v.push(case("GET", "/v1/devices", &format!("/v1/devices?{q}"), ""));
+    }
     let r = "/v1/log/records";
     let c = "/v1/log/consumers";
     let one = "/v1/log/consumers/{name}";
@@ -417,6 +425,8 @@ async fn inventory_answers_are_the_cli_bytes() {
     }
     use weir_devices::sysfs::Detail;
     use weir_devices::{Filter, Inventory, Sysfs};
+    use weir_view::devices_columns::DevColumns;
+    use weir_view::devices_view::{self, DevicesOptions};
     use weir_view::lvm_columns::Columns;
     use weir_view::lvm_view::{self, Format, Listing};
     use weir_view::{mounts_json, mounts_table};
@@ -462,8 +472,41 @@ async fn inventory_answers_are_the_cli_bytes() {
         let cols = columns.map(|c| Columns::parse(what, c).unwrap());
         lvm_view::render(&inv, what, format, cols.as_ref()).unwrap()
     };
+    // `weir devices`: the same scan, and the mount table the daemon's
+    // tracker holds, which is the fresh one.
+    let devices = |format, options: &DevicesOptions| {
+        let inv = Inventory::scan(Sysfs::default(), Filter::accept_all())
+            .unwrap()
+            .0;
+        devices_view::render(&inv, &snap(), options, format)
+    };
+    for (query, format, options) in [
+        ("format=json", Format::Json, DevicesOptions::default()),
+        ("format=text", Format::Text, DevicesOptions::default()),
+        (
+            "format=json&all=true",
+            Format::Json,
+            DevicesOptions {
+                all: true,
+                ..DevicesOptions::default()
+            },
+        ),
+        (
+            "format=text&all=true&list=true&columns=%2Bkname,lvm",
+            Format::Text,
+            DevicesOptions {
+                all: true,
+                list: true,
+                columns: DevColumns::parse("+kname,lvm").unwrap(),
+            },
+        ),
+    ] {
+        same_as(&router, &format!("/v1/devices?{query}"), || {
+            devices(format, &options)
+        })
+        .await;
+    }
     for (path, what) in [
-        ("/v1/devices", Listing::Devices),
         ("/v1/lvm/pvs", Listing::Pvs),
         ("/v1/lvm/vgs", Listing::Vgs),
         ("/v1/lvm/lvs", Listing::Lvs),

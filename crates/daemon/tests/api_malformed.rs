@@ -8,7 +8,7 @@ mod api_support;
 use api_support::{Answer, Trackers, as_root, call, fixture, fixture_with_log, root};
 use axum::Router;
 use proptest::prelude::*;
-use weir_daemon::api::query::{FormatQuery, MountsQuery, RecordsQuery, parse_pairs};
+use weir_daemon::api::query::{DevicesQuery, MountsQuery, RecordsQuery, parse_pairs};
 use weir_daemon::api::requests::{AppendRequest, ClearRequest, RegisterRequest, parse};
 use weir_daemon::api::{Access, Limits};
 
@@ -476,7 +476,7 @@ proptest! {
         let _ = parse_pairs(&q);
         let _ = RecordsQuery::parse(Some(&q));
         let _ = MountsQuery::parse(Some(&q));
-        let _ = FormatQuery::parse(Some(&q));
+        let _ = DevicesQuery::parse(Some(&q));
     }
 
     #[test]

@@ -6,13 +6,16 @@
 //! The CLI prints them when it works directly, and the daemon serves the
 //! very same bytes over its API, so `weir mounts` gives one answer whether
 //! or not a daemon runs; the LVM listings have one entry point for both,
-//! [`lvm_view::render`]. Everything here is pure formatting: no I/O.
+//! [`lvm_view::render`], and `weir devices` its own,
+//! [`devices_view::render`]. Everything here is pure formatting: no I/O.
 #![forbid(unsafe_code)]
 
 pub mod bytes;
 pub mod chain;
 pub mod consumer;
+pub mod devices_columns;
 pub mod devices_line;
+pub mod devices_view;
 pub mod error;
 mod json;
 pub mod log_select;

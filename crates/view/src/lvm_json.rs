@@ -4,6 +4,7 @@
 //! `error`. An LV is one object whatever its segments, which it lists.
 
 use serde::Serialize;
+use weir_devices::sysfs::BlockDevice;
 use weir_devices::{DevNum, Entry, Inventory, Probe};
 use weir_lvm::assembly::{DeviceOn, LvReport, PvReport, SegReport, VgReport};
 
@@ -105,6 +106,8 @@ struct JsonDevice<'a> {
     vg_name: Option<&'a str>,
     probe: &'static str,
     error: Option<String>,
+    mountpoints: Vec<Bytes<'a>>,
+    filtered: bool,
 }
 
 /// `weir vgs --json`.
@@ -223,10 +226,20 @@ fn segment<'a>(
     }
 }
 
-/// `weir devices --json`.
-pub fn devices_json(inv: &Inventory) -> String {
+/// `weir devices --json`: `entries`, the devices listed, each with its
+/// `mountpoints`.
+pub(crate) fn devices_json<'a>(
+    inv: &'a Inventory,
+    entries: impl Iterator<Item = &'a Entry>,
+    mountpoints: impl Fn(&BlockDevice) -> Vec<&'a [u8]>,
+) -> String {
     let vg_of = crate::lvm_table::vg_names(inv);
-    array(inv.devices().map(|e| device(e, &vg_of)))
+    array(entries.map(|e| {
+        let mut j = device(e, &vg_of);
+        j.mountpoints = mountpoints(&e.device).into_iter().map(Bytes).collect();
+        j.filtered = !inv.accepts(&e.device);
+        j
+    }))
 }
 
 fn device<'a>(
@@ -271,6 +284,8 @@ fn device<'a>(
         vg_name: pv.and_then(|p| vg_of.get(&p.uuid())).map(String::as_str),
         probe: crate::lvm_table::probe_word(&e.probe),
         error,
+        mountpoints: Vec::new(),
+        filtered: false,
     }
 }
 

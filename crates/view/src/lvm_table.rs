@@ -1,7 +1,6 @@
-//! The tables of `weir devices`, `weir pvs`, `weir vgs` and `weir lvs`,
-//! laid out as lsblk and LVM's reports lay them out (the last three with
-//! the columns [`lvm_columns`](crate::lvm_columns) defines), and the words
-//! they share with the JSON forms.
+//! The tables of `weir pvs`, `weir vgs` and `weir lvs`, laid out as LVM's
+//! reports lay them out (with the columns [`lvm_columns`](crate::lvm_columns)
+//! defines), and the words they share with the JSON forms and `weir devices`.
 
 use std::collections::HashMap;
 
@@ -9,10 +8,9 @@ use weir_devices::{DevNum, Inventory, Probe};
 use weir_lvm::Uuid;
 use weir_lvm::assembly::{DeviceOn, LvReport, PvReport, SegReport, VgReport};
 
-use crate::chain::error_chain;
 use crate::lvm_columns::{Columns, Def, LV_COLUMNS, LvRow, PV_COLUMNS, PvRow, VG_COLUMNS, ids_for};
 use crate::lvm_view::Listing;
-use crate::table::{Align, human_size, render};
+use crate::table::{Align, render};
 
 /// `weir vgs`: the chosen columns (`None`: VG #PV #LV SEQ VSIZE VFREE
 /// COMPLETE), one row per VG.
@@ -104,52 +102,6 @@ fn chosen<'d, F>(all: &'d [Def<F>], ids: &[u8]) -> Vec<&'d Def<F>> {
 
 fn headers<F>(defs: &[&Def<F>]) -> Vec<(&'static str, Align)> {
     defs.iter().map(|d| (d.header, d.align)).collect()
-}
-
-/// `weir devices`: NAME MAJ:MIN SIZE RO TYPE LVM BACKING/MODEL.
-pub fn devices_table(inv: &Inventory) -> String {
-    let vg_of = vg_names(inv);
-    let rows: Vec<Vec<String>> = inv
-        .devices()
-        .map(|e| {
-            let d = &e.device;
-            let lvm = match &e.probe {
-                Probe::Pv(pv) => match vg_of.get(&pv.uuid()) {
-                    Some(vg) => format!("PV of {vg}"),
-                    None => "PV".to_owned(),
-                },
-                Probe::Failed(err) => format!("error: {}", error_chain(err.as_ref())),
-                other => probe_word(other).to_owned(),
-            };
-            let about = d
-                .backing_file
-                .as_ref()
-                .map(|p| p.display().to_string())
-                .or_else(|| d.model.clone())
-                .unwrap_or_default();
-            vec![
-                d.name.clone(),
-                format!("{}:{}", d.major, d.minor),
-                human_size(d.size_bytes),
-                if d.read_only { "1" } else { "0" }.to_owned(),
-                weir_devices::change::device_type(d).to_owned(),
-                lvm,
-                about,
-            ]
-        })
-        .collect();
-    render(
-        &[
-            ("NAME", Align::Left),
-            ("MAJ:MIN", Align::Left),
-            ("SIZE", Align::Right),
-            ("RO", Align::Right),
-            ("TYPE", Align::Left),
-            ("LVM", Align::Left),
-            ("BACKING/MODEL", Align::Left),
-        ],
-        &rows,
-    )
 }
 
 /// The VG name of each PV uuid that a VG's metadata lists.

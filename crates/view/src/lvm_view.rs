@@ -7,6 +7,7 @@
 use weir_devices::{DevNum, Inventory};
 use weir_lvm::assembly::PvReport;
 
+use crate::devices_view::DevicesOptions;
 use crate::error::{Error, Result};
 use crate::lvm_columns::Columns;
 use crate::{lvm_json, lvm_table};
@@ -14,7 +15,8 @@ use crate::{lvm_json, lvm_table};
 /// What is listed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Listing {
-    /// `weir devices`: every block device.
+    /// `weir devices`: the block devices, rendered by
+    /// [`devices_view::render`](crate::devices_view::render).
     Devices,
     /// `weir pvs`.
     Pvs,
@@ -70,8 +72,10 @@ pub fn render(
         )
     };
     Ok(match (what, format) {
-        (Listing::Devices, Format::Json) => lvm_json::devices_json(inv),
-        (Listing::Devices, Format::Text) => lvm_table::devices_table(inv),
+        // Without a mount table: `devices_view::render` is the listing.
+        (Listing::Devices, format) => {
+            crate::devices_view::render(inv, &[], &DevicesOptions::default(), format)
+        }
         (Listing::Vgs, Format::Json) => lvm_json::vgs_json(&inv.vgs()),
         (Listing::Vgs, Format::Text) => lvm_table::vgs_table(&inv.vgs(), columns),
         (Listing::Pvs, Format::Json) => lvm_json::pvs_json(&sorted_pvs(inv, &path), path),

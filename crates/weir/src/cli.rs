@@ -7,6 +7,7 @@ use clap::{Args, Parser, Subcommand};
 use weir_log::{RecordType, TypeMask};
 use weir_mounts::BackendChoice;
 
+use weir_view::devices_columns::DevColumns;
 use weir_view::log_select::Match;
 use weir_view::lvm_columns::Columns as LvmColumns;
 use weir_view::lvm_view::Listing;
@@ -300,6 +301,44 @@ pub(crate) struct DevicesArgs {
 
     #[command(flatten)]
     pub(crate) list: LvmListArgs,
+
+    /// List every device, also the empty ones (detached loop devices, RAM
+    /// disks) and those the device filter rejects (marked `filtered` in
+    /// the LVM column, `"filtered": true` in JSON), which are left out by
+    /// default.
+    #[arg(short = 'a', long)]
+    pub(crate) all: bool,
+
+    /// A flat list instead of the tree.
+    #[arg(short = 'l', long = "list", conflicts_with = "json")]
+    pub(crate) list_flat: bool,
+
+    /// The table's columns, comma-separated, case-insensitive: lsblk's
+    /// names (NAME, KNAME, PATH, MAJ:MIN, RM, SIZE, RO, TYPE, MOUNTPOINT,
+    /// MOUNTPOINTS, FSTYPE, ROTA, LOG-SEC, BACK-FILE, MODEL, SERIAL, WWN,
+    /// DISK-SEQ, PKNAME) and weir's LVM (what probing found) and VG.
+    /// `+COLUMNS` adds to the default ones (NAME, MAJ:MIN, RM, SIZE, RO,
+    /// TYPE, MOUNTPOINTS).
+    #[arg(short = 'o', long = "output", visible_alias = "options", value_name = "COLUMNS",
+          conflicts_with = "json", value_parser = parse_dev_columns)]
+    pub(crate) columns: Option<DevColumnsArg>,
+}
+
+/// `-o COLUMNS` of `weir devices`: the columns, and the words as given,
+/// which are passed on to the daemon (it parses them the same way).
+#[derive(Clone, Debug)]
+pub(crate) struct DevColumnsArg {
+    /// The argument as given.
+    pub(crate) text: String,
+    /// The columns it names.
+    pub(crate) columns: DevColumns,
+}
+
+fn parse_dev_columns(s: &str) -> Result<DevColumnsArg, String> {
+    Ok(DevColumnsArg {
+        text: s.to_owned(),
+        columns: DevColumns::parse(s).map_err(|e| e.to_string())?,
+    })
 }
 
 #[derive(Debug, Subcommand)]
@@ -722,7 +761,9 @@ mod tests {
             &["weir", "vgs", "-o", "lv_name"],
             &["weir", "pvs", "-o", ""],
             &["weir", "lvs", "-o", "lv_name", "--json"],
-            &["weir", "devices", "-o", "name"],
+            &["weir", "devices", "-o", "nope"],
+            &["weir", "devices", "-o", "name", "--json"],
+            &["weir", "devices", "-l", "--json"],
         ] {
             assert!(Cli::try_parse_from(bad).is_err(), "{bad:?}");
         }

@@ -24,7 +24,6 @@ pub(crate) enum Listing {
 /// The device tracker's listings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Lvm {
-    Devices,
     Pvs,
     Vgs,
     Lvs,

@@ -2,9 +2,9 @@
 //! `/v1/lvm/lvs`: the trackers' tables in the very bytes `weir mounts`,
 //! `weir devices`, `weir pvs`, `weir vgs` and `weir lvs` print (weir-view
 //! renders both; the LVM listings through the one function the CLI calls,
-//! `lvm_view::render`).
+//! `lvm_view::render`, the devices through `devices_view::render`).
 //!
-//! A rendering is cached by tracker generation ([`super::cache`]) and made
+//! A rendering (but the devices') is cached by tracker generation ([`super::cache`]) and made
 //! on a blocking thread when it is not cached, so a large table never
 //! stalls the server's threads.
 
@@ -14,13 +14,14 @@ use axum::extract::{RawQuery, State};
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
+use weir_view::devices_view;
 use weir_view::lvm_view::{self, Listing as View};
 use weir_view::{mounts_json, mounts_table};
 
 use super::cache::{Key, Listing, Lvm};
 use super::context::Ctx;
 use super::error::{ApiError, Code};
-use super::query::{Format, FormatQuery, LvmQuery, MountsQuery, QueryError};
+use super::query::{DevicesQuery, Format, LvmQuery, MountsQuery, QueryError};
 
 /// A query error as a 400.
 pub(crate) fn bad_query(e: QueryError) -> ApiError {
@@ -91,12 +92,44 @@ pub(crate) async fn mounts(
     Ok(answer(format, body))
 }
 
-/// `GET /v1/devices`.
+/// `GET /v1/devices`: rendered by `devices_view::render`, the function
+/// `weir devices` calls, from the device tracker's inventory and the mount
+/// tracker's table (a fresh read of /proc/self/mountinfo when this daemon
+/// tracks no mounts, as the CLI reads it). It depends on two trackers, so
+/// it is rendered anew each time rather than cached by one generation.
 pub(crate) async fn devices(
     State(ctx): State<Arc<Ctx>>,
     RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
-    lvm(ctx, Lvm::Devices, q).await
+    let q = DevicesQuery::parse(q.as_deref()).map_err(bad_query)?;
+    let tracker = ctx
+        .state
+        .devices
+        .clone()
+        .ok_or_else(|| unavailable("device", false))?;
+    if tracker.is_finished() {
+        return Err(unavailable("device", true));
+    }
+    let mounts = ctx.state.mounts.clone();
+    let format = q.format;
+    let view_format = match format {
+        Format::Json => lvm_view::Format::Json,
+        Format::Text => lvm_view::Format::Text,
+    };
+    let body = tokio::task::spawn_blocking(move || {
+        let table = match &mounts {
+            Some(t) if !t.is_finished() => t.mounts(),
+            _ => weir_mounts::snapshot(weir_mounts::BackendChoice::Mountinfo)
+                .map(|s| s.mounts)
+                .unwrap_or_default(),
+        };
+        let text = tracker
+            .with_inventory(|inv| devices_view::render(inv, &table, &q.options, view_format));
+        Bytes::from(text)
+    })
+    .await
+    .map_err(|e| ApiError::join(&e))?;
+    Ok(answer(format, body))
 }
 
 /// `GET /v1/lvm/pvs`.
@@ -127,7 +160,6 @@ impl Lvm {
     /// The listing weir-view renders.
     fn view(self) -> View {
         match self {
-            Lvm::Devices => View::Devices,
             Lvm::Pvs => View::Pvs,
             Lvm::Vgs => View::Vgs,
             Lvm::Lvs => View::Lvs,
@@ -136,16 +168,7 @@ impl Lvm {
 }
 
 async fn lvm(ctx: Arc<Ctx>, what: Lvm, q: Option<String>) -> Result<Response, ApiError> {
-    let q = match what {
-        Lvm::Devices => {
-            let q = FormatQuery::parse(q.as_deref()).map_err(bad_query)?;
-            LvmQuery {
-                format: q.format,
-                columns: None,
-            }
-        }
-        _ => LvmQuery::parse(what.view(), q.as_deref()).map_err(bad_query)?,
-    };
+    let q = LvmQuery::parse(what.view(), q.as_deref()).map_err(bad_query)?;
     let tracker = ctx
         .state
         .devices

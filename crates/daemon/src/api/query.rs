@@ -9,6 +9,8 @@
 use std::str::FromStr;
 
 use weir_log::TypeMask;
+use weir_view::devices_columns::DevColumns;
+use weir_view::devices_view::DevicesOptions;
 use weir_view::lvm_columns::Columns as LvmColumns;
 use weir_view::lvm_view::Listing;
 use weir_view::mounts_table::Columns;
@@ -218,20 +220,33 @@ impl LvmQuery {
     }
 }
 
-/// `GET /v1/devices`: `format`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FormatQuery {
+/// `GET /v1/devices`: `format`, `all`, `list`, `columns`, as
+/// `weir devices [--json] [-a] [-l] [-o COLUMNS]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DevicesQuery {
     /// JSON or text.
     pub format: Format,
+    /// What is listed and how; JSON takes only `all`.
+    pub options: DevicesOptions,
 }
 
-impl FormatQuery {
-    /// Parses a query that takes only `format`.
-    pub fn parse(query: Option<&str>) -> Result<FormatQuery, QueryError> {
+impl DevicesQuery {
+    /// Parses the query of `GET /v1/devices`.
+    pub fn parse(query: Option<&str>) -> Result<DevicesQuery, QueryError> {
         let mut p = Params::parse(query)?;
         let format = format(&mut p)?;
+        let flag = |p: &mut Params, name| p.take(name).map_or(Ok(false), |v| boolean(name, &v));
+        let all = flag(&mut p, "all")?;
+        let list = flag(&mut p, "list")?;
+        let columns = match p.take("columns") {
+            Some(v) => DevColumns::parse(&v).map_err(|e| bad("columns", e.to_string()))?,
+            None => DevColumns::default(),
+        };
         p.done()?;
-        Ok(FormatQuery { format })
+        Ok(DevicesQuery {
+            format,
+            options: DevicesOptions { all, list, columns },
+        })
     }
 }
 
@@ -387,6 +402,28 @@ mod tests {
     }
 
     #[test]
+    fn devices_query() {
+        let q =
+            DevicesQuery::parse(Some("format=text&all=true&list=true&columns=%2Bfstype")).unwrap();
+        assert_eq!(q.format, Format::Text);
+        assert!(q.options.all && q.options.list);
+        assert_eq!(q.options.columns.headers().last(), Some(&"FSTYPE"));
+        let d = DevicesQuery::parse(None).unwrap();
+        assert_eq!(d.format, Format::Json);
+        assert_eq!(d.options, DevicesOptions::default());
+        for bad in [
+            "all=1",
+            "list=yes",
+            "columns=",
+            "columns=nope",
+            "all=true&all=true",
+            "tree=true",
+        ] {
+            assert!(DevicesQuery::parse(Some(bad)).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn mounts_query() {
         let q = MountsQuery::parse(Some("format=text&columns=id,target")).unwrap();
         assert_eq!(q.format, Format::Text);
@@ -398,7 +435,7 @@ mod tests {
         let many = vec!["ID"; weir_view::table::MAX_COLUMNS + 1].join(",");
         let e = MountsQuery::parse(Some(&format!("columns={many}"))).unwrap_err();
         assert!(e.to_string().contains("more than 64 columns"), "{e}");
-        assert!(FormatQuery::parse(Some("columns=ID")).is_err());
+        assert!(DevicesQuery::parse(Some("columns=ID")).is_err());
         assert!(parse_empty(Some("x=1")).is_err());
         assert!(parse_empty(Some("&&")).is_ok());
     }

@@ -152,6 +152,19 @@ impl Inventory {
         self.devices.get(self.names.get(name)?)
     }
 
+    /// The filter that chooses which devices are probed; listings leave
+    /// out what it rejects.
+    pub fn filter(&self) -> &Filter {
+        &self.filter
+    }
+
+    /// Whether the filter accepts `d` (matched against its node's path).
+    pub fn accepts(&self, d: &BlockDevice) -> bool {
+        d.dev_path()
+            .to_str()
+            .is_some_and(|p| self.filter.accepts(p))
+    }
+
     /// Devices whose sysfs attributes could not be read at the last scan.
     pub fn unreadable(&self) -> &[(String, Error)] {
         &self.unreadable

@@ -1,4 +1,5 @@
-//! `weir devices`, `weir pvs`, `weir vgs` and `weir lvs`: the daemon's
+//! `weir pvs`, `weir vgs` and `weir lvs` (`weir devices` is in `devices`,
+//! which shares the filter): the daemon's
 //! inventory, from memory, when one answers (and no `--filter` is given);
 //! otherwise one scan of every block device, read in parallel with
 //! `O_DIRECT` (a label and the mda headers per device, each distinct
@@ -6,9 +7,8 @@
 //! array, rendered by `weir_view::lvm_view::render` on either path, so the
 //! bytes are the same.
 //!
-//! A device that cannot be opened or read is listed with the reason (in
-//! `weir devices`, and, when scanning here, as a warning on stderr); it
-//! never fails the command.
+//! A device that cannot be opened or read is reported, when scanning
+//! here, as a warning on stderr; it never fails the command.
 
 use std::io::Write;
 

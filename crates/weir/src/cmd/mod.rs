@@ -1,6 +1,7 @@
 //! The commands, one module per family, and the dispatch from parsed
 //! arguments to them.
 
+mod devices;
 mod devices_watch;
 mod foreground;
 pub(crate) mod generate;
@@ -51,7 +52,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<()> {
             Some(MountsCommand::Watch(a)) => mounts_watch::watch(&state?, &a),
         },
         Command::Devices(d) => match d.command {
-            None => lvm::list(&route, Listing::Devices, &d.list, None),
+            None => devices::list(&route, &d),
             Some(DevicesCommand::Watch(a)) => devices_watch::watch(&state?, &a),
         },
         Command::Pvs(a) => lvm::list(&route, Listing::Pvs, &a.list, a.columns.as_ref()),
