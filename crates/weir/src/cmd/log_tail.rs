@@ -165,41 +165,23 @@ fn via_daemon_selected(client: &mut Client, args: &TailArgs, mut sel: Selection)
                 Next::End => break,
             }
         }
-        sel.caught_up(&mut buf);
-        out.write_all(&buf)?;
-        buf.clear();
-        out.flush()?;
-        if !args.follow {
-            return Ok(());
-        }
     }
+    // The end of the backlog: `-n` prints its last N now.
     sel.caught_up(&mut buf);
-    let stop = signals::stop_flag()?;
-    let mut lines = client
-        .get_lines(target(from, true).as_str())
-        .context("following the log through the daemon")?;
-    while !stop.load(Ordering::SeqCst) {
-        match lines
-            .next(POLL)
-            .context("following the log through the daemon")?
-        {
-            Next::Line(line) => {
-                sel.push(&daemon_record(line)?, &mut buf);
-                out.write_all(&buf)?;
-                buf.clear();
-            }
-            Next::Idle => {}
-            Next::End => {
-                out.flush()?;
-                bail!("the daemon ended the stream (it is stopping)");
-            }
-        }
-        if !lines.pending() {
-            out.flush()?;
-        }
-    }
+    out.write_all(&buf)?;
     out.flush()?;
-    Ok(())
+    if !args.follow {
+        return Ok(());
+    }
+    follow_daemon(
+        client,
+        target(from, true).as_str(),
+        &mut out,
+        |line, buf| {
+            sel.push(&daemon_record(line)?, buf);
+            Ok(())
+        },
+    )
 }
 
 /// One line of the daemon's JSON stream as a record.
@@ -224,19 +206,38 @@ fn via_daemon(client: &mut Client, args: &TailArgs) -> Result<()> {
         return Ok(());
     }
     let target = target.param("follow", "true");
+    let mut out = std::io::BufWriter::new(crate::stdout::lock());
+    follow_daemon(client, target.as_str(), &mut out, |line, buf| {
+        buf.extend_from_slice(line);
+        buf.push(b'\n');
+        Ok(())
+    })
+}
+
+/// Follows the daemon's stream at `target` until SIGINT or SIGTERM,
+/// printing what `render` makes of each line. Checking the signal between
+/// lines, rather than copying the stream whole, is what lets it stop
+/// between records.
+fn follow_daemon(
+    client: &mut Client,
+    target: &str,
+    out: &mut impl Write,
+    mut render: impl FnMut(&[u8], &mut Vec<u8>) -> Result<()>,
+) -> Result<()> {
     let stop = signals::stop_flag()?;
     let mut lines = client
-        .get_lines(target.as_str())
+        .get_lines(target)
         .context("following the log through the daemon")?;
-    let mut out = std::io::BufWriter::new(crate::stdout::lock());
+    let mut buf = Vec::new();
     while !stop.load(Ordering::SeqCst) {
         match lines
             .next(POLL)
             .context("following the log through the daemon")?
         {
             Next::Line(line) => {
-                out.write_all(line)?;
-                out.write_all(b"\n")?;
+                render(line, &mut buf)?;
+                out.write_all(&buf)?;
+                buf.clear();
             }
             Next::Idle => {}
             Next::End => {
