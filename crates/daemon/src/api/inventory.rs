@@ -22,6 +22,7 @@ use super::cache::{Key, Listing, Lvm};
 use super::context::Ctx;
 use super::error::{ApiError, Code};
 use super::query::{DevicesQuery, Format, LvmQuery, MountsQuery, QueryError};
+use super::state::ApiState;
 
 /// A query error as a 400.
 pub(crate) fn bad_query(e: QueryError) -> ApiError {
@@ -49,20 +50,47 @@ fn unavailable(what: &str, stopped: bool) -> ApiError {
     )
 }
 
+impl ApiState {
+    /// The mount tracker, or why the mount listings cannot be answered.
+    fn running_mounts(&self) -> Result<Arc<weir_mounts::Tracker>, ApiError> {
+        running(self.mounts.as_ref(), "mount", |t| t.is_finished())
+    }
+
+    /// The device tracker, or why the device and LVM listings cannot be
+    /// answered.
+    fn running_devices(&self) -> Result<Arc<weir_devices::Tracker>, ApiError> {
+        running(self.devices.as_ref(), "device", |t| t.is_finished())
+    }
+}
+
+/// A tracker that runs: one this daemon started and that has not stopped.
+fn running<T>(
+    tracker: Option<&Arc<T>>,
+    what: &str,
+    finished: impl FnOnce(&T) -> bool,
+) -> Result<Arc<T>, ApiError> {
+    let tracker = tracker.ok_or_else(|| unavailable(what, false))?;
+    if finished(tracker) {
+        return Err(unavailable(what, true));
+    }
+    Ok(Arc::clone(tracker))
+}
+
+/// The query's format as weir-view names it.
+fn view_format(format: Format) -> lvm_view::Format {
+    match format {
+        Format::Json => lvm_view::Format::Json,
+        Format::Text => lvm_view::Format::Text,
+    }
+}
+
 /// `GET /v1/mounts`.
 pub(crate) async fn mounts(
     State(ctx): State<Arc<Ctx>>,
     RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
     let q = MountsQuery::parse(q.as_deref()).map_err(bad_query)?;
-    let tracker = ctx
-        .state
-        .mounts
-        .clone()
-        .ok_or_else(|| unavailable("mount", false))?;
-    if tracker.is_finished() {
-        return Err(unavailable("mount", true));
-    }
+    let tracker = ctx.state.running_mounts()?;
     let key = Key {
         listing: Listing::Mounts,
         format: q.format,
@@ -102,20 +130,10 @@ pub(crate) async fn devices(
     RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
     let q = DevicesQuery::parse(q.as_deref()).map_err(bad_query)?;
-    let tracker = ctx
-        .state
-        .devices
-        .clone()
-        .ok_or_else(|| unavailable("device", false))?;
-    if tracker.is_finished() {
-        return Err(unavailable("device", true));
-    }
+    let tracker = ctx.state.running_devices()?;
     let mounts = ctx.state.mounts.clone();
     let format = q.format;
-    let view_format = match format {
-        Format::Json => lvm_view::Format::Json,
-        Format::Text => lvm_view::Format::Text,
-    };
+    let view_format = view_format(format);
     let body = tokio::task::spawn_blocking(move || {
         let table = match &mounts {
             Some(t) if !t.is_finished() => t.mounts(),
@@ -169,14 +187,7 @@ impl Lvm {
 
 async fn lvm(ctx: Arc<Ctx>, what: Lvm, q: Option<String>) -> Result<Response, ApiError> {
     let q = LvmQuery::parse(what.view(), q.as_deref()).map_err(bad_query)?;
-    let tracker = ctx
-        .state
-        .devices
-        .clone()
-        .ok_or_else(|| unavailable("device", false))?;
-    if tracker.is_finished() {
-        return Err(unavailable("device", true));
-    }
+    let tracker = ctx.state.running_devices()?;
     let format = q.format;
     let key = Key {
         listing: Listing::Lvm(what),
@@ -189,10 +200,7 @@ async fn lvm(ctx: Arc<Ctx>, what: Lvm, q: Option<String>) -> Result<Response, Ap
     if let Some(b) = ctx.cache.get(&key, tracker.generation()) {
         return Ok(answer(format, b));
     }
-    let view_format = match format {
-        Format::Json => lvm_view::Format::Json,
-        Format::Text => lvm_view::Format::Text,
-    };
+    let view_format = view_format(format);
     let body = tokio::task::spawn_blocking(move || {
         // The generation moves under the inventory's lock: read inside it,
         // it is exactly the rendered inventory's.
