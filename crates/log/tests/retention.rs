@@ -14,46 +14,14 @@ use std::time::{Duration, Instant};
 
 use support::observed::Observed;
 use support::segment_peak::SegmentPeak;
+use support::segments::{SEG, assert_truncated, bases, disk_bytes, open, retention};
 use support::{eventually, fill};
 use weir_log::fs::StdFs;
 use weir_log::mem::MemFs;
-use weir_log::segment::parse_segment_name;
 use weir_log::{
     Error, FullPolicy, Log, LogRecord, Options, Preallocation, Reader, Record, RecordType,
     Retention, TypeMask, read_consumers,
 };
-
-const SEG: u64 = 64 * 1024;
-
-fn retention(max_segments: u64, on_full: FullPolicy) -> Retention {
-    Retention {
-        max_bytes: max_segments * SEG,
-        max_age: None,
-        keep_bytes: 0,
-        keep_age: Duration::ZERO,
-        on_full,
-        max_idle_records: None,
-        max_idle_time: None,
-    }
-}
-
-fn open(dir: &Path, r: Retention) -> Log {
-    Log::open(dir, Options::default().segment_size(SEG).retention(r)).unwrap()
-}
-
-/// Segment files on disk as `(base, length)`, oldest first.
-fn on_disk(dir: &Path) -> Vec<(u64, u64)> {
-    let mut v: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .filter_map(|e| {
-            let e = e.ok()?;
-            let base = parse_segment_name(&e.path())?;
-            Some((base, e.metadata().ok()?.len()))
-        })
-        .collect();
-    v.sort();
-    v
-}
 
 /// Bytes of every file in the log directory but the consumers' state:
 /// segments and spares.
@@ -78,14 +46,6 @@ fn open_zero_filled(dir: &Path, r: Retention) -> Log {
         .preallocation(Preallocation::ZeroFill)
         .retention(r);
     Log::open(dir, opts).unwrap()
-}
-
-fn bases(dir: &Path) -> Vec<u64> {
-    on_disk(dir).into_iter().map(|s| s.0).collect()
-}
-
-fn disk_bytes(dir: &Path) -> u64 {
-    on_disk(dir).iter().map(|s| s.1).sum()
 }
 
 /// The MARK records still in the log.
@@ -129,16 +89,6 @@ fn drain(log: &Log, name: &str, seen: &mut Vec<LogRecord>) {
 
 fn names(log: &Log) -> Vec<String> {
     log.consumer_list().into_iter().map(|c| c.name).collect()
-}
-
-fn assert_truncated(first: Option<weir_log::Result<LogRecord>>, requested: u64, oldest: u64) {
-    match first {
-        Some(Err(Error::Truncated {
-            requested: r,
-            oldest: o,
-        })) if (r, o) == (requested, oldest) => {}
-        other => panic!("expected Truncated {{ {requested}, {oldest} }}, got {other:?}"),
-    }
 }
 
 #[test]
@@ -202,115 +152,6 @@ fn gc_removes_only_segments_every_consumer_has_cleared() {
     log.wait_durable(a).unwrap();
     let tail: Vec<u64> = log.reader(newest).map(|r| r.unwrap().index).collect();
     assert_eq!(tail, (newest..=last + 1).collect::<Vec<_>>());
-}
-
-/// `retention(max_segments, EvictMostIdle)` with a floor of 64 segments
-/// and `keep_age`.
-fn with_floor(max_segments: u64, keep_age: Duration) -> Retention {
-    Retention {
-        keep_bytes: 64 * SEG,
-        keep_age,
-        ..retention(max_segments, FullPolicy::EvictMostIdle)
-    }
-}
-
-const HOUR: Duration = Duration::from_secs(3600);
-
-/// A log in a new directory with about five segments of CREAT records
-/// and one consumer, "indexer", whose mask wants none of them, as in a
-/// user's report: registered for mount events on a log of device events,
-/// it is moved past every record, which clears them all. Closed: a close
-/// runs a retention pass before it returns, so what the pass removes is
-/// gone, without waiting on the committer's timing. The last index.
-fn cleared_by_a_masked_consumer(r: Retention) -> (tempfile::TempDir, u64) {
-    let dir = tempfile::tempdir().unwrap();
-    let log = open(dir.path(), r);
-    log.register(
-        "indexer",
-        TypeMask::parse("MOUNT_ATTACH,MOUNT_DETACH").unwrap(),
-    )
-    .unwrap();
-    let last = fill(&log, 600);
-    log.close().unwrap();
-    (dir, last)
-}
-
-/// Every index from `from` on, read from the files.
-fn indexes_from(dir: &Path, from: u64) -> Vec<u64> {
-    Reader::open_dir(dir, from)
-        .map(|r| r.unwrap().index)
-        .collect()
-}
-
-#[test]
-fn the_floor_keeps_history_a_masked_consumer_cleared() {
-    // Without a floor, as Lustre purges a cleared changelog: every sealed
-    // segment goes, and history from index 1 is gone.
-    let (dir, last) = cleared_by_a_masked_consumer(retention(1000, FullPolicy::EvictMostIdle));
-    let left = bases(dir.path());
-    assert_eq!(left.len(), 1, "{left:?}");
-    assert_truncated(Reader::open_dir(dir.path(), 1).next(), 1, left[0]);
-    let log = open(dir.path(), retention(1000, FullPolicy::EvictMostIdle));
-    let indexer = &log.consumer_list()[0];
-    assert_eq!((indexer.name.as_str(), indexer.cleared), ("indexer", last));
-    drop(log);
-
-    // With one, the same consumer clears the same records, and history
-    // stays readable from index 1.
-    let (dir, last) = cleared_by_a_masked_consumer(with_floor(1000, HOUR));
-    assert!(bases(dir.path()).len() >= 5, "{:?}", bases(dir.path()));
-    assert_eq!(indexes_from(dir.path(), 1), (1..=last).collect::<Vec<_>>());
-    let log = open(dir.path(), with_floor(1000, HOUR));
-    assert_eq!(log.consumer_list()[0].cleared, last);
-    assert_eq!(log.first_index(), 1);
-    assert_eq!(log.retention(), &with_floor(1000, HOUR));
-    log.close().unwrap();
-    assert_eq!(indexes_from(dir.path(), 1), (1..=last).collect::<Vec<_>>());
-}
-
-#[test]
-fn over_the_size_limit_history_inside_the_floor_goes() {
-    let (dir, last) = cleared_by_a_masked_consumer(with_floor(1000, HOUR));
-    let before = bases(dir.path());
-    assert_eq!(before[0], 1);
-    // Reopened with a limit of 4 segments, under what the floor holds:
-    // the oldest go until the log fits, the newest records stay.
-    let log = open(dir.path(), with_floor(4, HOUR));
-    log.close().unwrap();
-    let after = bases(dir.path());
-    assert!(
-        disk_bytes(dir.path()) <= 4 * SEG,
-        "{:?}",
-        on_disk(dir.path())
-    );
-    assert!(
-        after[0] > 1 && after[0] <= last,
-        "{before:?} then {after:?}"
-    );
-    assert_truncated(Reader::open_dir(dir.path(), 1).next(), 1, after[0]);
-    assert_eq!(
-        indexes_from(dir.path(), after[0]),
-        (after[0]..=last).collect::<Vec<_>>()
-    );
-}
-
-#[test]
-fn the_floors_age_is_read_from_the_footers_of_segments_found_at_open() {
-    let (dir, last) = cleared_by_a_masked_consumer(with_floor(1000, HOUR));
-    let before = bases(dir.path());
-    // Reopened, the segments carry no time until retention reads their
-    // footers: an hour's floor finds them young and keeps them.
-    let log = open(dir.path(), with_floor(1000, HOUR));
-    log.close().unwrap();
-    assert_eq!(indexes_from(dir.path(), 1), (1..=last).collect::<Vec<_>>());
-    // A floor of a nanosecond finds them all older: every segment but
-    // the newest goes, as without a floor.
-    let log = open(dir.path(), with_floor(1000, Duration::from_nanos(1)));
-    log.close().unwrap();
-    let after = bases(dir.path());
-    assert_eq!(after.len(), 1, "{before:?} then {after:?}");
-    assert!(after[0] > *before.iter().rev().nth(1).unwrap());
-    assert_truncated(Reader::open_dir(dir.path(), 1).next(), 1, after[0]);
 }
 
 #[test]

@@ -12,7 +12,8 @@
 //! - [`within`]: a hang guard, so "never block without bound" fails a test
 //!   instead of hanging it; [`eventually`], a poll for what the committer
 //!   does on its own time.
-//! - [`fill`]: appends a run of 500-byte records.
+//! - [`fill`]: appends a run of 500-byte records; [`segments`], a small
+//!   log for retention tests (64 KiB segments, limits in segments).
 //! - [`observed::Observed`]: a filesystem that passes every call through
 //!   and tells a test's [`observed::Observer`] what was done;
 //!   [`segment_peak::SegmentPeak`] is one, which keeps the peak size of the
@@ -23,6 +24,7 @@
 
 pub mod observed;
 pub mod segment_peak;
+pub mod segments;
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
