@@ -51,8 +51,16 @@ impl Effects for Fake {
 }
 
 /// A log's consumers "lagging" (cleared 5) and "reading" (cleared 30),
-/// saved once, and three segments of ten records.
-fn setup() -> (Fake, Mutex<Consumers>, Vec<SegEntry>) {
+/// saved once, three segments of ten records, and the marks a pass
+/// carries to the next.
+struct Setup {
+    fx: Fake,
+    consumers: Mutex<Consumers>,
+    segs: Vec<SegEntry>,
+    marks: PendingMarks,
+}
+
+fn setup() -> Setup {
     let fs = MemFs::new();
     fs.create_dir_all(Path::new("/log")).unwrap();
     let mut c = Consumers::load(&fs, Path::new("/log")).unwrap();
@@ -69,7 +77,7 @@ fn setup() -> (Fake, Mutex<Consumers>, Vec<SegEntry>) {
             time_read: false,
         })
         .collect();
-    let fake = Fake {
+    let fx = Fake {
         fs,
         saves_work: Cell::new(true),
         poisoned: Cell::new(false),
@@ -77,7 +85,26 @@ fn setup() -> (Fake, Mutex<Consumers>, Vec<SegEntry>) {
         removed: RefCell::new(Vec::new()),
         marks: RefCell::new(Vec::new()),
     };
-    (fake, Mutex::new(c), segs)
+    Setup {
+        fx,
+        consumers: Mutex::new(c),
+        segs,
+        marks: PendingMarks::default(),
+    }
+}
+
+impl Setup {
+    /// One pass's `apply` of `plan`: whether the log fits its limit.
+    fn apply(&mut self, plan: &Plan) -> bool {
+        apply(
+            &self.fx,
+            self.consumers.lock().unwrap(),
+            &mut self.marks,
+            plan,
+            &self.segs,
+            &pass(),
+        )
+    }
 }
 
 fn pass() -> Pass {
@@ -112,69 +139,43 @@ fn eviction_plan() -> Plan {
 
 #[test]
 fn an_eviction_frees_segments_and_is_announced_once_saved() {
-    let (fx, consumers, segs) = setup();
-    let mut marks = PendingMarks::default();
-    let fits = apply(
-        &fx,
-        consumers.lock().unwrap(),
-        &mut marks,
-        &eviction_plan(),
-        &segs,
-        &pass(),
-    );
-    assert!(fits);
-    assert_eq!(fx.evictions.get(), 1);
-    assert_eq!(*fx.removed.borrow(), [1, 11]);
-    let announced = fx.marks.borrow();
+    let mut t = setup();
+    assert!(t.apply(&eviction_plan()));
+    assert_eq!(t.fx.evictions.get(), 1);
+    assert_eq!(*t.fx.removed.borrow(), [1, 11]);
+    let announced = t.fx.marks.borrow();
     assert_eq!(announced.len(), 1);
     assert_eq!(announced[0].consumer, "lagging");
     // Owed in the saved state until durable.
-    let c = consumers.lock().unwrap();
+    let c = t.consumers.lock().unwrap();
     assert!(c.get("lagging").is_err());
     assert_eq!(c.owed(), &announced[..]);
 }
 
 #[test]
 fn without_the_save_nothing_it_would_free_goes_and_nothing_is_announced() {
-    let (fx, consumers, segs) = setup();
-    fx.saves_work.set(false);
-    let mut marks = PendingMarks::default();
-    let fits = apply(
-        &fx,
-        consumers.lock().unwrap(),
-        &mut marks,
-        &eviction_plan(),
-        &segs,
-        &pass(),
-    );
+    let mut t = setup();
+    t.fx.saves_work.set(false);
     // The file still names "lagging" at 5: neither segment may go.
-    assert!(!fits);
-    assert!(fx.removed.borrow().is_empty());
-    assert!(fx.marks.borrow().is_empty());
-    assert!(marks.awaiting_save());
+    assert!(!t.apply(&eviction_plan()));
+    assert!(t.fx.removed.borrow().is_empty());
+    assert!(t.fx.marks.borrow().is_empty());
+    assert!(t.marks.awaiting_save());
     // The next pass's save lets both go, and the MARK out.
-    fx.saves_work.set(true);
+    t.fx.saves_work.set(true);
     let plan = Plan {
         evict: Vec::new(),
         ..eviction_plan()
     };
-    assert!(apply(
-        &fx,
-        consumers.lock().unwrap(),
-        &mut marks,
-        &plan,
-        &segs,
-        &pass()
-    ));
-    assert_eq!(*fx.removed.borrow(), [1, 11]);
-    assert_eq!(fx.marks.borrow().len(), 1);
+    assert!(t.apply(&plan));
+    assert_eq!(*t.fx.removed.borrow(), [1, 11]);
+    assert_eq!(t.fx.marks.borrow().len(), 1);
 }
 
 #[test]
 fn a_dropped_segment_goes_and_is_announced_without_a_save() {
-    let (fx, consumers, segs) = setup();
-    fx.saves_work.set(false);
-    let mut marks = PendingMarks::default();
+    let mut t = setup();
+    t.fx.saves_work.set(false);
     let plan = Plan {
         evict: Vec::new(),
         drops: vec![(5, 10)],
@@ -185,32 +186,16 @@ fn a_dropped_segment_goes_and_is_announced_without_a_save() {
         }],
         total: 200,
     };
-    assert!(apply(
-        &fx,
-        consumers.lock().unwrap(),
-        &mut marks,
-        &plan,
-        &segs,
-        &pass()
-    ));
-    assert_eq!(*fx.removed.borrow(), [1]);
-    let announced = fx.marks.borrow();
+    assert!(t.apply(&plan));
+    assert_eq!(*t.fx.removed.borrow(), [1]);
+    let announced = t.fx.marks.borrow();
     assert_eq!(*announced, [Announcement::segment_dropped(5, 10)]);
 }
 
 #[test]
 fn a_poisoned_log_removes_nothing() {
-    let (fx, consumers, segs) = setup();
-    fx.poisoned.set(true);
-    let mut marks = PendingMarks::default();
-    let fits = apply(
-        &fx,
-        consumers.lock().unwrap(),
-        &mut marks,
-        &eviction_plan(),
-        &segs,
-        &pass(),
-    );
-    assert!(!fits);
-    assert!(fx.removed.borrow().is_empty());
+    let mut t = setup();
+    t.fx.poisoned.set(true);
+    assert!(!t.apply(&eviction_plan()));
+    assert!(t.fx.removed.borrow().is_empty());
 }
