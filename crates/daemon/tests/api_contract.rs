@@ -428,7 +428,8 @@ async fn inventory_answers_are_the_cli_bytes() {
     use weir_view::devices_columns::DevColumns;
     use weir_view::devices_view::{self, DevicesOptions};
     use weir_view::lvm_columns::Columns;
-    use weir_view::lvm_view::{self, Format, Listing};
+    use weir_view::lvm_units::Units;
+    use weir_view::lvm_view::{self, Format, Listing, TextOptions};
     use weir_view::{mounts_json, mounts_table};
     let fx = fixture(Access::default(), Limits::default(), Trackers::Real);
     let router = weir_daemon::api::router(fx.state.clone());
@@ -461,7 +462,7 @@ async fn inventory_answers_are_the_cli_bytes() {
     .await;
     // The LVM listings: a fresh scan, as the CLI makes, through the one
     // renderer.
-    let render = |what, format, columns: Option<&str>| {
+    let render = |what, format, columns: Option<&str>, units: Units| {
         let detail = match what {
             Listing::Devices => Detail::Full,
             _ => Detail::Probe,
@@ -469,8 +470,11 @@ async fn inventory_answers_are_the_cli_bytes() {
         let inv = Inventory::scan_with(Sysfs::default(), Filter::accept_all(), detail)
             .unwrap()
             .0;
-        let cols = columns.map(|c| Columns::parse(what, c).unwrap());
-        lvm_view::render(&inv, what, format, cols.as_ref()).unwrap()
+        let text = TextOptions {
+            columns: columns.map(|c| Columns::parse(what, c).unwrap()),
+            units,
+        };
+        lvm_view::render(&inv, what, format, &text).unwrap()
     };
     // `weir devices`: the same scan, and the mount table the daemon's
     // tracker holds, which is the fresh one.
@@ -513,10 +517,23 @@ async fn inventory_answers_are_the_cli_bytes() {
     ] {
         for (query, format) in [("json", Format::Json), ("text", Format::Text)] {
             same_as(&router, &format!("{path}?format={query}"), || {
-                render(what, format, None)
+                render(what, format, None, Units::default())
             })
             .await;
         }
+        same_as(
+            &router,
+            &format!("{path}?format=text&units=b&nosuffix=true"),
+            || {
+                render(
+                    what,
+                    Format::Text,
+                    None,
+                    Units::parse("b").unwrap().without_suffix(),
+                )
+            },
+        )
+        .await;
     }
     for (path, what, cols) in [
         ("/v1/lvm/pvs", Listing::Pvs, "pv_name,dev_size,pe_start"),
@@ -524,10 +541,16 @@ async fn inventory_answers_are_the_cli_bytes() {
         ("/v1/lvm/lvs", Listing::Lvs, "+devices,segtype,stripes"),
     ] {
         let uri = format!("{path}?format=text&columns={}", cols.replace('+', "%2B"));
-        same_as(&router, &uri, || render(what, Format::Text, Some(cols))).await;
+        same_as(&router, &uri, || {
+            render(what, Format::Text, Some(cols), Units::default())
+        })
+        .await;
         // JSON has every field whatever the columns.
         let uri = format!("{path}?format=json&columns={}", cols.replace('+', "%2B"));
-        same_as(&router, &uri, || render(what, Format::Json, None)).await;
+        same_as(&router, &uri, || {
+            render(what, Format::Json, None, Units::default())
+        })
+        .await;
     }
 }
 

@@ -33,6 +33,15 @@ pub enum Error {
         /// The whole choice as given.
         spec: String,
     },
+    /// Units LVM's `--units` does not know (`x`, `mm`, `0m`).
+    #[error(
+        "bad units {given:?}: one of h, H, r, R, b, B, s, S, k, K, m, M, g, G, t, T, p, P, e, E, \
+         optionally after a positive number (4m)"
+    )]
+    BadUnits {
+        /// The units as given.
+        given: String,
+    },
     /// More than [`MAX_COLUMNS`] columns.
     #[error("more than {MAX_COLUMNS} columns")]
     TooManyColumns,

@@ -24,6 +24,7 @@ pub mod log_time;
 pub mod lvm_columns;
 pub mod lvm_json;
 pub mod lvm_table;
+pub mod lvm_units;
 pub mod lvm_view;
 pub mod mounts_json;
 pub mod mounts_line;

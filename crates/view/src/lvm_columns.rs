@@ -13,8 +13,9 @@ use weir_devices::DevNum;
 use weir_lvm::assembly::{LvReport, PvReport, SegReport, VgReport};
 
 use crate::error::{Error, Result};
+use crate::lvm_units::Units;
 use crate::lvm_view::Listing;
-use crate::table::{Align, MAX_COLUMNS, human_size};
+use crate::table::{Align, MAX_COLUMNS};
 
 /// One `weir pvs` row: the PV and its device's path.
 pub(crate) struct PvRow<'a> {
@@ -41,9 +42,9 @@ pub(crate) struct Def<F> {
     pub(crate) cell: F,
 }
 
-type PvCell = for<'a, 'b> fn(&'b PvRow<'a>) -> String;
-type VgCell = fn(&VgReport) -> String;
-type LvCell = for<'a, 'b> fn(&'b LvRow<'a>) -> String;
+type PvCell = for<'a, 'b> fn(&'b PvRow<'a>, &Units) -> String;
+type VgCell = fn(&VgReport, &Units) -> String;
+type LvCell = for<'a, 'b> fn(&'b LvRow<'a>, &Units) -> String;
 
 const fn col<F>(
     header: &'static str,
@@ -78,58 +79,60 @@ const fn seg<F>(
 use Align::{Left as L, Right as R};
 
 pub(crate) const PV_COLUMNS: &[Def<PvCell>] = &[
-    col("PV", &["pv_name"], L, |r| r.path.clone()),
-    col("VG", &["vg_name"], L, |r| {
+    col("PV", &["pv_name"], L, |r, _| r.path.clone()),
+    col("VG", &["vg_name"], L, |r, _| {
         let mut vg = r.pv.vg_name.clone();
         if r.pv.duplicate {
             vg.push_str(" (duplicate, unused)");
         }
         vg
     }),
-    col("PSIZE", &["pv_size"], R, |r| human_size(r.pv.size_bytes)),
-    col("PFREE", &["pv_free"], R, |r| human_size(r.pv.free_bytes)),
-    col("MDA", &[], R, |r| {
+    col("PSIZE", &["pv_size"], R, |r, u| u.size(r.pv.size_bytes)),
+    col("PFREE", &["pv_free"], R, |r, u| u.size(r.pv.free_bytes)),
+    col("MDA", &[], R, |r, _| {
         format!("{}/{}", r.pv.mda_in_use, r.pv.mda_count)
     }),
-    col("UUID", &["pv_uuid"], L, |r| r.pv.uuid.to_string()),
-    col("VG_UUID", &["vg_uuid"], L, |r| {
+    col("UUID", &["pv_uuid"], L, |r, _| r.pv.uuid.to_string()),
+    col("VG_UUID", &["vg_uuid"], L, |r, _| {
         r.pv.vg_uuid.map(|u| u.to_string()).unwrap_or_default()
     }),
-    col("DEVSIZE", &["dev_size"], R, |r| human_size(r.pv.dev_size)),
-    col("PE_START", &["pe_start"], R, |r| human_size(r.pv.pe_start)),
-    col("PE", &["pv_pe_count"], R, |r| r.pv.pe_count.to_string()),
-    col("ALLOC", &["pv_pe_alloc_count"], R, |r| {
+    col("DEVSIZE", &["dev_size"], R, |r, u| u.size(r.pv.dev_size)),
+    col("PE_START", &["pe_start"], R, |r, u| u.size(r.pv.pe_start)),
+    col("PE", &["pv_pe_count"], R, |r, _| r.pv.pe_count.to_string()),
+    col("ALLOC", &["pv_pe_alloc_count"], R, |r, _| {
         r.pv.pe_alloc.to_string()
     }),
-    col("#PMDA", &["pv_mda_count"], R, |r| {
+    col("#PMDA", &["pv_mda_count"], R, |r, _| {
         r.pv.mda_count.to_string()
     }),
-    col("#PMDAUSE", &["pv_mda_used_count"], R, |r| {
+    col("#PMDAUSE", &["pv_mda_used_count"], R, |r, _| {
         r.pv.mda_in_use.to_string()
     }),
 ];
 
 pub(crate) const VG_COLUMNS: &[Def<VgCell>] = &[
-    col("VG", &["vg_name"], L, |v| v.name.clone()),
-    col("#PV", &["pv_count"], R, |v| v.pv_count.to_string()),
-    col("#LV", &["lv_count"], R, |v| v.lv_count.to_string()),
-    col("SEQ", &["vg_seqno"], R, |v| v.seqno.to_string()),
-    col("VSIZE", &["vg_size"], R, |v| human_size(v.size_bytes)),
-    col("VFREE", &["vg_free"], R, |v| human_size(v.free_bytes)),
-    col("COMPLETE", &[], L, |v| {
+    col("VG", &["vg_name"], L, |v, _| v.name.clone()),
+    col("#PV", &["pv_count"], R, |v, _| v.pv_count.to_string()),
+    col("#LV", &["lv_count"], R, |v, _| v.lv_count.to_string()),
+    col("SEQ", &["vg_seqno"], R, |v, _| v.seqno.to_string()),
+    col("VSIZE", &["vg_size"], R, |v, u| u.size(v.size_bytes)),
+    col("VFREE", &["vg_free"], R, |v, u| u.size(v.free_bytes)),
+    col("COMPLETE", &[], L, |v, _| {
         if v.complete {
             "yes".to_owned()
         } else {
             format!("no ({} missing)", v.missing.len())
         }
     }),
-    col("UUID", &["vg_uuid"], L, |v| v.uuid.to_string()),
-    col("EXT", &["vg_extent_size"], R, |v| human_size(v.extent_size)),
-    col("#MISSING", &["vg_missing_pv_count"], R, |v| {
+    col("UUID", &["vg_uuid"], L, |v, _| v.uuid.to_string()),
+    col("EXT", &["vg_extent_size"], R, |v, u| u.size(v.extent_size)),
+    col("#MISSING", &["vg_missing_pv_count"], R, |v, _| {
         v.missing.len().to_string()
     }),
-    col("#VMDA", &["vg_mda_count"], R, |v| v.mda_count.to_string()),
-    col("#VMDAUSE", &["vg_mda_used_count"], R, |v| {
+    col("#VMDA", &["vg_mda_count"], R, |v, _| {
+        v.mda_count.to_string()
+    }),
+    col("#VMDAUSE", &["vg_mda_used_count"], R, |v, _| {
         v.mda_used_count.to_string()
     }),
 ];
@@ -140,37 +143,37 @@ fn of_seg(r: &LvRow<'_>, f: impl Fn(&SegReport<DevNum>, u64) -> String) -> Strin
 }
 
 pub(crate) const LV_COLUMNS: &[Def<LvCell>] = &[
-    col("LV", &["lv_name"], L, |r| r.lv.name.clone()),
-    col("VG", &["vg_name"], L, |r| r.lv.vg_name.clone()),
-    col("ATTR", &["lv_attr"], L, |r| r.lv.attr.to_string()),
-    col("LSIZE", &["lv_size"], R, |r| human_size(r.lv.size_bytes)),
-    col("UUID", &["lv_uuid"], L, |r| r.lv.uuid.to_string()),
-    col("VG_UUID", &["vg_uuid"], L, |r| r.lv.vg_uuid.to_string()),
-    col("#SEG", &["seg_count"], R, |r| {
+    col("LV", &["lv_name"], L, |r, _| r.lv.name.clone()),
+    col("VG", &["vg_name"], L, |r, _| r.lv.vg_name.clone()),
+    col("ATTR", &["lv_attr"], L, |r, _| r.lv.attr.to_string()),
+    col("LSIZE", &["lv_size"], R, |r, u| u.size(r.lv.size_bytes)),
+    col("UUID", &["lv_uuid"], L, |r, _| r.lv.uuid.to_string()),
+    col("VG_UUID", &["vg_uuid"], L, |r, _| r.lv.vg_uuid.to_string()),
+    col("#SEG", &["seg_count"], R, |r, _| {
         r.lv.segments.len().to_string()
     }),
-    seg("TYPE", &["segtype"], L, |r| {
+    seg("TYPE", &["segtype"], L, |r, _| {
         of_seg(r, |s, _| s.seg_type.clone())
     }),
-    seg("#STR", &["stripes"], R, |r| {
+    seg("#STR", &["stripes"], R, |r, _| {
         of_seg(r, |s, _| s.stripes.to_string())
     }),
-    seg("STRIPE", &["stripe_size"], R, |r| {
-        of_seg(r, |s, _| human_size(s.stripe_size))
+    seg("STRIPE", &["stripe_size"], R, |r, u| {
+        of_seg(r, |s, _| u.size(s.stripe_size))
     }),
-    seg("START", &["seg_start"], R, |r| {
-        of_seg(r, |s, e| human_size(s.start_extent.saturating_mul(e)))
+    seg("START", &["seg_start"], R, |r, u| {
+        of_seg(r, |s, e| u.size(s.start_extent.saturating_mul(e)))
     }),
-    seg("START_PE", &["seg_start_pe"], R, |r| {
+    seg("START_PE", &["seg_start_pe"], R, |r, _| {
         of_seg(r, |s, _| s.start_extent.to_string())
     }),
-    seg("SSIZE", &["seg_size"], R, |r| {
-        of_seg(r, |s, e| human_size(s.extent_count.saturating_mul(e)))
+    seg("SSIZE", &["seg_size"], R, |r, u| {
+        of_seg(r, |s, e| u.size(s.extent_count.saturating_mul(e)))
     }),
-    seg("SSIZE_PE", &["seg_size_pe"], R, |r| {
+    seg("SSIZE_PE", &["seg_size_pe"], R, |r, _| {
         of_seg(r, |s, _| s.extent_count.to_string())
     }),
-    seg("DEVICES", &["devices"], L, |r| r.devices.clone()),
+    seg("DEVICES", &["devices"], L, |r, _| r.devices.clone()),
 ];
 
 /// The chosen columns of one listing's table, in order, as indexes into

@@ -8,17 +8,17 @@ use weir_devices::{DevNum, Inventory, Probe};
 use weir_lvm::Uuid;
 use weir_lvm::assembly::{DeviceOn, LvReport, PvReport, SegReport, VgReport};
 
-use crate::lvm_columns::{Columns, Def, LV_COLUMNS, LvRow, PV_COLUMNS, PvRow, VG_COLUMNS, ids_for};
-use crate::lvm_view::Listing;
+use crate::lvm_columns::{Def, LV_COLUMNS, LvRow, PV_COLUMNS, PvRow, VG_COLUMNS, ids_for};
+use crate::lvm_view::{Listing, TextOptions};
 use crate::table::{Align, render};
 
 /// `weir vgs`: the chosen columns (`None`: VG #PV #LV SEQ VSIZE VFREE
 /// COMPLETE), one row per VG.
-pub fn vgs_table(vgs: &[VgReport], cols: Option<&Columns>) -> String {
-    let defs = chosen(VG_COLUMNS, &ids_for(Listing::Vgs, cols));
+pub fn vgs_table(vgs: &[VgReport], text: &TextOptions) -> String {
+    let defs = chosen(VG_COLUMNS, &ids_for(Listing::Vgs, text.columns.as_ref()));
     let rows: Vec<Vec<String>> = vgs
         .iter()
-        .map(|v| defs.iter().map(|d| (d.cell)(v)).collect())
+        .map(|v| defs.iter().map(|d| (d.cell)(v, &text.units)).collect())
         .collect();
     render(&headers(&defs), &rows)
 }
@@ -28,9 +28,9 @@ pub fn vgs_table(vgs: &[VgReport], cols: Option<&Columns>) -> String {
 pub fn pvs_table(
     pvs: &[PvReport<DevNum>],
     path: impl Fn(DevNum) -> String,
-    cols: Option<&Columns>,
+    text: &TextOptions,
 ) -> String {
-    let defs = chosen(PV_COLUMNS, &ids_for(Listing::Pvs, cols));
+    let defs = chosen(PV_COLUMNS, &ids_for(Listing::Pvs, text.columns.as_ref()));
     let rows: Vec<Vec<String>> = pvs
         .iter()
         .map(|pv| {
@@ -38,7 +38,7 @@ pub fn pvs_table(
                 pv,
                 path: path(pv.device),
             };
-            defs.iter().map(|d| (d.cell)(&row)).collect()
+            defs.iter().map(|d| (d.cell)(&row, &text.units)).collect()
         })
         .collect();
     render(&headers(&defs), &rows)
@@ -50,9 +50,9 @@ pub fn pvs_table(
 pub fn lvs_table(
     lvs: &[LvReport<DevNum>],
     path: impl Fn(DevNum) -> String,
-    cols: Option<&Columns>,
+    text: &TextOptions,
 ) -> String {
-    let defs = chosen(LV_COLUMNS, &ids_for(Listing::Lvs, cols));
+    let defs = chosen(LV_COLUMNS, &ids_for(Listing::Lvs, text.columns.as_ref()));
     let per_segment = defs.iter().any(|d| d.segment);
     let mut rows = Vec::new();
     for lv in lvs {
@@ -62,7 +62,7 @@ pub fn lvs_table(
                 seg,
                 devices: seg.map(|s| devices(s, &path)).unwrap_or_default(),
             };
-            rows.push(defs.iter().map(|d| (d.cell)(&row)).collect());
+            rows.push(defs.iter().map(|d| (d.cell)(&row, &text.units)).collect());
         };
         if per_segment && !lv.segments.is_empty() {
             lv.segments.iter().for_each(|s| line(Some(s)));
@@ -128,6 +128,8 @@ pub(crate) mod tests {
     use weir_lvm::assembly::{LvAttr, SegDevice};
 
     use super::*;
+    use crate::lvm_columns::Columns;
+    use crate::lvm_units::Units;
 
     pub(crate) fn uuid(n: u32) -> Uuid {
         Uuid::parse(format!("{n:032}").as_bytes()).unwrap()
@@ -208,35 +210,39 @@ pub(crate) mod tests {
         ]
     }
 
-    fn cols(listing: Listing, spec: &str) -> Columns {
-        Columns::parse(listing, spec).unwrap()
+    /// A table of these columns, in LVM's default units.
+    fn cols(listing: Listing, spec: &str) -> TextOptions {
+        TextOptions {
+            columns: Some(Columns::parse(listing, spec).unwrap()),
+            units: Units::default(),
+        }
     }
 
     #[test]
     fn lvs_shows_a_row_per_lv_and_per_segment_with_segment_columns() {
         let lvs = sample();
         assert_eq!(
-            lvs_table(&lvs, path, None),
-            "LV    VG  ATTR       LSIZE\n\
-             grown vg0 -wi-XX----   12M\n\
-             str   vg0 -wi-XX----    8M\n\
-             t     vg0 -wi-XX----    4M\n"
+            lvs_table(&lvs, path, &TextOptions::default()),
+            "LV    VG  ATTR        LSIZE\n\
+             grown vg0 -wi-XX---- 12.00m\n\
+             str   vg0 -wi-XX----  8.00m\n\
+             t     vg0 -wi-XX----  4.00m\n"
         );
         let c = cols(
             Listing::Lvs,
             "+segtype,stripes,stripe_size,seg_start_pe,seg_size,devices",
         );
         assert_eq!(
-            lvs_table(&lvs, path, Some(&c)),
-            "LV    VG  ATTR       LSIZE TYPE    #STR STRIPE START_PE SSIZE DEVICES\n\
-             grown vg0 -wi-XX----   12M linear     1     0B        0    8M /dev/loop0(0)\n\
-             grown vg0 -wi-XX----   12M linear     1     0B        2    4M [unknown](5)\n\
-             str   vg0 -wi-XX----    8M striped    2    64K        0    8M /dev/loop0(2),/dev/loop1(0)\n\
-             t     vg0 -wi-XX----    4M thin       0     0B        0    4M\n"
+            lvs_table(&lvs, path, &c),
+            "LV    VG  ATTR        LSIZE TYPE    #STR STRIPE START_PE SSIZE DEVICES\n\
+             grown vg0 -wi-XX---- 12.00m linear     1     0         0 8.00m /dev/loop0(0)\n\
+             grown vg0 -wi-XX---- 12.00m linear     1     0         2 4.00m [unknown](5)\n\
+             str   vg0 -wi-XX----  8.00m striped    2 64.00k        0 8.00m /dev/loop0(2),/dev/loop1(0)\n\
+             t     vg0 -wi-XX----  4.00m thin       0     0         0 4.00m\n"
         );
         let c = cols(Listing::Lvs, "name,#seg");
         assert_eq!(
-            lvs_table(&lvs, path, Some(&c)),
+            lvs_table(&lvs, path, &c),
             "LV    #SEG\ngrown    2\nstr      1\nt        1\n"
         );
     }
@@ -261,7 +267,7 @@ pub(crate) mod tests {
         )];
         let c = cols(Listing::Lvs, "lv_name,devices");
         assert_eq!(
-            lvs_table(&lvs, path, Some(&c)),
+            lvs_table(&lvs, path, &c),
             "LV DEVICES\nm  m_mimage_0(0),m_mimage_1(0)\n"
         );
     }
@@ -288,10 +294,13 @@ pub(crate) mod tests {
             "name,size,pv_pe_count,pv_pe_alloc_count,pe_start",
         );
         assert_eq!(
-            pvs_table(std::slice::from_ref(&pv), path, Some(&c)),
-            "PV         PSIZE PE ALLOC PE_START\n/dev/loop3   12M  3     2       1M\n"
+            pvs_table(std::slice::from_ref(&pv), path, &c),
+            "PV          PSIZE PE ALLOC PE_START\n/dev/loop3 12.00m  3     2    1.00m\n"
         );
-        assert!(pvs_table(&[pv], path, None).starts_with("PV         VG  PSIZE PFREE MDA UUID\n"));
+        assert!(
+            pvs_table(&[pv], path, &TextOptions::default())
+                .starts_with("PV         VG   PSIZE PFREE MDA UUID\n")
+        );
         let vg = VgReport {
             name: "vg0".into(),
             uuid: uuid(1),
@@ -309,12 +318,12 @@ pub(crate) mod tests {
         };
         let c = cols(Listing::Vgs, "vg_name,ext,#missing,complete");
         assert_eq!(
-            vgs_table(std::slice::from_ref(&vg), Some(&c)),
-            "VG  EXT #MISSING COMPLETE\nvg0  4M        1 no (1 missing)\n"
+            vgs_table(std::slice::from_ref(&vg), &c),
+            "VG    EXT #MISSING COMPLETE\nvg0 4.00m        1 no (1 missing)\n"
         );
         assert_eq!(
-            vgs_table(&[vg], None),
-            "VG  #PV #LV SEQ VSIZE VFREE COMPLETE\nvg0   2   1   4   24M    8M no (1 missing)\n"
+            vgs_table(&[vg], &TextOptions::default()),
+            "VG  #PV #LV SEQ  VSIZE VFREE COMPLETE\nvg0   2   1   4 24.00m 8.00m no (1 missing)\n"
         );
     }
 }

@@ -10,6 +10,7 @@ use weir_lvm::assembly::PvReport;
 use crate::devices_view::DevicesOptions;
 use crate::error::{Error, Result};
 use crate::lvm_columns::Columns;
+use crate::lvm_units::Units;
 use crate::{lvm_json, lvm_table};
 
 /// What is listed.
@@ -48,16 +49,26 @@ pub enum Format {
     Text,
 }
 
-/// What `weir devices|pvs|vgs|lvs [--json] [-o COLUMNS]` prints for this
-/// inventory. `columns` chooses the table's columns (`None`: the default
-/// ones); the JSON form ignores them.
+/// How a report's table is laid out: `-o`'s columns (`None`: the
+/// default ones) and `--units` with `--nosuffix`. The JSON form has every
+/// field, in bytes, and ignores both.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct TextOptions {
+    /// The table's columns.
+    pub columns: Option<Columns>,
+    /// How its sizes are printed.
+    pub units: Units,
+}
+
+/// What `weir devices|pvs|vgs|lvs [--json] [-o COLUMNS] [--units U]`
+/// prints for this inventory.
 pub fn render(
     inv: &Inventory,
     what: Listing,
     format: Format,
-    columns: Option<&Columns>,
+    text: &TextOptions,
 ) -> Result<String> {
-    if let Some(c) = columns
+    if let Some(c) = &text.columns
         && c.listing() != what
     {
         return Err(Error::OtherListing {
@@ -77,13 +88,11 @@ pub fn render(
             crate::devices_view::render(inv, &[], &DevicesOptions::default(), format)
         }
         (Listing::Vgs, Format::Json) => lvm_json::vgs_json(&inv.vgs()),
-        (Listing::Vgs, Format::Text) => lvm_table::vgs_table(&inv.vgs(), columns),
+        (Listing::Vgs, Format::Text) => lvm_table::vgs_table(&inv.vgs(), text),
         (Listing::Pvs, Format::Json) => lvm_json::pvs_json(&sorted_pvs(inv, &path), path),
-        (Listing::Pvs, Format::Text) => {
-            lvm_table::pvs_table(&sorted_pvs(inv, &path), path, columns)
-        }
+        (Listing::Pvs, Format::Text) => lvm_table::pvs_table(&sorted_pvs(inv, &path), path, text),
         (Listing::Lvs, Format::Json) => lvm_json::lvs_json(&inv.lvs(), path),
-        (Listing::Lvs, Format::Text) => lvm_table::lvs_table(&inv.lvs(), path, columns),
+        (Listing::Lvs, Format::Text) => lvm_table::lvs_table(&inv.lvs(), path, text),
     })
 }
 

@@ -10,6 +10,7 @@ use weir_mounts::BackendChoice;
 use weir_view::devices_columns::DevColumns;
 use weir_view::log_select::Match;
 use weir_view::lvm_columns::Columns as LvmColumns;
+use weir_view::lvm_units::Units;
 use weir_view::lvm_view::Listing;
 use weir_view::mounts_table::Columns;
 
@@ -374,6 +375,9 @@ pub(crate) struct PvsArgs {
     #[arg(short = 'o', long = "options", visible_alias = "output", value_name = "COLUMNS",
           conflicts_with = "json", value_parser = parse_pv_columns)]
     pub(crate) columns: Option<LvmColumnsArg>,
+
+    #[command(flatten)]
+    pub(crate) units: UnitsArgs,
 }
 
 /// `weir vgs`.
@@ -391,6 +395,9 @@ pub(crate) struct VgsArgs {
     #[arg(short = 'o', long = "options", visible_alias = "output", value_name = "COLUMNS",
           conflicts_with = "json", value_parser = parse_vg_columns)]
     pub(crate) columns: Option<LvmColumnsArg>,
+
+    #[command(flatten)]
+    pub(crate) units: UnitsArgs,
 }
 
 /// `weir lvs`.
@@ -409,6 +416,48 @@ pub(crate) struct LvsArgs {
     #[arg(short = 'o', long = "options", visible_alias = "output", value_name = "COLUMNS",
           conflicts_with = "json", value_parser = parse_lv_columns)]
     pub(crate) columns: Option<LvmColumnsArg>,
+
+    #[command(flatten)]
+    pub(crate) units: UnitsArgs,
+}
+
+/// LVM's `--units` and `--nosuffix`, for the sizes in a report's table.
+#[derive(Debug, Args)]
+pub(crate) struct UnitsArgs {
+    /// How sizes are printed, as LVM prints them: r (the default) or h
+    /// for the largest unit that fits in powers of 1024 (R, H: of 1000;
+    /// r marks a value rounded up with `<`), b bytes, s sectors, k m g t p
+    /// e (powers of 1024) or K M G T P E (of 1000), optionally after a
+    /// number (4m).
+    #[arg(long, value_name = "UNITS", conflicts_with = "json", value_parser = parse_units)]
+    pub(crate) units: Option<UnitsArg>,
+
+    /// Sizes without their unit's letter (but in r, R, h and H, as in
+    /// LVM).
+    #[arg(long, conflicts_with = "json")]
+    pub(crate) nosuffix: bool,
+}
+
+impl UnitsArgs {
+    /// The units these arguments choose.
+    pub(crate) fn units(&self) -> Units {
+        let units = self.units.as_ref().map_or_else(Units::default, |u| u.units);
+        if self.nosuffix {
+            units.without_suffix()
+        } else {
+            units
+        }
+    }
+}
+
+/// `--units UNITS`: the units, and the word as given, which is passed on
+/// to the daemon (it parses it the same way).
+#[derive(Clone, Debug)]
+pub(crate) struct UnitsArg {
+    /// The argument as given.
+    pub(crate) text: String,
+    /// The units it names.
+    pub(crate) units: Units,
 }
 
 /// `-o COLUMNS` of an LVM report: the columns, and the words as given,
@@ -592,6 +641,13 @@ fn parse_vg_columns(s: &str) -> Result<LvmColumnsArg, String> {
 
 fn parse_lv_columns(s: &str) -> Result<LvmColumnsArg, String> {
     parse_lvm_columns(Listing::Lvs, s)
+}
+
+fn parse_units(s: &str) -> Result<UnitsArg, String> {
+    Ok(UnitsArg {
+        text: s.to_owned(),
+        units: Units::parse(s).map_err(|e| e.to_string())?,
+    })
 }
 
 fn parse_percent(s: &str) -> Result<f64, String> {

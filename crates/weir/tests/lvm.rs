@@ -17,6 +17,8 @@ mod child_lines;
 #[path = "support/daemon_child.rs"]
 mod daemon_child;
 // Only part of it is used here.
+#[path = "support/lvm_cli.rs"]
+mod lvm_cli;
 #[allow(dead_code)]
 #[path = "support/privileged.rs"]
 mod privileged;
@@ -27,6 +29,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use child_lines::{Reap, lines_of, wait_line};
+use lvm_cli::{filter_args, lv_fleet, skipping, weir_ok};
 use privileged::assert_ok;
 use serde_json::Value;
 use support::Weir;
@@ -36,37 +39,6 @@ const WEIR: &str = env!("CARGO_BIN_EXE_weir");
 
 /// How long the watcher may take to show a line.
 const LINE_TIMEOUT: Duration = Duration::from_secs(30);
-
-fn skipping() -> bool {
-    match weir_lvmfleet::unavailable() {
-        Some(why) => {
-            eprintln!("skipping: {why}");
-            true
-        }
-        None => false,
-    }
-}
-
-/// `--filter P` for each of the fleet's patterns.
-fn filter_args(fleet: &Fleet) -> Vec<String> {
-    fleet
-        .filter_patterns()
-        .into_iter()
-        .flat_map(|p| ["--filter".to_owned(), p])
-        .collect()
-}
-
-/// `weir ARGS... <the fleet's filter>`, asserted to succeed; its stdout.
-fn weir_ok(args: &[&str], fleet: &Fleet) -> String {
-    let out = Command::new(WEIR)
-        .args(args)
-        .args(filter_args(fleet))
-        .stdin(Stdio::null())
-        .output()
-        .expect("run weir");
-    assert_ok(&format!("weir {args:?}"), &out);
-    String::from_utf8(out.stdout).expect("stdout is UTF-8")
-}
 
 fn json_array(text: &str) -> Vec<Value> {
     match serde_json::from_str(text) {
@@ -175,19 +147,6 @@ fn vgs_and_pvs_json_agree_with_lvm() {
     assert_eq!(devices, paths, "sorted by path");
 }
 
-/// A VG of three PVs holding `lin` (linear, on the first PV), `str` (two
-/// stripes of 64 KiB), `grown` (made on the first PV and extended onto
-/// the third: two segments) and `ro` (read-only, `--alloc anywhere`).
-fn lv_fleet(tag: &str) -> Fleet {
-    let fleet = Fleet::build(tag, &[1, 1, 1], 0, 0).expect("make the fleet");
-    fleet.lvcreate("lin", 1, &[], &[0]);
-    fleet.lvcreate("str", 2, &["-i", "2", "-I", "64k"], &[1, 2]);
-    fleet.lvcreate("grown", 1, &[], &[0]);
-    fleet.lvextend("grown", 1, 2);
-    fleet.lvcreate("ro", 1, &["-pr", "--alloc", "anywhere"], &[1]);
-    fleet
-}
-
 /// LVM's `lvs --reportformat json --units b --nosuffix` of the fleet's VG:
 /// one row per segment, as LVM gives them with segment fields.
 fn lvm_lvs(fleet: &Fleet) -> Vec<BTreeMap<String, String>> {
@@ -293,7 +252,8 @@ fn lvs_table_columns_follow_o() {
     assert_eq!(t[0], ["LV", "VG", "ATTR", "LSIZE"]);
     assert_eq!(t.len(), 1 + 4);
     assert_eq!(t[1][..3], ["grown", fleet.vg_name(), "-wi-XX----"]);
-    assert_eq!(t[1][3], "8M");
+    // In LVM's default units (`--units r`), as `lvs` prints it.
+    assert_eq!(t[1][3], "8.00m");
 
     // Chosen by LVM's names: a row per segment once a segment's is there.
     let t = words(&weir_ok(

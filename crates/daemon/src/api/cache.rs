@@ -12,6 +12,8 @@ use std::sync::Mutex;
 
 use bytes::Bytes;
 
+use weir_view::lvm_units::Units;
+
 use super::query::Format;
 
 /// What is listed.
@@ -38,6 +40,8 @@ pub(crate) struct Key {
     pub(crate) listing: Listing,
     pub(crate) format: Format,
     pub(crate) columns: Vec<u8>,
+    /// The sizes' units, for an LVM report's table.
+    pub(crate) units: Option<Units>,
 }
 
 /// The most entries kept: every listing in both formats plus a few column
@@ -83,6 +87,7 @@ mod tests {
             listing: Listing::Mounts,
             format: Format::Text,
             columns,
+            units: None,
         }
     }
 

@@ -98,6 +98,7 @@ pub(crate) async fn mounts(
             Format::Json => Vec::new(),
             Format::Text => q.columns.0.iter().map(|&c| c as u8).collect(),
         },
+        units: None,
     };
     if let Some(b) = ctx.cache.get(&key, tracker.generation()) {
         return Ok(answer(q.format, b));
@@ -192,10 +193,11 @@ async fn lvm(ctx: Arc<Ctx>, what: Lvm, q: Option<String>) -> Result<Response, Ap
     let key = Key {
         listing: Listing::Lvm(what),
         format,
-        columns: match (format, &q.columns) {
+        columns: match (format, &q.text.columns) {
             (Format::Text, Some(c)) => c.key().to_vec(),
             _ => Vec::new(),
         },
+        units: (format == Format::Text).then_some(q.text.units),
     };
     if let Some(b) = ctx.cache.get(&key, tracker.generation()) {
         return Ok(answer(format, b));
@@ -205,7 +207,7 @@ async fn lvm(ctx: Arc<Ctx>, what: Lvm, q: Option<String>) -> Result<Response, Ap
         // The generation moves under the inventory's lock: read inside it,
         // it is exactly the rendered inventory's.
         let (generation, text) = tracker.with_inventory(|inv| {
-            let text = lvm_view::render(inv, what.view(), view_format, q.columns.as_ref());
+            let text = lvm_view::render(inv, what.view(), view_format, &q.text);
             (tracker.generation(), text)
         });
         // The columns were parsed for this very listing.

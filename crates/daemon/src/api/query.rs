@@ -12,7 +12,8 @@ use weir_log::TypeMask;
 use weir_view::devices_columns::DevColumns;
 use weir_view::devices_view::DevicesOptions;
 use weir_view::lvm_columns::Columns as LvmColumns;
-use weir_view::lvm_view::Listing;
+use weir_view::lvm_units::Units;
+use weir_view::lvm_view::{Listing, TextOptions};
 use weir_view::mounts_table::Columns;
 
 /// The most parameters one query may have.
@@ -201,9 +202,9 @@ impl MountsQuery {
 pub struct LvmQuery {
     /// JSON or text.
     pub format: Format,
-    /// The text form's columns (`None`: the default ones), checked even
-    /// for JSON, which ignores them.
-    pub columns: Option<LvmColumns>,
+    /// The text form's columns (`None`: the default ones) and units,
+    /// checked even for JSON, which ignores them.
+    pub text: TextOptions,
 }
 
 impl LvmQuery {
@@ -215,8 +216,24 @@ impl LvmQuery {
             .take("columns")
             .map(|v| LvmColumns::parse(listing, &v).map_err(|e| bad("columns", e.to_string())))
             .transpose()?;
+        let units = p
+            .take("units")
+            .map(|v| Units::parse(&v).map_err(|e| bad("units", e.to_string())))
+            .transpose()?
+            .unwrap_or_default();
+        let nosuffix = p
+            .take("nosuffix")
+            .map_or(Ok(false), |v| boolean("nosuffix", &v))?;
         p.done()?;
-        Ok(LvmQuery { format, columns })
+        let units = if nosuffix {
+            units.without_suffix()
+        } else {
+            units
+        };
+        Ok(LvmQuery {
+            format,
+            text: TextOptions { columns, units },
+        })
     }
 }
 
@@ -376,11 +393,11 @@ mod tests {
             LvmQuery::parse(Listing::Lvs, Some("format=text&columns=%2Bdevices,SEGTYPE")).unwrap();
         assert_eq!(q.format, Format::Text);
         assert_eq!(
-            q.columns.unwrap().headers(),
+            q.text.columns.unwrap().headers(),
             ["LV", "VG", "ATTR", "LSIZE", "DEVICES", "TYPE"]
         );
         let d = LvmQuery::parse(Listing::Pvs, None).unwrap();
-        assert_eq!((d.format, d.columns), (Format::Json, None));
+        assert_eq!((d.format, d.text), (Format::Json, TextOptions::default()));
         // Checked for JSON too, though JSON ignores them.
         let e = LvmQuery::parse(Listing::Vgs, Some("columns=lv_name")).unwrap_err();
         assert!(

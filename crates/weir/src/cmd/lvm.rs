@@ -18,20 +18,21 @@ use weir_devices::{Filter, Inventory, Probe, Sysfs};
 
 use weir_client::PathQuery;
 
-use crate::cli::{FilterArgs, LvmColumnsArg, LvmListArgs};
+use crate::cli::{FilterArgs, LvmColumnsArg, LvmListArgs, UnitsArgs};
 use crate::daemon::{Route, copy_listing};
-use weir_view::lvm_view::{self, Format, Listing};
+use weir_view::lvm_view::{self, Format, Listing, TextOptions};
 
 pub(super) fn list(
     route: &Route,
     what: Listing,
     args: &LvmListArgs,
     columns: Option<&LvmColumnsArg>,
+    units: &UnitsArgs,
 ) -> Result<()> {
     // The daemon scans with its own filter: a --filter asks for a scan here.
     if args.filter.patterns.is_empty()
         && let Some(mut client) = route.client()?
-        && via_daemon(&mut client, what, args.json, columns)?
+        && via_daemon(&mut client, what, args.json, columns, units)?
     {
         return Ok(());
     }
@@ -49,7 +50,11 @@ pub(super) fn list(
     } else {
         Format::Text
     };
-    let text = lvm_view::render(&inv, what, format, columns.map(|c| &c.columns))?;
+    let text_options = TextOptions {
+        columns: columns.map(|c| c.columns.clone()),
+        units: units.units(),
+    };
+    let text = lvm_view::render(&inv, what, format, &text_options)?;
     let mut out = crate::stdout::lock();
     out.write_all(text.as_bytes())?;
     out.flush()?;
@@ -62,6 +67,7 @@ fn via_daemon(
     what: Listing,
     json: bool,
     columns: Option<&LvmColumnsArg>,
+    units: &UnitsArgs,
 ) -> Result<bool> {
     let (path, name) = match what {
         Listing::Devices => ("/v1/devices", "block devices"),
@@ -73,6 +79,12 @@ fn via_daemon(
     let mut target = PathQuery::new(path).param("format", format);
     if let Some(c) = columns {
         target = target.param("columns", &c.text);
+    }
+    if let Some(u) = &units.units {
+        target = target.param("units", &u.text);
+    }
+    if units.nosuffix {
+        target = target.param("nosuffix", "true");
     }
     copy_listing(client, &target, name)
 }

@@ -55,9 +55,9 @@ pub(crate) fn dispatch(cli: Cli) -> Result<()> {
             None => devices::list(&route, &d),
             Some(DevicesCommand::Watch(a)) => devices_watch::watch(&state?, &a),
         },
-        Command::Pvs(a) => lvm::list(&route, Listing::Pvs, &a.list, a.columns.as_ref()),
-        Command::Vgs(a) => lvm::list(&route, Listing::Vgs, &a.list, a.columns.as_ref()),
-        Command::Lvs(a) => lvm::list(&route, Listing::Lvs, &a.list, a.columns.as_ref()),
+        Command::Pvs(a) => lvm::list(&route, Listing::Pvs, &a.list, a.columns.as_ref(), &a.units),
+        Command::Vgs(a) => lvm::list(&route, Listing::Vgs, &a.list, a.columns.as_ref(), &a.units),
+        Command::Lvs(a) => lvm::list(&route, Listing::Lvs, &a.list, a.columns.as_ref(), &a.units),
         Command::Sync(a) => sync::sync(&route, a.json),
         Command::Status(a) => status::status(&route, a.json),
     }
