@@ -166,6 +166,11 @@ impl Units {
         if bytes == 0 {
             return format!("0{letter}");
         }
+        // Whole units exactly, past the 2^53 bytes a double holds (where
+        // LVM's own printing drifts).
+        if whole && bytes % divisor == 0 {
+            return format!("{}{letter}", bytes / divisor);
+        }
         let value = bytes as f64 / divisor as f64;
         if whole {
             format!("{value:.0}{letter}")
