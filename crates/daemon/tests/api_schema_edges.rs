@@ -24,6 +24,14 @@ fn mount_columns_fit(v: &Json) -> bool {
     doc().check(&columns.schema, v).is_ok()
 }
 
+/// `method uri` with `body`, as root, answered 400 `bad_request`; the
+/// answer, for a closer look.
+async fn refused(r: &axum::Router, method: &str, uri: &str, body: &str) -> api_support::Answer {
+    let a = as_root(r, method, uri, body.to_owned()).await;
+    a.assert_error(400, "bad_request");
+    a
+}
+
 const CONSUMER_NAME: &str = "ConsumerName";
 const CLEAR: &str = "ClearRequest";
 const APPEND: &str = "AppendRequest";
@@ -36,12 +44,8 @@ async fn an_empty_consumer_name_is_refused_by_both() {
     assert!(!fits(REGISTER, &json!({"name": ""})));
     let fx = plain();
     let r = weir_daemon::api::router(fx.state.clone());
-    as_root(&r, "POST", "/v1/log/consumers", r#"{"name":""}"#)
-        .await
-        .assert_error(400, "bad_request");
-    as_root(&r, "GET", "/v1/log/records?consumer=", "")
-        .await
-        .assert_error(400, "bad_request");
+    refused(&r, "POST", "/v1/log/consumers", r#"{"name":""}"#).await;
+    refused(&r, "GET", "/v1/log/records?consumer=", "").await;
 }
 
 #[tokio::test]
@@ -60,9 +64,7 @@ async fn an_empty_column_list_is_refused_by_both() {
         "/v1/lvm/vgs?format=json&columns=",
         "/v1/lvm/lvs?columns=%2B",
     ] {
-        as_root(&r, "GET", uri, "")
-            .await
-            .assert_error(400, "bad_request");
+        refused(&r, "GET", uri, "").await;
     }
 }
 
@@ -76,10 +78,31 @@ async fn at_most_64_mount_columns_by_both() {
     // choice the daemon takes is a 503 here, not a 400.
     let fx = plain();
     let r = weir_daemon::api::router(fx.state.clone());
-    let a = as_root(&r, "GET", &format!("/v1/mounts?columns={one_more}"), "").await;
-    a.assert_error(400, "bad_request");
+    let a = refused(&r, "GET", &format!("/v1/mounts?columns={one_more}"), "").await;
     assert!(a.text().contains("more than 64 columns"), "{}", a.text());
     as_root(&r, "GET", &format!("/v1/mounts?columns={at_most}"), "")
+        .await
+        .assert_error(503, "unavailable");
+}
+
+#[tokio::test]
+async fn lvm_units_are_a_letter_after_a_count_that_is_not_zero_by_both() {
+    let op = doc()
+        .operation("GET", "/v1/lvm/pvs")
+        .expect("GET /v1/lvm/pvs");
+    let units = op.param("units").expect("its units parameter");
+    let fit = |v: &str| doc().check(&units.schema, &json!(v)).is_ok();
+    for good in ["r", "H", "b", "4m", "0004m"] {
+        assert!(fit(good), "{good}");
+    }
+    let fx = plain();
+    let r = weir_daemon::api::router(fx.state.clone());
+    for bad in ["", "x", "0m", "4r", "1.5g", "mm"] {
+        assert!(!fit(bad), "{bad}");
+        refused(&r, "GET", &format!("/v1/lvm/pvs?units={bad}"), "").await;
+    }
+    // A good one reaches the tracker, which this daemon lacks.
+    as_root(&r, "GET", "/v1/lvm/vgs?units=4m&nosuffix=true", "")
         .await
         .assert_error(503, "unavailable");
 }
@@ -101,9 +124,7 @@ async fn a_whole_index_written_as_a_float_clears_and_a_fraction_is_refused() {
     let a = as_root(&r, "POST", "/v1/log/consumers/c/clear", r#"{"index":2.0}"#).await;
     assert_eq!(a.status, 200, "{}", a.text());
     assert_eq!(a.json()["cleared"], 2);
-    as_root(&r, "POST", "/v1/log/consumers/c/clear", r#"{"index":2.5}"#)
-        .await
-        .assert_error(400, "bad_request");
+    refused(&r, "POST", "/v1/log/consumers/c/clear", r#"{"index":2.5}"#).await;
 }
 
 #[tokio::test]
@@ -122,8 +143,7 @@ async fn an_array_body_is_refused_where_the_document_wants_an_object() {
         ("/v1/log/records", r#"[[{"type":"MARK"}]]"#),
         ("/v1/log/records", r#"{"records":[["MARK"]]}"#),
     ] {
-        let a = as_root(&r, "POST", uri, body).await;
-        a.assert_error(400, "bad_request");
+        let a = refused(&r, "POST", uri, body).await;
         assert!(a.text().contains("expected a JSON object"), "{}", a.text());
     }
 }
@@ -146,9 +166,7 @@ async fn byte_values_written_as_floats_are_bytes() {
     );
     let bad = json!({"records": [{"type": "MARK", "fields": {"k": [0.5]}}]});
     assert!(!fits(APPEND, &bad));
-    as_root(&r, "POST", "/v1/log/records", bad.to_string())
-        .await
-        .assert_error(400, "bad_request");
+    refused(&r, "POST", "/v1/log/records", &bad.to_string()).await;
 }
 
 #[tokio::test]
@@ -156,14 +174,13 @@ async fn a_null_mask_is_refused_by_both() {
     assert!(!fits(REGISTER, &json!({"name": "c", "mask": null})));
     let fx = plain();
     let r = weir_daemon::api::router(fx.state.clone());
-    as_root(
+    refused(
         &r,
         "POST",
         "/v1/log/consumers",
         r#"{"name":"c","mask":null}"#,
     )
-    .await
-    .assert_error(400, "bad_request");
+    .await;
 }
 
 #[tokio::test]
@@ -176,9 +193,7 @@ async fn query_booleans_are_true_or_false_and_numbers_digits() {
         "/v1/log/records?from=%2B1",
         "/v1/log/records?limit=1.0",
     ] {
-        as_root(&r, "GET", uri, "")
-            .await
-            .assert_error(400, "bad_request");
+        refused(&r, "GET", uri, "").await;
     }
     let a = as_root(&r, "GET", "/v1/log/records?follow=false&from=01", "").await;
     assert_eq!(a.status, 200, "{}", a.text());
@@ -201,9 +216,7 @@ async fn every_route_refuses_an_unknown_query_parameter() {
         ("DELETE", "/v1/log/consumers/c?x=1", ""),
         ("POST", "/v1/log/records?x=1", r#"{"records":[]}"#),
     ] {
-        as_root(&r, m, uri, body)
-            .await
-            .assert_error(400, "bad_request");
+        refused(&r, m, uri, body).await;
     }
     // Nothing was done: the consumer is still there, none was added.
     let list = as_root(&r, "GET", "/v1/log/consumers", "").await;
