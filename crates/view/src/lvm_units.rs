@@ -168,7 +168,7 @@ impl Units {
         }
         // Whole units exactly, past the 2^53 bytes a double holds (where
         // LVM's own printing drifts).
-        if whole && bytes % divisor == 0 {
+        if whole && bytes.is_multiple_of(divisor) {
             return format!("{}{letter}", bytes / divisor);
         }
         let value = bytes as f64 / divisor as f64;
