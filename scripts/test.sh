@@ -30,6 +30,46 @@ fi
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 status=0
+
+# The Debian package, built here so that crates/weir/tests/deb_package.rs
+# can install it (into a throwaway overlay) through $WEIR_TEST_DEB. It
+# needs the release binary, which .ci/run's later release build reuses, so
+# CI pays for the package itself only (seconds). cargo-deb is pinned: its
+# flags and generated maintainer scripts change between versions. Without
+# root or dpkg the test cannot install anything, so nothing is built; as
+# root with dpkg, failing to get cargo-deb or to build fails the run, so
+# that the test cannot quietly stop running.
+cargo_deb_version=3.8.0
+target=${CARGO_TARGET_DIR:-target}
+deb_skip=
+if [[ $(id -u) -ne 0 ]]; then
+  deb_skip="not root"
+elif ! command -v dpkg >/dev/null; then
+  deb_skip="dpkg is not installed"
+elif ! cargo deb --version >/dev/null 2>&1; then
+  echo "test.sh: installing cargo-deb $cargo_deb_version"
+  # Built in a temporary directory, not in this workspace's target.
+  if ! env -u CARGO_TARGET_DIR cargo install cargo-deb --version "$cargo_deb_version" --locked --quiet; then
+    deb_skip="cargo install cargo-deb failed"
+    status=1
+  fi
+fi
+if [[ -z $deb_skip ]]; then
+  # cargo-deb finds target/release/weir through CARGO_TARGET_DIR too;
+  # --output keeps the package's path known whatever the version.
+  if cargo build --release --locked -p weir &&
+    packaging/generate.sh --binary "$target/release/weir" &&
+    cargo deb -p weir --no-build --locked --fast --output "$target/debian/weir.deb"; then
+    WEIR_TEST_DEB=$(cd "$target/debian" && pwd)/weir.deb
+    export WEIR_TEST_DEB
+  else
+    echo "test.sh: building the Debian package failed" >&2
+    status=1
+  fi
+else
+  echo "test.sh: $deb_skip; the Debian package is not built and its test skips" >&2
+fi
+
 cargo test --workspace --all-targets --locked --no-fail-fast 2>&1 | tee "$out" || status=$?
 # The fail point tests stop a writer at an exact place in weir-log; the
 # feature that compiles those points in stays off in every other build.
