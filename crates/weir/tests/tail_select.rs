@@ -162,6 +162,39 @@ fn journalctl_choices_print_the_same_directly_and_through_the_daemon() {
     assert_eq!(with(&["--until", "-1h"]), Vec::<u64>::new());
     assert_eq!(with(&["--since", "yesterday", "--until", "+1h"]).len(), 6);
 
+    // The daemon keeps to the window itself: its own answer holds only
+    // the records inside, MARKs included.
+    let ns = |r: &Value| r["time"].as_u64().unwrap();
+    let mut c = daemon_child::client(&socket);
+    let mut body = Vec::new();
+    c.get_text(
+        &format!(
+            "/v1/log/records?since_ns={}&until_ns={}",
+            ns(&recs[1]),
+            ns(&recs[3])
+        ),
+        &mut body,
+    )
+    .unwrap();
+    let served: Vec<Value> = String::from_utf8(body)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(!served.is_empty());
+    assert!(
+        served
+            .iter()
+            .all(|r| (ns(&recs[1])..=ns(&recs[3])).contains(&ns(r))),
+        "{served:?}"
+    );
+    let served_ours: Vec<u64> = served
+        .iter()
+        .filter(|r| r["type"] != "MARK")
+        .map(|r| r["index"].as_u64().unwrap())
+        .collect();
+    assert_eq!(served_ours, [2, 3, 4]);
+
     d.stop();
 }
 
@@ -210,6 +243,10 @@ fn bad_times_and_matches_are_refused_clearly() {
         ),
         (&["sda1"][..], "expected KEY=VALUE"),
         (&["a b=c"][..], "bad field name"),
+        (
+            &["--since", "-1h", "--until", "-2h"][..],
+            "--since must be before --until",
+        ),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_weir"))
             .env_remove("WEIR_SOCKET")

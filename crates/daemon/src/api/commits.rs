@@ -174,7 +174,7 @@ impl Drop for Notifier {
 mod tests {
     use super::*;
     use crate::api::query::Format;
-    use crate::api::window::Take;
+    use crate::api::window::{Pass, Take};
     use weir_log::{Options, Record, RecordType};
 
     #[tokio::test]
@@ -202,11 +202,11 @@ mod tests {
         let mut out = Vec::new();
         let w = n.window().clone();
         assert_eq!(
-            w.take(first - 1, None, Format::Json, &mut out, 1 << 20, None),
+            w.take(first - 1, &Pass::ALL, Format::Json, &mut out, 1 << 20, None),
             Take::Behind
         );
         assert_eq!(
-            w.take(first, None, Format::Json, &mut out, 1 << 20, None),
+            w.take(first, &Pass::ALL, Format::Json, &mut out, 1 << 20, None),
             Take::Took {
                 next: want + 1,
                 taken: 3
@@ -220,7 +220,14 @@ mod tests {
         drop(n);
         // The thread is gone, and held no strong reference.
         assert_eq!(
-            w.take(want + 1, None, Format::Json, &mut Vec::new(), 1 << 20, None),
+            w.take(
+                want + 1,
+                &Pass::ALL,
+                Format::Json,
+                &mut Vec::new(),
+                1 << 20,
+                None
+            ),
             Take::AtEnd { halted: true }
         );
         let log = Arc::try_unwrap(log).expect("the notifier keeps no reference");

@@ -13,7 +13,7 @@ use weir_log::{Log, Reader, TypeMask};
 use weir_view::record::{record_json, record_line};
 
 use super::query::Format;
-use super::window::{Take, Window};
+use super::window::{Pass, Take, Window};
 
 /// A chunk is sent once it holds this many bytes (or the stream has
 /// caught up): large enough to amortize writes, small enough to stream.
@@ -30,8 +30,8 @@ pub(crate) struct Cursor {
     pos: u64,
     /// `Some` while reading the log itself, `None` while in the window.
     reader: Option<Reader>,
-    /// `None`: every type.
-    mask: Option<TypeMask>,
+    /// The types and times shown.
+    pass: Pass,
     format: Format,
     /// Records still to send; `None`: no limit.
     remaining: Option<u64>,
@@ -59,7 +59,10 @@ impl Cursor {
         Cursor {
             pos: from.max(1),
             reader: None,
-            mask: mask.filter(|m| !m.is_all()),
+            pass: Pass {
+                mask: mask.filter(|m| !m.is_all()),
+                times: None,
+            },
             format,
             remaining: limit,
             chase_oldest,
@@ -67,6 +70,13 @@ impl Cursor {
             scan_budget: SCAN_BUDGET,
             behind: false,
         }
+    }
+
+    /// Shows only the records whose time is in `since..=until` (ns since
+    /// the epoch).
+    pub(crate) fn with_times(mut self, since: u64, until: u64) -> Cursor {
+        self.pass.times = Some((since, until));
+        self
     }
 
     /// Whether the last fill stopped at its scan budget with committed
@@ -104,7 +114,7 @@ impl Cursor {
             let Some(reader) = &mut self.reader else {
                 match window.take(
                     self.pos,
-                    self.mask.as_ref(),
+                    &self.pass,
                     self.format,
                     buf,
                     self.chunk,
@@ -160,10 +170,13 @@ impl Cursor {
     fn open(&self, log: &Log, from: u64) -> Reader {
         let mut r = log.reader(from);
         r.limit_scan(self.scan_budget);
-        match &self.mask {
-            Some(m) => r.with_mask(m.clone()),
-            None => r,
+        if let Some(m) = &self.pass.mask {
+            r = r.with_mask(m.clone());
         }
+        if let Some((since, until)) = self.pass.times {
+            r = r.with_time_window(since, until);
+        }
+        r
     }
 }
 
@@ -237,6 +250,35 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let log = Log::open(dir.path(), Options::default()).unwrap();
         (dir, log)
+    }
+
+    #[test]
+    fn a_time_window_holds_on_the_log_and_in_the_window() {
+        let (_d, log) = open();
+        grow(&log, 40);
+        let times: Vec<u64> = log.reader(1).map(|r| r.unwrap().time_ns).collect();
+        let (since, until) = (times[9], times[29]);
+        // The window holds 21..=40: the stream reads 1..=20 from the log
+        // and the rest from the window, and both keep to the times.
+        let w = Window::new(21);
+        feed(&w, &log, 21, 40);
+        let mask = TypeMask::parse("CREAT,MKDIR").unwrap();
+        let mut c =
+            Cursor::new(1, Some(mask.clone()), Format::Text, None, false).with_times(since, until);
+        let mut out = Vec::new();
+        drain(&mut c, &log, &w, true, &mut out);
+        assert_eq!(c.position(), 41);
+        let want: String = log
+            .reader(1)
+            .with_mask(mask)
+            .with_time_window(since, until)
+            .map(|r| format!("{}\n", record_line(&r.unwrap())))
+            .collect();
+        let shown = String::from_utf8(out).unwrap();
+        assert_eq!(shown, want);
+        // Records 10..=30 at most, two types of three: some, not all.
+        let n = shown.lines().count();
+        assert!((1..=21).contains(&n), "{n}:\n{shown}");
     }
 
     #[test]

@@ -286,6 +286,9 @@ pub struct RecordsQuery {
     pub follow: bool,
     /// At most this many records.
     pub limit: Option<u64>,
+    /// Only records of these times, `since..=until` in ns since the epoch
+    /// (`weir log tail --since/--until`, resolved by the client).
+    pub times: Option<(u64, u64)>,
     /// JSON lines or text lines.
     pub format: Format,
 }
@@ -309,6 +312,20 @@ impl RecordsQuery {
             .transpose()?
             .unwrap_or(false);
         let limit = p.take("limit").map(|v| number("limit", &v)).transpose()?;
+        let since = p
+            .take("since_ns")
+            .map(|v| number("since_ns", &v))
+            .transpose()?;
+        let until = p
+            .take("until_ns")
+            .map(|v| number("until_ns", &v))
+            .transpose()?;
+        // Either end alone leaves the other open; an empty window (until
+        // before since) shows nothing, as the document's schema allows it.
+        let times = match (since, until) {
+            (None, None) => None,
+            (since, until) => Some((since.unwrap_or(0), until.unwrap_or(u64::MAX))),
+        };
         let format = format(&mut p)?;
         p.done()?;
         Ok(RecordsQuery {
@@ -317,6 +334,7 @@ impl RecordsQuery {
             consumer,
             follow,
             limit,
+            times,
             format,
         })
     }
@@ -360,6 +378,15 @@ mod tests {
 
         let d = RecordsQuery::parse(None).unwrap();
         assert_eq!((d.from, d.follow, d.format), (None, false, Format::Json));
+        assert_eq!(d.times, None);
+
+        // A time window: either end alone is open at the other.
+        let t = |q: &str| RecordsQuery::parse(Some(q)).unwrap().times;
+        assert_eq!(t("since_ns=5&until_ns=9"), Some((5, 9)));
+        assert_eq!(t("since_ns=5&until_ns=5"), Some((5, 5)));
+        assert_eq!(t("since_ns=5"), Some((5, u64::MAX)));
+        assert_eq!(t("until_ns=9"), Some((0, 9)));
+        assert_eq!(t("since_ns=9&until_ns=5"), Some((9, 5)));
 
         // Numbers in digits (leading zeros are still digits), booleans as
         // true or false.
@@ -371,6 +398,8 @@ mod tests {
             "from=",
             "limit=+0",
             "limit=1.0",
+            "since_ns=-1",
+            "until_ns=1e9",
             "follow=1",
             "follow=0",
             "follow=TRUE",

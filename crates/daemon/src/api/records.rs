@@ -66,13 +66,16 @@ pub(crate) async fn read(
     } else {
         None
     };
-    let cursor = Cursor::new(
+    let mut cursor = Cursor::new(
         from.unwrap_or(first),
         mask,
         q.format,
         q.limit,
         from.is_none(),
     );
+    if let Some((since, until)) = q.times {
+        cursor = cursor.with_times(since, until);
+    }
     let tail = Tail::new(ctx.clone(), cursor, follow);
     let kind = match q.format {
         Format::Json => "application/x-ndjson",

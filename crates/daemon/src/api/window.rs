@@ -25,6 +25,33 @@ const MAX_RECORDS: usize = 8192;
 /// window keeps.
 const MAX_BYTES: usize = 8 << 20;
 
+/// Which records a stream shows: those of its types and, when given, of
+/// its time window (`since..=until`, ns since the epoch, both ends in).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Pass {
+    /// `None`: every type.
+    pub(crate) mask: Option<TypeMask>,
+    /// `None`: any time.
+    pub(crate) times: Option<(u64, u64)>,
+}
+
+impl Pass {
+    /// Every record.
+    #[cfg(test)]
+    pub(crate) const ALL: Pass = Pass {
+        mask: None,
+        times: None,
+    };
+
+    /// Whether `rec` is shown.
+    pub(crate) fn admits(&self, rec: &LogRecord) -> bool {
+        self.mask.as_ref().is_none_or(|m| m.contains(rec.kind))
+            && self
+                .times
+                .is_none_or(|(since, until)| (since..=until).contains(&rec.time_ns))
+    }
+}
+
 /// One committed record, rendered.
 pub(crate) struct Line {
     /// Kept for the text form, rendered only if a text follower asks.
@@ -215,13 +242,13 @@ impl Window {
         self.start.load(Ordering::Acquire) <= index && index < self.end.load(Ordering::Acquire)
     }
 
-    /// Copies the lines from index `from` on that pass `mask` into `out`,
-    /// in `format`, until `out` holds `max_bytes`, `max_lines` were
+    /// Copies the lines from index `from` on that `pass` admits into
+    /// `out`, in `format`, until `out` holds `max_bytes`, `max_lines` were
     /// copied, or the window ends.
     pub(crate) fn take(
         &self,
         from: u64,
-        mask: Option<&TypeMask>,
+        pass: &Pass,
         format: Format,
         out: &mut Vec<u8>,
         max_bytes: usize,
@@ -248,7 +275,7 @@ impl Window {
                 break;
             }
             next = line.index() + 1;
-            if mask.is_none_or(|m| m.contains(line.rec.kind)) {
+            if pass.admits(&line.rec) {
                 out.extend_from_slice(line.bytes(format));
                 taken += 1;
             }
@@ -319,40 +346,43 @@ mod tests {
         assert_eq!(w.push(lines(5..=14)), 14);
         let mut out = Vec::new();
         assert_eq!(
-            w.take(4, None, Format::Json, &mut out, 1 << 20, None),
+            w.take(4, &Pass::ALL, Format::Json, &mut out, 1 << 20, None),
             Take::Behind
         );
         assert_eq!(
-            w.take(16, None, Format::Json, &mut out, 1 << 20, None),
+            w.take(16, &Pass::ALL, Format::Json, &mut out, 1 << 20, None),
             Take::Ahead
         );
         assert_eq!(
-            w.take(15, None, Format::Json, &mut out, 1 << 20, None),
+            w.take(15, &Pass::ALL, Format::Json, &mut out, 1 << 20, None),
             Take::AtEnd { halted: false }
         );
         assert!(out.is_empty());
         assert_eq!(
-            w.take(8, None, Format::Json, &mut out, 1 << 20, None),
+            w.take(8, &Pass::ALL, Format::Json, &mut out, 1 << 20, None),
             Take::Took { next: 15, taken: 7 }
         );
         assert_eq!(indexes(&out), (8..=14).collect::<Vec<_>>());
         // CREATs only (odd indexes); a limit of two lines.
         out.clear();
-        let creat = TypeMask::parse("CREAT").unwrap();
+        let creat = Pass {
+            mask: Some(TypeMask::parse("CREAT").unwrap()),
+            times: None,
+        };
         assert_eq!(
-            w.take(6, Some(&creat), Format::Json, &mut out, 1 << 20, Some(2)),
+            w.take(6, &creat, Format::Json, &mut out, 1 << 20, Some(2)),
             Take::Took { next: 10, taken: 2 }
         );
         assert_eq!(indexes(&out), vec![7, 9]);
         // A byte bound stops after the line that reaches it.
         out.clear();
         assert_eq!(
-            w.take(5, None, Format::Json, &mut out, 1, None),
+            w.take(5, &Pass::ALL, Format::Json, &mut out, 1, None),
             Take::Took { next: 6, taken: 1 }
         );
         w.set_halted(true);
         assert_eq!(
-            w.take(15, None, Format::Json, &mut out, 1 << 20, None),
+            w.take(15, &Pass::ALL, Format::Json, &mut out, 1 << 20, None),
             Take::AtEnd { halted: true }
         );
     }
@@ -364,7 +394,7 @@ mod tests {
         assert!(!w.holds(6) && w.holds(7) && w.holds(10) && !w.holds(11));
         let mut out = Vec::new();
         assert_eq!(
-            w.take(6, None, Format::Json, &mut out, 1 << 20, None),
+            w.take(6, &Pass::ALL, Format::Json, &mut out, 1 << 20, None),
             Take::Behind
         );
         // A byte bound: room for about two lines.
@@ -376,13 +406,13 @@ mod tests {
         w.push(lines(20..=21));
         assert!(!w.holds(10) && w.holds(20) && w.holds(21));
         assert_eq!(
-            w.take(11, None, Format::Json, &mut out, 1 << 20, None),
+            w.take(11, &Pass::ALL, Format::Json, &mut out, 1 << 20, None),
             Take::Behind
         );
         w.restart(30);
         assert!(!w.holds(21) && !w.holds(30));
         assert_eq!(
-            w.take(30, None, Format::Json, &mut out, 1 << 20, None),
+            w.take(30, &Pass::ALL, Format::Json, &mut out, 1 << 20, None),
             Take::AtEnd { halted: false }
         );
     }

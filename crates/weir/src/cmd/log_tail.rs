@@ -113,6 +113,12 @@ fn selection(args: &TailArgs) -> Result<Option<Selection>> {
     };
     let since = time("--since", &args.since)?;
     let until = time("--until", &args.until)?;
+    // journalctl refuses an empty window rather than print nothing.
+    if let (Some(s), Some(u)) = (since, until)
+        && s > u
+    {
+        bail!("--since must be before --until");
+    }
     let mut filter = Filter::new();
     for m in args.matches.iter().chain(&args.mount).chain(&args.device) {
         filter = filter.with_match(m.clone());
@@ -134,10 +140,15 @@ fn selection(args: &TailArgs) -> Result<Option<Selection>> {
 /// `-n` and `-f`, the backlog is one read (to its end) and the follow a
 /// second, from just after the last record the first one saw.
 fn via_daemon_selected(client: &mut Client, args: &TailArgs, mut sel: Selection) -> Result<()> {
+    // The daemon steps over records outside the times itself, from their
+    // frame headers: they never cross the socket.
+    let window = sel.filter().time_window();
     let target = |from: Option<u64>, follow: bool| {
         let q = PathQuery::new("/v1/log/records")
             .param("format", "json")
             .param_opt("from", from)
+            .param_opt("since_ns", window.map(|w| w.0))
+            .param_opt("until_ns", window.map(|w| w.1))
             .param_opt("consumer", args.consumer.as_ref())
             .param_opt("mask", args.mask.as_ref());
         if follow { q.param("follow", "true") } else { q }
