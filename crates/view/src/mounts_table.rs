@@ -134,6 +134,19 @@ impl Column {
         }
     }
 
+    /// findmnt's absolute width hint: libsmartcols widens a column whose
+    /// cells are at least as wide as its header, but narrower than this,
+    /// to this (a SIZE column of `252G` cells is 5 wide). 0: none.
+    fn width_hint(self) -> usize {
+        match self {
+            Column::Size | Column::Avail | Column::Used => 5,
+            Column::UsePercent => 3,
+            Column::Id => 2,
+            Column::MajMin => 6,
+            _ => 0,
+        }
+    }
+
     /// Where the column's cells come from.
     pub fn source(self) -> Source {
         match self {
@@ -228,9 +241,19 @@ pub fn render(cols: &Columns, mounts: &[Mount], facts: &Facts, style: Style) -> 
             .collect()
     }));
     let mut widths = vec![0; cols.0.len()];
-    for row in &table {
+    for row in &table[1..] {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
+        }
+    }
+    // libsmartcols' rule: the header is the least width; a column whose
+    // cells reach it takes the width hint if they fall short of that.
+    for ((w, c), header) in widths.iter_mut().zip(&cols.0).zip(&table[0]) {
+        let (least, hint) = (header.chars().count(), c.width_hint());
+        if *w < least {
+            *w = least;
+        } else if *w < hint && least < hint {
+            *w = hint;
         }
     }
     let mut out = String::new();
@@ -373,5 +396,22 @@ mod tests {
         // Without TARGET there is nothing to draw the tree in: the list.
         let ids = Columns::parse("ID").unwrap();
         assert_eq!(render(&ids, &mounts, &facts, style), "ID\n 7\n12\n");
+        // Cells as wide as the header (4) but short of SIZE's hint (5)
+        // make the column 5 wide; narrower cells leave it at the header's.
+        let size = Columns::parse("SIZE").unwrap();
+        let wide = weir_mounts::usage::Usage {
+            frsize: 1 << 30,
+            blocks: 252,
+            bfree: 0,
+            bavail: 0,
+        };
+        facts.usage.insert(12, wide);
+        let list = Style::default();
+        assert_eq!(
+            render(&size, &mounts, &facts, list),
+            " SIZE\n     \n 252G\n"
+        );
+        facts.usage.insert(12, usage);
+        assert_eq!(render(&size, &mounts, &facts, list), "SIZE\n    \n  2M\n");
     }
 }
