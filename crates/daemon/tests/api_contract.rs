@@ -445,14 +445,29 @@ async fn inventory_answers_are_the_cli_bytes() {
     })
     .await;
     same_as(&router, "/v1/mounts?format=text", || {
-        mounts_table::render(&cols, &snap())
+        mounts_table::render(&cols, &snap(), &Default::default(), Default::default())
     })
     .await;
     let cols2 = mounts_table::Columns::parse("ID,TARGET,PROPAGATION,MAJ:MIN").unwrap();
     same_as(
         &router,
         "/v1/mounts?format=text&columns=id,target,propagation,maj:min",
-        || mounts_table::render(&cols2, &snap()),
+        || mounts_table::render(&cols2, &snap(), &Default::default(), Default::default()),
+    )
+    .await;
+    // The tree, through the same renderer.
+    let tree = mounts_table::Style {
+        tree: true,
+        ascii: true,
+        bytes: false,
+    };
+    same_as(
+        &router,
+        "/v1/mounts?format=text&columns=target,fstype&tree=true&ascii=true",
+        || {
+            let cols = mounts_table::Columns::parse("TARGET,FSTYPE").unwrap();
+            mounts_table::render(&cols, &snap(), &Default::default(), tree)
+        },
     )
     .await;
     // A second query is served from the cache: same bytes.

@@ -12,6 +12,7 @@
 //!   whole readings held to a CPU budget.
 //! - [`exact`]: whether a tracker's table is the kernel's and its log holds
 //!   one record per change, as the tests and the benchmarks check it.
+//! - [`usage`]: statvfs(2) of each mount point, for findmnt's df columns.
 //! - [`Previous`]: the table as last logged, so that a restarted tracker
 //!   logs what changed while it was down, once.
 //!
@@ -33,6 +34,7 @@ pub mod record;
 pub mod source;
 pub mod table;
 pub mod tracker;
+pub mod usage;
 
 pub use backend::{Backend, BackendChoice, Snapshot, snapshot};
 pub use change::{Attrs, Change, ChangeKind, Seen};

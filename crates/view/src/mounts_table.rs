@@ -1,18 +1,27 @@
 //! The table form of `weir mounts`: its columns, findmnt-like, and the
-//! rendering of rows.
+//! rendering of rows, as a list or as findmnt's tree.
 //!
 //! Bytes (paths, sources, options) are shown with the log's text escaping
 //! ([`escape`]), so a newline in a mount point cannot split a row and a byte
-//! that is not UTF-8 still shows. Columns are left-aligned and padded to
-//! their widest cell; the last one is not padded, so no line ends in blanks.
+//! that is not UTF-8 still shows. Text columns are left-aligned and padded
+//! to their widest cell, numbers right-aligned, as findmnt aligns them; the
+//! last column is not padded on the right, so no line ends in blanks (but
+//! for findmnt's MAJ:MIN, whose cell is itself padded).
+//!
+//! Most cells come from the [`Mount`] alone. The others need a look at the
+//! filesystem (statvfs for the df columns, and later a superblock probe
+//! for UUID and LABEL): the caller gathers them first into [`Facts`], so
+//! that rendering stays pure and the daemon and the CLI, given the same
+//! facts, print the same bytes.
 
-use std::fmt::Write as _;
-
+use weir_mounts::usage::Usages;
 use weir_mounts::{Mount, Propagation};
 
 use crate::bytes::escape;
 use crate::error::{Error, Result};
-use crate::table::MAX_COLUMNS;
+use crate::mounts_df::{self, Figure};
+use crate::mounts_tree::{self, Charset};
+use crate::table::{Align, MAX_COLUMNS};
 
 /// One column of the table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,11 +50,51 @@ pub enum Column {
     Propagation,
     /// The device number.
     MajMin,
+    /// The filesystem's size (statvfs).
+    Size,
+    /// The bytes an unprivileged user may still take (statvfs).
+    Avail,
+    /// The bytes in use (statvfs).
+    Used,
+    /// The share of blocks in use (statvfs).
+    UsePercent,
+}
+
+/// What a column's cells are made from: the mount alone, or a fact the
+/// caller gathered ([`Facts`]). A new gathered column (UUID, LABEL) is a
+/// variant here, a field in `Facts`, and a gathering step for the callers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// Only the mount.
+    Mount,
+    /// A statvfs reading of the mount point.
+    Usage,
+}
+
+/// What the renderer is given besides the mounts: facts read from the
+/// filesystems, by mount id, for the columns whose [`Source`] needs them.
+/// A mount without one shows empty cells there.
+#[derive(Clone, Debug, Default)]
+pub struct Facts {
+    /// statvfs readings ([`weir_mounts::usage::gather`]).
+    pub usage: Usages,
+}
+
+/// How the table is drawn.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Style {
+    /// findmnt's tree (drawn in the TARGET column; a choice without TARGET
+    /// prints the list, as findmnt does).
+    pub tree: bool,
+    /// The tree in ASCII (`--ascii`).
+    pub ascii: bool,
+    /// Sizes in bytes rather than `1.9G` (`--bytes`).
+    pub bytes: bool,
 }
 
 impl Column {
     /// Every column with its header, which is also its name for `-o`.
-    const ALL: [(Column, &'static str); 12] = [
+    const ALL: [(Column, &'static str); 16] = [
         (Column::Id, "ID"),
         (Column::Parent, "PARENT"),
         (Column::OldId, "OLD_ID"),
@@ -58,6 +107,10 @@ impl Column {
         (Column::FsOptions, "FS_OPTIONS"),
         (Column::Propagation, "PROPAGATION"),
         (Column::MajMin, "MAJ:MIN"),
+        (Column::Size, "SIZE"),
+        (Column::Avail, "AVAIL"),
+        (Column::Used, "USED"),
+        (Column::UsePercent, "USE%"),
     ];
 
     fn header(self) -> &'static str {
@@ -67,8 +120,44 @@ impl Column {
             .map_or("", |(_, h)| h)
     }
 
+    /// Numbers are right-aligned, as findmnt aligns them.
+    fn align(self) -> Align {
+        match self {
+            Column::Id
+            | Column::Parent
+            | Column::OldId
+            | Column::Size
+            | Column::Avail
+            | Column::Used
+            | Column::UsePercent => Align::Right,
+            _ => Align::Left,
+        }
+    }
+
+    /// findmnt's absolute width hint: libsmartcols widens a column whose
+    /// cells are at least as wide as its header, but narrower than this,
+    /// to this (a SIZE column of `252G` cells is 5 wide). 0: none.
+    fn width_hint(self) -> usize {
+        match self {
+            Column::Size | Column::Avail | Column::Used => 5,
+            Column::UsePercent => 3,
+            Column::Id => 2,
+            Column::MajMin => 6,
+            _ => 0,
+        }
+    }
+
+    /// Where the column's cells come from.
+    pub fn source(self) -> Source {
+        match self {
+            Column::Size | Column::Avail | Column::Used | Column::UsePercent => Source::Usage,
+            _ => Source::Mount,
+        }
+    }
+
     /// The column's cell for one mount.
-    fn cell(self, m: &Mount) -> String {
+    fn cell(self, m: &Mount, facts: &Facts, style: Style) -> String {
+        let df = |f| mounts_df::cell(f, facts.usage.get(&m.id), style.bytes);
         match self {
             Column::Id => m.id.to_string(),
             Column::Parent => m.parent_id.to_string(),
@@ -81,7 +170,12 @@ impl Column {
             Column::VfsOptions => m.flags.to_text(),
             Column::FsOptions => escape(&m.super_options()),
             Column::Propagation => propagation_word(&m.propagation),
-            Column::MajMin => m.dev_text(),
+            // findmnt's `%3u:%-3u`, which lines the colons up.
+            Column::MajMin => format!("{:>3}:{:<3}", m.major, m.minor),
+            Column::Size => df(Figure::Size),
+            Column::Avail => df(Figure::Avail),
+            Column::Used => df(Figure::Used),
+            Column::UsePercent => df(Figure::UsePercent),
         }
     }
 }
@@ -112,32 +206,69 @@ impl Columns {
         }
         Ok(Columns(cols))
     }
+
+    /// Whether any column needs facts from `source`, so that a caller
+    /// gathers only what is shown (statvfs can block on a hung server).
+    pub fn needs(&self, source: Source) -> bool {
+        self.0.iter().any(|c| c.source() == source)
+    }
 }
 
-/// The table: a header line and one line per mount, each ending in `\n`.
-pub fn render(cols: &Columns, mounts: &[Mount]) -> String {
-    let mut rows: Vec<Vec<String>> = Vec::with_capacity(mounts.len() + 1);
-    rows.push(cols.0.iter().map(|c| c.header().to_owned()).collect());
-    rows.extend(
-        mounts
+/// The table: a header line and one line per mount, each ending in `\n`;
+/// the mounts in their order, or in tree order with `style.tree`.
+pub fn render(cols: &Columns, mounts: &[Mount], facts: &Facts, style: Style) -> String {
+    let tree = style.tree && cols.0.contains(&Column::Target);
+    let rows: Vec<(usize, String)> = if tree {
+        let charset = if style.ascii {
+            Charset::Ascii
+        } else {
+            Charset::Utf8
+        };
+        mounts_tree::order(mounts, charset)
+    } else {
+        (0..mounts.len()).map(|i| (i, String::new())).collect()
+    };
+    let mut table: Vec<Vec<String>> = Vec::with_capacity(rows.len() + 1);
+    table.push(cols.0.iter().map(|c| c.header().to_owned()).collect());
+    table.extend(rows.iter().map(|(i, prefix)| {
+        let m = &mounts[*i];
+        cols.0
             .iter()
-            .map(|m| cols.0.iter().map(|c| c.cell(m)).collect()),
-    );
+            .map(|c| match c {
+                Column::Target => format!("{prefix}{}", c.cell(m, facts, style)),
+                _ => c.cell(m, facts, style),
+            })
+            .collect()
+    }));
     let mut widths = vec![0; cols.0.len()];
-    for row in &rows {
+    for row in &table[1..] {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
         }
     }
+    // libsmartcols' rule: the header is the least width; a column whose
+    // cells reach it takes the width hint if they fall short of that.
+    for ((w, c), header) in widths.iter_mut().zip(&cols.0).zip(&table[0]) {
+        let (least, hint) = (header.chars().count(), c.width_hint());
+        if *w < least {
+            *w = least;
+        } else if *w < hint && least < hint {
+            *w = hint;
+        }
+    }
     let mut out = String::new();
-    for row in &rows {
+    for row in &table {
         let last = row.len().saturating_sub(1);
         for (i, cell) in row.iter().enumerate() {
-            if i == last {
-                out.push_str(cell);
-            } else {
-                // Rust pads by chars, the unit `widths` counts in.
-                let _ = write!(out, "{cell:<w$} ", w = widths[i]);
+            // Rust pads by chars, the unit `widths` counts in.
+            let w = widths[i];
+            match cols.0[i].align() {
+                Align::Right => out.push_str(&format!("{cell:>w$}")),
+                Align::Left if i == last => out.push_str(cell),
+                Align::Left => out.push_str(&format!("{cell:<w$}")),
+            }
+            if i != last {
+                out.push(' ');
             }
         }
         out.push('\n');
@@ -184,13 +315,16 @@ mod tests {
     fn parses_columns() {
         let c = Columns::parse("target,Maj:Min,vfs-options").unwrap();
         assert_eq!(c.0, [Column::Target, Column::MajMin, Column::VfsOptions]);
-        let e = Columns::parse("TARGET,SIZE").unwrap_err();
+        let e = Columns::parse("TARGET,NOPE").unwrap_err();
         assert!(
-            matches!(&e, Error::UnknownMountColumn { name, .. } if name == "SIZE"),
+            matches!(&e, Error::UnknownMountColumn { name, .. } if name == "NOPE"),
             "{e:?}"
         );
         let e = e.to_string();
-        assert!(e.contains("\"SIZE\"") && e.contains("PROPAGATION"), "{e}");
+        assert!(e.contains("\"NOPE\"") && e.contains("USE%"), "{e}");
+        let df = Columns::parse("size,Avail,USED,use%").unwrap();
+        assert!(df.needs(Source::Usage) && !df.needs(Source::Mount));
+        assert!(!Columns::parse("target").unwrap().needs(Source::Usage));
         assert!(Columns::parse("").is_err());
     }
 
@@ -201,7 +335,7 @@ mod tests {
         let one_more = format!("{at_most},target");
         assert_eq!(Columns::parse(&one_more), Err(Error::TooManyColumns));
         // Names are read in order; the first fault is the one reported.
-        let unknown_early = format!("SIZE,{one_more}");
+        let unknown_early = format!("NOPE,{one_more}");
         assert!(matches!(
             Columns::parse(&unknown_early),
             Err(Error::UnknownMountColumn { .. })
@@ -211,15 +345,73 @@ mod tests {
     #[test]
     fn renders_escaped_padded_rows() {
         let cols = Columns::parse("TARGET,FSTYPE,OPTIONS,FS_OPTIONS,PROPAGATION,ID").unwrap();
-        let t = render(&cols, &[mount(7, b"/a\nb\xff"), mount(8, "/é".as_bytes())]);
+        let mounts = [mount(7, b"/a\nb\xff"), mount(8, "/é".as_bytes())];
+        let t = render(&cols, &mounts, &Facts::default(), Style::default());
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(
             lines,
             [
                 "TARGET      FSTYPE     OPTIONS           FS_OPTIONS PROPAGATION       ID",
-                "/a\\x0ab\\xff fuse.sshfs ro,nosuid,size=4k rw,size=4k shared:3,master:4 7",
-                "/é          fuse.sshfs ro,nosuid,size=4k rw,size=4k shared:3,master:4 8",
+                "/a\\x0ab\\xff fuse.sshfs ro,nosuid,size=4k rw,size=4k shared:3,master:4  7",
+                "/é          fuse.sshfs ro,nosuid,size=4k rw,size=4k shared:3,master:4  8",
             ]
         );
+    }
+
+    #[test]
+    fn numbers_right_df_cells_empty_without_a_reading() {
+        let cols = Columns::parse("ID,MAJ:MIN,TARGET,SIZE,USE%").unwrap();
+        let mut m7 = mount(7, b"/a");
+        m7.parent_id = 12;
+        let mut m12 = mount(12, b"/");
+        m12.parent_id = 1;
+        let mut facts = Facts::default();
+        let usage = weir_mounts::usage::Usage {
+            frsize: 4096,
+            blocks: 512,
+            bfree: 256,
+            bavail: 128,
+        };
+        facts.usage.insert(12, usage);
+        let mounts = [m7, m12];
+        let list = render(&cols, &mounts, &facts, Style::default());
+        assert_eq!(
+            list,
+            "ID MAJ:MIN TARGET SIZE USE%\n \
+             7   0:42  /a              \n\
+             12   0:42  /        2M  50%\n"
+        );
+        let style = Style {
+            tree: true,
+            bytes: true,
+            ascii: false,
+        };
+        let tree = render(&cols, &mounts, &facts, style);
+        assert_eq!(
+            tree,
+            "ID MAJ:MIN TARGET    SIZE USE%\n\
+             12   0:42  /      2097152  50%\n \
+             7   0:42  └─/a               \n"
+        );
+        // Without TARGET there is nothing to draw the tree in: the list.
+        let ids = Columns::parse("ID").unwrap();
+        assert_eq!(render(&ids, &mounts, &facts, style), "ID\n 7\n12\n");
+        // Cells as wide as the header (4) but short of SIZE's hint (5)
+        // make the column 5 wide; narrower cells leave it at the header's.
+        let size = Columns::parse("SIZE").unwrap();
+        let wide = weir_mounts::usage::Usage {
+            frsize: 1 << 30,
+            blocks: 252,
+            bfree: 0,
+            bavail: 0,
+        };
+        facts.usage.insert(12, wide);
+        let list = Style::default();
+        assert_eq!(
+            render(&size, &mounts, &facts, list),
+            " SIZE\n     \n 252G\n"
+        );
+        facts.usage.insert(12, usage);
+        assert_eq!(render(&size, &mounts, &facts, list), "SIZE\n    \n  2M\n");
     }
 }

@@ -12,7 +12,8 @@ use weir_view::log_select::Match;
 use weir_view::lvm_columns::Columns as LvmColumns;
 use weir_view::lvm_units::Units;
 use weir_view::lvm_view::Listing;
-use weir_view::mounts_table::Columns;
+
+pub(crate) use crate::cli_mounts::MountsListArgs;
 
 /// weir: storage-state engine for Linux.
 #[derive(Debug, Parser)]
@@ -234,45 +235,6 @@ pub(crate) enum MountsCommand {
     /// Track the mount table in the foreground: log every change and print
     /// a line for it, until SIGINT or SIGTERM.
     Watch(MountsWatchArgs),
-}
-
-#[derive(Debug, Args)]
-pub(crate) struct MountsListArgs {
-    /// Print a JSON array, one object per mount.
-    #[arg(long)]
-    pub(crate) json: bool,
-
-    /// Columns, comma-separated, case-insensitive: ID, PARENT, OLD_ID,
-    /// TARGET, ROOT, SOURCE, FSTYPE, OPTIONS, VFS_OPTIONS, FS_OPTIONS,
-    /// PROPAGATION, MAJ:MIN.
-    #[arg(
-        short = 'o',
-        long = "output",
-        value_name = "COLUMNS",
-        default_value = "TARGET,SOURCE,FSTYPE,OPTIONS",
-        value_parser = parse_columns
-    )]
-    pub(crate) columns: ColumnsArg,
-
-    /// How to read the table: fanotify (listmount + statmount), mountinfo
-    /// (/proc/self/mountinfo), or auto (fanotify if available) [default:
-    /// auto]. Given, it reads the table directly, without the daemon.
-    #[arg(long, value_name = "BACKEND", value_parser = backend_parser())]
-    pub(crate) backend: Option<BackendChoice>,
-
-    /// Say on stderr which backend was used, and why if it fell back.
-    #[arg(short, long)]
-    pub(crate) verbose: bool,
-}
-
-/// `-o COLUMNS`: the columns, and the words as given, which are passed on
-/// to the daemon (it parses them the same way).
-#[derive(Clone, Debug)]
-pub(crate) struct ColumnsArg {
-    /// The argument as given.
-    pub(crate) text: String,
-    /// The columns it names.
-    pub(crate) columns: Columns,
 }
 
 #[derive(Debug, Args)]
@@ -612,16 +574,9 @@ fn parse_mode(s: &str) -> Result<u32, String> {
     weir_daemon::config::parse_mode(s).map_err(str::to_owned)
 }
 
-fn backend_parser() -> impl TypedValueParser<Value = BackendChoice> {
+pub(crate) fn backend_parser() -> impl TypedValueParser<Value = BackendChoice> {
     PossibleValuesParser::new(["auto", "fanotify", "mountinfo"])
         .try_map(|s| s.parse::<BackendChoice>())
-}
-
-fn parse_columns(s: &str) -> Result<ColumnsArg, String> {
-    Ok(ColumnsArg {
-        text: s.to_owned(),
-        columns: Columns::parse(s).map_err(|e| e.to_string())?,
-    })
 }
 
 fn parse_lvm_columns(listing: Listing, s: &str) -> Result<LvmColumnsArg, String> {

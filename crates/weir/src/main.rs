@@ -12,6 +12,7 @@
 #[cfg(test)]
 mod chain_tests;
 mod cli;
+mod cli_mounts;
 mod cmd;
 mod config_file;
 mod daemon;

@@ -42,6 +42,10 @@ printf 'before sync\n' | "$W" --socket "$SOCK" --state-dir "$STATE" log write > 
 "$W" --direct mounts --json > "$OUT/mounts.direct"
 "$W" --socket "$SOCK" mounts -o ID,TARGET,PROPAGATION > "$OUT/table.daemon"
 "$W" --direct mounts -o ID,TARGET,PROPAGATION > "$OUT/table.direct"
+# The tree and a df column (SIZE, which no write changes) read by the
+# daemon and by the command: the same renderer, the same statvfs.
+"$W" --socket "$SOCK" mounts --tree -a -b -o TARGET,SIZE,FSTYPE > "$OUT/tree.daemon"
+"$W" --direct mounts --tree -a -b -o TARGET,SIZE,FSTYPE > "$OUT/tree.direct"
 
 # Devices are the host's: another test may attach one meanwhile, so a
 # difference gets a barrier and another look.
@@ -127,6 +131,12 @@ fn the_daemon_and_direct_mode_print_the_same_bytes() {
     );
     assert_eq!(mounts, read(&out, "mounts.direct"));
     assert_eq!(read(&out, "table.daemon"), read(&out, "table.direct"));
+    let tree = read(&out, "tree.daemon");
+    assert_eq!(tree, read(&out, "tree.direct"));
+    assert!(
+        tree.contains(&format!("-{} ", mnt.display())),
+        "no tmpfs in the tree:\n{tree}"
+    );
     assert_eq!(read(&out, "vgs.daemon"), read(&out, "vgs.direct"));
 
     let last = number(&read(&out, "last"));

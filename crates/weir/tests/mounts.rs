@@ -103,11 +103,11 @@ fn lists_the_table_as_text_and_json() {
     );
     assert!(lines.any(|l| l.split_whitespace().collect::<Vec<_>>() == ["/proc", "proc"]));
 
-    let bad = weir(&["mounts", "-o", "TARGET,SIZE"]);
+    let bad = weir(&["mounts", "-o", "TARGET,NOPE"]);
     assert_eq!(bad.status.code(), Some(2));
     let err = String::from_utf8_lossy(&bad.stderr);
     assert!(
-        err.contains("unknown column \"SIZE\"") && err.contains("MAJ:MIN"),
+        err.contains("unknown column \"NOPE\"") && err.contains("USE%"),
         "{err}"
     );
 }

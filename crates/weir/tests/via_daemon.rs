@@ -65,6 +65,8 @@ fn listings_are_the_daemons_bytes() {
     ]);
     assert_eq!(ok(d.weir(&["mounts", "--json"]), b""), mounts);
     assert_eq!(ok(d.weir(&["mounts", "-o", "id,maj:min"]), b""), mounts);
+    let tree = ["mounts", "--tree", "-a", "-b", "-o", "target,use%"];
+    assert_eq!(ok(d.weir(&tree), b""), mounts);
     assert_eq!(ok(d.weir(&["vgs"]), b""), table);
     assert_eq!(ok(d.weir(&["pvs", "--json"]), b""), b"[]\n");
     assert_eq!(ok(d.weir(&["devices", "--json"]), b""), b"[\n]\n");
@@ -73,6 +75,7 @@ fn listings_are_the_daemons_bytes() {
         [
             "GET /v1/mounts?format=json",
             "GET /v1/mounts?format=text&columns=id%2Cmaj%3Amin",
+            "GET /v1/mounts?format=text&columns=target%2Cuse%25&tree=true&ascii=true&bytes=true",
             "GET /v1/lvm/vgs?format=text",
             "GET /v1/lvm/pvs?format=json",
             "GET /v1/devices?format=json",

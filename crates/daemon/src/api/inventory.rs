@@ -4,9 +4,10 @@
 //! renders both; the LVM listings through the one function the CLI calls,
 //! `lvm_view::render`, the devices through `devices_view::render`).
 //!
-//! A rendering (but the devices') is cached by tracker generation ([`super::cache`]) and made
-//! on a blocking thread when it is not cached, so a large table never
-//! stalls the server's threads.
+//! A rendering is cached by tracker generation ([`super::cache`]), but
+//! the devices' and a mounts table with df columns (whose figures change
+//! while the table stands still), and made on a blocking thread when it
+//! is not cached, so a large table never stalls the server's threads.
 
 use std::sync::Arc;
 
@@ -16,6 +17,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use weir_view::devices_view;
 use weir_view::lvm_view::{self, Listing as View};
+use weir_view::mounts_table::{Facts, Source};
 use weir_view::{mounts_json, mounts_table};
 
 use super::cache::{Key, Listing, Lvm};
@@ -96,11 +98,19 @@ pub(crate) async fn mounts(
         format: q.format,
         columns: match q.format {
             Format::Json => Vec::new(),
-            Format::Text => q.columns.0.iter().map(|&c| c as u8).collect(),
+            Format::Text => {
+                let s = q.style;
+                let mut k: Vec<u8> = q.columns.0.iter().map(|&c| c as u8).collect();
+                // The style after the columns, in a byte no column has.
+                k.push(0x80 | u8::from(s.tree) | u8::from(s.ascii) << 1 | u8::from(s.bytes) << 2);
+                k
+            }
         },
         units: None,
     };
-    if let Some(b) = ctx.cache.get(&key, tracker.generation()) {
+    // statvfs figures change while the table stands still: read afresh.
+    let df = q.format == Format::Text && q.columns.needs(Source::Usage);
+    if !df && let Some(b) = ctx.cache.get(&key, tracker.generation()) {
         return Ok(answer(q.format, b));
     }
     let format = q.format;
@@ -110,10 +120,21 @@ pub(crate) async fn mounts(
         let mounts = tracker.mounts();
         let text = match format {
             Format::Json => mounts_json::mounts_json(&mounts),
-            Format::Text => mounts_table::render(&q.columns, &mounts),
+            Format::Text => {
+                let facts = Facts {
+                    usage: if df {
+                        weir_mounts::usage::gather(&mounts)
+                    } else {
+                        Default::default()
+                    },
+                };
+                mounts_table::render(&q.columns, &mounts, &facts, q.style)
+            }
         };
         let body = Bytes::from(text);
-        ctx.cache.put(key, generation, body.clone());
+        if !df {
+            ctx.cache.put(key, generation, body.clone());
+        }
         body
     })
     .await

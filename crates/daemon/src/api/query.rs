@@ -14,7 +14,7 @@ use weir_view::devices_view::DevicesOptions;
 use weir_view::lvm_columns::Columns as LvmColumns;
 use weir_view::lvm_units::Units;
 use weir_view::lvm_view::{Listing, TextOptions};
-use weir_view::mounts_table::Columns;
+use weir_view::mounts_table::{Columns, Style};
 
 /// The most parameters one query may have.
 pub const MAX_PARAMS: usize = 32;
@@ -175,13 +175,17 @@ fn number(name: &'static str, v: &str) -> Result<u64, QueryError> {
     v.parse().map_err(|_| wrong())
 }
 
-/// `GET /v1/mounts`: `format`, `columns`.
+/// `GET /v1/mounts`: `format`, `columns`, `tree`, `ascii`, `bytes`, as
+/// `weir mounts [--json] [-o COLUMNS] [--tree] [--ascii] [--bytes]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MountsQuery {
     /// JSON or text.
     pub format: Format,
     /// The text form's columns (ignored for JSON).
     pub columns: Columns,
+    /// How the text form is drawn (ignored for JSON). Without `tree`, the
+    /// list: what the API served before it had a tree.
+    pub style: Style,
 }
 
 impl MountsQuery {
@@ -192,8 +196,18 @@ impl MountsQuery {
         let cols = p.take("columns");
         let columns = Columns::parse(cols.as_deref().unwrap_or(DEFAULT_COLUMNS))
             .map_err(|e| bad("columns", e.to_string()))?;
+        let flag = |p: &mut Params, name| p.take(name).map_or(Ok(false), |v| boolean(name, &v));
+        let style = Style {
+            tree: flag(&mut p, "tree")?,
+            ascii: flag(&mut p, "ascii")?,
+            bytes: flag(&mut p, "bytes")?,
+        };
         p.done()?;
-        Ok(MountsQuery { format, columns })
+        Ok(MountsQuery {
+            format,
+            columns,
+            style,
+        })
     }
 }
 
@@ -476,7 +490,18 @@ mod tests {
         assert_eq!(q.columns, Columns::parse("ID,TARGET").unwrap());
         let d = MountsQuery::parse(Some("")).unwrap();
         assert_eq!(d.columns, Columns::parse(DEFAULT_COLUMNS).unwrap());
-        assert!(MountsQuery::parse(Some("columns=SIZE")).is_err());
+        assert_eq!(d.style, Style::default());
+        let t = MountsQuery::parse(Some("columns=target,use%25&tree=true&bytes=true")).unwrap();
+        assert_eq!(t.columns, Columns::parse("TARGET,USE%").unwrap());
+        let want = Style {
+            tree: true,
+            ascii: false,
+            bytes: true,
+        };
+        assert_eq!(t.style, want);
+        assert!(MountsQuery::parse(Some("columns=NOPE")).is_err());
+        assert!(MountsQuery::parse(Some("tree=1")).is_err());
+        assert!(MountsQuery::parse(Some("ascii=true&ascii=false")).is_err());
         assert!(MountsQuery::parse(Some("columns=")).is_err());
         let many = vec!["ID"; weir_view::table::MAX_COLUMNS + 1].join(",");
         let e = MountsQuery::parse(Some(&format!("columns={many}"))).unwrap_err();

@@ -3,10 +3,14 @@
 //! the backend `--backend` selects (an explicit `--backend` always reads
 //! directly).
 //!
+//! The table is findmnt's tree on a terminal and the list into a pipe
+//! (`--tree` and `-l` choose); the df columns are read with statvfs(2)
+//! right before rendering, by whichever process renders.
+//!
 //! A one-shot listing keeps stderr quiet: which backend answered, and why
 //! `auto` fell back to mountinfo, is said only with `--verbose`.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 
 use anyhow::{Context, Result};
 use weir_client::{Client, PathQuery};
@@ -15,13 +19,15 @@ use weir_mounts::{Backend, BackendChoice};
 use crate::cli::MountsListArgs;
 use crate::daemon::{Route, copy_listing};
 use weir_view::chain::error_chain;
+use weir_view::mounts_table::{Facts, Source, Style};
 use weir_view::status::Status;
 use weir_view::{mounts_json, mounts_table};
 
 pub(super) fn list(route: &Route, args: &MountsListArgs) -> Result<()> {
+    let style = args.style(std::io::stdout().is_terminal());
     if args.backend.is_none()
         && let Some(mut client) = route.client()?
-        && via_daemon(&mut client, args)?
+        && via_daemon(&mut client, args, style)?
     {
         return Ok(());
     }
@@ -39,7 +45,15 @@ pub(super) fn list(route: &Route, args: &MountsListArgs) -> Result<()> {
     let text = if args.json {
         mounts_json::mounts_json(&snap.mounts)
     } else {
-        mounts_table::render(&args.columns.columns, &snap.mounts)
+        let cols = &args.columns.columns;
+        let facts = Facts {
+            usage: if cols.needs(Source::Usage) {
+                weir_mounts::usage::gather(&snap.mounts)
+            } else {
+                Default::default()
+            },
+        };
+        mounts_table::render(cols, &snap.mounts, &facts, style)
     };
     let mut out = crate::stdout::lock();
     out.write_all(text.as_bytes())?;
@@ -48,7 +62,7 @@ pub(super) fn list(route: &Route, args: &MountsListArgs) -> Result<()> {
 }
 
 /// The listing from the daemon; `Ok(false)` when its mount tracker is off.
-fn via_daemon(client: &mut Client, args: &MountsListArgs) -> Result<bool> {
+fn via_daemon(client: &mut Client, args: &MountsListArgs, style: Style) -> Result<bool> {
     if args.verbose {
         say_daemon_backend(client)?;
     }
@@ -59,6 +73,11 @@ fn via_daemon(client: &mut Client, args: &MountsListArgs) -> Result<bool> {
         target
             .param("format", "text")
             .param("columns", &args.columns.text)
+            // Only what differs from the API's defaults, so that a listing
+            // without them still reaches a daemon that predates them.
+            .param_opt("tree", style.tree.then_some(true))
+            .param_opt("ascii", style.ascii.then_some(true))
+            .param_opt("bytes", style.bytes.then_some(true))
     };
     copy_listing(client, &target, "the mount table")
 }
