@@ -12,7 +12,6 @@
 #[cfg(test)]
 mod chain_tests;
 mod cli;
-mod cli_mounts;
 mod cmd;
 mod config_file;
 mod daemon;

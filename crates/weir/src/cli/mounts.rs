@@ -1,13 +1,50 @@
-//! The options of `weir mounts` (the listing), as clap derive types, apart
-//! from `cli` so that findmnt's habits (`-l`, `--tree`, `--ascii`,
-//! `--bytes`) do not crowd it; and the one decision they leave to run
-//! time: a tree on a terminal, a list into a pipe.
+//! The options of `weir mounts` (the listing, with findmnt's habits:
+//! `-l`, `--tree`, `--ascii`, `--bytes`) and `weir mounts watch`; and the
+//! one decision they leave to run time: a tree on a terminal, a list into
+//! a pipe.
 
-use clap::Args;
+use clap::{Args, Subcommand};
 use weir_mounts::BackendChoice;
 use weir_view::mounts_table::{Columns, Style};
 
-use crate::cli::backend_parser;
+use super::{backend_parser, parse_percent};
+
+/// `weir mounts [OPTIONS]` lists; `weir mounts watch` watches. The listing
+/// options belong to the listing only, hence the conflict with subcommands.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub(crate) struct MountsArgs {
+    #[command(subcommand)]
+    pub(crate) command: Option<MountsCommand>,
+
+    #[command(flatten)]
+    pub(crate) list: MountsListArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum MountsCommand {
+    /// Track the mount table in the foreground: log every change and print
+    /// a line for it, until SIGINT or SIGTERM.
+    Watch(MountsWatchArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct MountsWatchArgs {
+    /// How to watch: fanotify (mount events), mountinfo (re-reading
+    /// /proc/self/mountinfo whenever it changes), or auto (fanotify if
+    /// available).
+    #[arg(long, value_name = "BACKEND", default_value = "auto", value_parser = backend_parser())]
+    pub(crate) backend: BackendChoice,
+
+    /// The share of one CPU, in percent, that whole-table readings may use.
+    #[arg(long, value_name = "PERCENT", default_value_t = 5.0, value_parser = parse_percent)]
+    pub(crate) budget: f64,
+
+    /// Compare the whole table this often even when nothing announced a
+    /// change (propagation changes announce nothing); 0 turns it off.
+    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    pub(crate) audit_secs: u64,
+}
 
 #[derive(Debug, Args)]
 pub(crate) struct MountsListArgs {

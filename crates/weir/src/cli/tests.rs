@@ -1,0 +1,181 @@
+//! The command line parses as documented: each command's options, and
+//! the refusals that clap makes from their definitions.
+
+use super::*;
+use clap::CommandFactory;
+use weir_log::RecordType;
+use weir_view::log_select::Match;
+
+#[test]
+fn definition_is_consistent() {
+    Cli::command().debug_assert();
+}
+
+#[test]
+fn parses_tail_options() {
+    let cli = Cli::try_parse_from([
+        "weir", "log", "tail", "--mask", "CREAT", "-f", "--from", "7",
+    ])
+    .unwrap();
+    let Command::Log {
+        command: LogCommand::Tail(t),
+    } = cli.command
+    else {
+        panic!("not tail: {:?}", cli.command);
+    };
+    assert_eq!(t.from, Some(7));
+    assert!(t.follow && !t.json);
+    let m = t.mask.unwrap();
+    assert!(m.contains(RecordType::CREAT) && !m.contains(RecordType::MARK));
+    assert!(Cli::try_parse_from(["weir", "log", "write", "--type", "NOPE"]).is_err());
+}
+
+fn tail_args(args: &[&str]) -> TailArgs {
+    let cli = Cli::try_parse_from(["weir", "log", "tail"].iter().chain(args)).unwrap();
+    match cli.command {
+        Command::Log {
+            command: LogCommand::Tail(t),
+        } => t,
+        other => panic!("not tail: {other:?}"),
+    }
+}
+
+#[test]
+fn parses_journalctl_options() {
+    let t = tail_args(&[
+        "-n",
+        "5",
+        "-S",
+        "-1h",
+        "--until",
+        "2025-03-01 12:00",
+        "vg=vg0",
+        "/mnt/x",
+        "--device",
+        "8:1",
+        "--type",
+        "-MARK",
+    ]);
+    assert_eq!(t.lines, Some(5));
+    assert_eq!(t.since.as_deref(), Some("-1h"));
+    assert_eq!(t.until.as_deref(), Some("2025-03-01 12:00"));
+    assert_eq!(t.matches.len(), 2);
+    assert_eq!(t.device, [Match::device("8:1").unwrap()]);
+    assert!(!t.mask.unwrap().contains(RecordType::MARK));
+    // A bare -n is -n 10, as journalctl; -e is a flag.
+    assert_eq!(tail_args(&["-n"]).lines, Some(10));
+    assert_eq!(tail_args(&["-e", "-f"]).lines, None);
+    assert!(tail_args(&["-e"]).pager_end);
+    let bad =
+        |args: &[&str]| Cli::try_parse_from(["weir", "log", "tail"].iter().chain(args)).is_err();
+    assert!(bad(&["-n", "x"]) && bad(&["sda1"]) && bad(&["=v"]) && bad(&["--mount", ""]));
+}
+
+#[test]
+fn socket_and_direct_are_global() {
+    let cli = Cli::try_parse_from(["weir", "vgs", "--socket", "/tmp/s", "--direct"]).unwrap();
+    assert_eq!(cli.socket.as_deref(), Some(std::path::Path::new("/tmp/s")));
+    assert!(cli.direct);
+    assert!(matches!(cli.command, Command::Vgs(_)));
+    let cli = Cli::try_parse_from(["weir", "--socket", "/s", "status", "--json"]).unwrap();
+    let Command::Status(a) = cli.command else {
+        panic!("not status: {:?}", cli.command);
+    };
+    assert!(a.json && !cli.direct);
+    assert!(matches!(
+        Cli::try_parse_from(["weir", "sync"]).unwrap().command,
+        Command::Sync(JsonArg { json: false })
+    ));
+}
+
+#[test]
+fn parses_lvm_report_columns() {
+    let cli = Cli::try_parse_from(["weir", "lvs", "-o", "+devices", "--filter", "a|x|"]).unwrap();
+    let Command::Lvs(a) = cli.command else {
+        panic!("not lvs: {:?}", cli.command);
+    };
+    let c = a.columns.unwrap();
+    assert_eq!(c.text, "+devices");
+    assert_eq!(
+        c.columns.headers(),
+        ["LV", "VG", "ATTR", "LSIZE", "DEVICES"]
+    );
+    assert_eq!(a.list.filter.patterns, ["a|x|"]);
+    let cli = Cli::try_parse_from(["weir", "pvs", "--options", "name,size"]).unwrap();
+    assert!(matches!(
+        cli.command,
+        Command::Pvs(PvsArgs {
+            columns: Some(_),
+            ..
+        })
+    ));
+    let cli = Cli::try_parse_from(["weir", "vgs", "--output", "VG"]).unwrap();
+    assert!(matches!(
+        cli.command,
+        Command::Vgs(VgsArgs {
+            columns: Some(_),
+            ..
+        })
+    ));
+    let cli = Cli::try_parse_from(["weir", "lvs", "--json"]).unwrap();
+    assert!(matches!(
+        cli.command,
+        Command::Lvs(LvsArgs { columns: None, .. })
+    ));
+    for bad in [
+        &["weir", "lvs", "-o", "nope"][..],
+        &["weir", "vgs", "-o", "lv_name"],
+        &["weir", "pvs", "-o", ""],
+        &["weir", "lvs", "-o", "lv_name", "--json"],
+        &["weir", "devices", "-o", "nope"],
+        &["weir", "devices", "-o", "name", "--json"],
+        &["weir", "devices", "-l", "--json"],
+    ] {
+        assert!(Cli::try_parse_from(bad).is_err(), "{bad:?}");
+    }
+    let e = Cli::try_parse_from(["weir", "lvs", "-o", "lv_name,nope"]).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("unknown column \"nope\" for weir lvs"),
+        "{e}"
+    );
+}
+
+#[test]
+fn parses_mounts_options() {
+    let cli = Cli::try_parse_from(["weir", "mounts", "-o", "id,maj:min", "--json"]).unwrap();
+    let Command::Mounts(m) = cli.command else {
+        panic!("not mounts: {:?}", cli.command);
+    };
+    assert!(m.command.is_none() && m.list.json && !m.list.verbose);
+    assert_eq!(m.list.backend, None, "no --backend: the daemon may answer");
+    assert_eq!(m.list.columns.columns.0.len(), 2);
+    assert_eq!(m.list.columns.text, "id,maj:min");
+
+    let cli = Cli::try_parse_from(["weir", "mounts", "--backend", "auto"]).unwrap();
+    let Command::Mounts(m) = cli.command else {
+        panic!("not mounts: {:?}", cli.command);
+    };
+    assert_eq!(m.list.backend, Some(BackendChoice::Auto));
+    assert_eq!(m.list.columns.text, "TARGET,SOURCE,FSTYPE,OPTIONS");
+
+    let cli = Cli::try_parse_from(["weir", "mounts", "watch", "--backend", "mountinfo"]).unwrap();
+    let Command::Mounts(MountsArgs {
+        command: Some(MountsCommand::Watch(w)),
+        ..
+    }) = cli.command
+    else {
+        panic!("not watch: {:?}", cli.command);
+    };
+    assert_eq!(w.backend, BackendChoice::Mountinfo);
+    assert_eq!((w.budget, w.audit_secs), (5.0, 30));
+
+    for bad in [
+        &["weir", "mounts", "--backend", "bogus"][..],
+        &["weir", "mounts", "-o", "TARGET,NOPE"],
+        &["weir", "mounts", "--json", "watch"],
+        &["weir", "mounts", "watch", "--budget", "0"],
+    ] {
+        assert!(Cli::try_parse_from(bad).is_err(), "{bad:?}");
+    }
+}
