@@ -6,6 +6,8 @@
 
 use weir_mounts::usage::Usage;
 
+use crate::table::human_size;
+
 /// Which figure a df column shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Figure {
@@ -43,66 +45,13 @@ pub fn cell(figure: Figure, usage: Option<&Usage>, bytes: bool) -> String {
     } else if bytes {
         n.to_string()
     } else {
-        human(n)
-    }
-}
-
-/// util-linux's `size_to_human_string` with one-letter suffixes: the
-/// largest binary unit the size reaches, and one decimal, rounded half
-/// up from the first three digits, left out when it rounds to 0
-/// (`1M`, `1.5G`, `1023B`).
-pub fn human(bytes: u64) -> String {
-    const LETTERS: &[u8] = b"BKMGTPE";
-    let mut exp = 0u32;
-    while exp < 60 && bytes >= 1u64 << (exp + 10) {
-        exp += 10;
-    }
-    let letter = char::from(LETTERS[(exp / 10) as usize]);
-    if exp == 0 {
-        return format!("{bytes}{letter}");
-    }
-    let mut whole = bytes >> exp;
-    let rest = bytes & ((1u64 << exp) - 1);
-    let mut frac = 0;
-    if rest != 0 {
-        let thousandths = if rest >= u64::MAX / 1000 {
-            ((rest / 1024) * 1000) / (1u64 << (exp - 10))
-        } else {
-            (rest * 1000) / (1u64 << exp)
-        };
-        frac = (thousandths + 50) / 100;
-        if frac == 10 {
-            whole += 1;
-            frac = 0;
-        }
-    }
-    if frac == 0 {
-        format!("{whole}{letter}")
-    } else {
-        format!("{whole}.{frac}{letter}")
+        human_size(n)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn human_sizes_read_like_util_linux() {
-        assert_eq!(human(1), "1B");
-        assert_eq!(human(1023), "1023B");
-        assert_eq!(human(1024), "1K");
-        assert_eq!(human(4096), "4K");
-        assert_eq!(human(1 << 20), "1M");
-        assert_eq!(human(1536 << 10), "1.5M");
-        // 1.95M: 950 thousandths round up to the next whole unit.
-        assert_eq!(human(1997 << 10), "2M");
-        // 1.04M keeps no decimal.
-        assert_eq!(human((1 << 20) + 40 * 1024), "1M");
-        assert_eq!(human(12_662_632_448), "11.8G");
-        assert_eq!(human(270_553_174_016), "252G");
-        assert_eq!(human(u64::MAX), "16E");
-    }
 
     #[test]
     fn cells_as_findmnt_prints_them() {

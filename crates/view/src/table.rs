@@ -51,19 +51,40 @@ pub fn render(headers: &[(&str, Align)], rows: &[Vec<String>]) -> String {
     out
 }
 
-/// A size in bytes as lsblk prints it: `8M`, `1.5G`, `0B`.
+/// A size in bytes as lsblk and findmnt print it: util-linux's
+/// `size_to_human_string` with one-letter suffixes: the
+/// largest binary unit the size reaches, and one decimal, rounded half
+/// up from the first three digits, left out when it rounds to 0
+/// (`1M`, `1.5G`, `1023B`).
 pub fn human_size(bytes: u64) -> String {
-    const UNITS: [&str; 7] = ["B", "K", "M", "G", "T", "P", "E"];
-    let mut v = bytes as f64;
-    let mut unit = 0;
-    while v >= 1024.0 && unit + 1 < UNITS.len() {
-        v /= 1024.0;
-        unit += 1;
+    const LETTERS: &[u8] = b"BKMGTPE";
+    let mut exp = 0u32;
+    while exp < 60 && bytes >= 1u64 << (exp + 10) {
+        exp += 10;
     }
-    if unit == 0 || (v - v.round()).abs() < 0.05 {
-        format!("{}{}", v.round(), UNITS[unit])
+    let letter = char::from(LETTERS[(exp / 10) as usize]);
+    if exp == 0 {
+        return format!("{bytes}{letter}");
+    }
+    let mut whole = bytes >> exp;
+    let rest = bytes & ((1u64 << exp) - 1);
+    let mut frac = 0;
+    if rest != 0 {
+        let thousandths = if rest >= u64::MAX / 1000 {
+            ((rest / 1024) * 1000) / (1u64 << (exp - 10))
+        } else {
+            (rest * 1000) / (1u64 << exp)
+        };
+        frac = (thousandths + 50) / 100;
+        if frac == 10 {
+            whole += 1;
+            frac = 0;
+        }
+    }
+    if frac == 0 {
+        format!("{whole}{letter}")
     } else {
-        format!("{v:.1}{}", UNITS[unit])
+        format!("{whole}.{frac}{letter}")
     }
 }
 
@@ -84,10 +105,20 @@ mod tests {
     }
 
     #[test]
-    fn sizes_read_like_lsblk() {
+    fn sizes_read_like_lsblk_and_findmnt() {
         assert_eq!(human_size(0), "0B");
+        assert_eq!(human_size(1), "1B");
         assert_eq!(human_size(1023), "1023B");
-        assert_eq!(human_size(8 << 20), "8M");
-        assert_eq!(human_size(3 << 29), "1.5G");
+        assert_eq!(human_size(1024), "1K");
+        assert_eq!(human_size(4096), "4K");
+        assert_eq!(human_size(1 << 20), "1M");
+        assert_eq!(human_size(1536 << 10), "1.5M");
+        // 1.95M: 950 thousandths round up to the next whole unit.
+        assert_eq!(human_size(1997 << 10), "2M");
+        // 1.04M keeps no decimal.
+        assert_eq!(human_size((1 << 20) + 40 * 1024), "1M");
+        assert_eq!(human_size(12_662_632_448), "11.8G");
+        assert_eq!(human_size(270_553_174_016), "252G");
+        assert_eq!(human_size(u64::MAX), "16E");
     }
 }
