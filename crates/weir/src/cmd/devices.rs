@@ -66,7 +66,7 @@ fn via_daemon(client: &mut weir_client::Client, args: &DevicesArgs) -> Result<bo
     if let Some(c) = &args.columns {
         target = target.param("columns", &c.text);
     } else if args.fs {
-        target = target.param("columns", &DevColumns(FS.to_vec()).headers().join(","));
+        target = target.param("columns", DevColumns(FS.to_vec()).headers().join(","));
     }
     copy_listing(client, &target, "block devices")
 }
