@@ -4,7 +4,8 @@
 //! mkswap and mkfs.vfat, each with a label and a chosen UUID where the
 //! tool takes one, attached as loop devices; `TYPE`, `UUID` and `LABEL`
 //! must be what `blkid -p -o export` prints, byte for byte, both from
-//! [`fsid::probe`] and through the inventory's [`probe_device`].
+//! [`fsid::probe`], through the inventory's [`probe_device`] and from
+//! [`Inventory::fsid`] after a scan.
 
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -12,11 +13,16 @@ use std::process::Command;
 
 use weir_devices::fsid::{self, FsId};
 use weir_devices::probe::probe_device;
-use weir_devices::{BlockReader, Filter, Sysfs};
+use weir_devices::{BlockReader, DevNum, Filter, Inventory, Sysfs};
 use weir_lvm::probe::TextCache;
 use weir_lvmfleet::LoopDev;
 
-const UUID: &str = "3f1c2a9e-5b7d-4e60-8a1b-0c2d3e4f5a6b";
+/// A UUID of our choosing, a different one for each image `n`: the tests
+/// run in parallel, and mkfs.btrfs refuses a UUID that any attached
+/// device already carries.
+fn uuid(n: u8) -> String {
+    format!("3f1c2a9e-5b7d-4e60-8a1b-0c2d3e4f5a{n:02x}")
+}
 
 /// `blkid -p -o export`'s TYPE, UUID and LABEL, its escapes undone
 /// (`\` before shell-special characters in the export format).
@@ -107,6 +113,11 @@ fn check(img: &Path, want_type: &str) -> FsId {
     let snap = Sysfs::default().device(dev.name()).unwrap();
     let probed = probe_device(&snap, &Filter::accept_all(), &TextCache::new());
     assert_eq!(probed.fsid.as_ref(), Some(&got));
+    // And as the inventory keeps it, by device number.
+    let only = [format!("a|^/dev/{}$|", dev.name()), "r|.*|".to_owned()];
+    let (inv, _) = Inventory::scan(Sysfs::default(), Filter::parse(&only).unwrap()).unwrap();
+    assert_eq!(inv.fsid(DevNum::of(&snap)), Some(&got));
+    drop(inv);
     eprintln!("{want_type}: {got:?} matches blkid");
     // Open, the device would not detach.
     drop(reader);
@@ -138,13 +149,17 @@ macro_rules! skip_without {
 fn ext2_ext3_ext4_match_blkid() {
     skip_without!("mkfs.ext4");
     let dir = tempfile::tempdir().unwrap();
-    for (ty, label) in [("ext2", "two"), ("ext3", "three"), ("ext4", "four-fs")] {
+    for (n, ty, label) in [
+        (1, "ext2", "two"),
+        (2, "ext3", "three"),
+        (3, "ext4", "four-fs"),
+    ] {
         let img = image(dir.path(), ty, 64);
         run(tool("mkfs.ext4")
-            .args(["-q", "-F", "-t", ty, "-L", label, "-U", UUID])
+            .args(["-q", "-F", "-t", ty, "-L", label, "-U", &uuid(n)])
             .arg(&img));
         let got = check(&img, ty);
-        assert_eq!(got.uuid.as_deref(), Some(UUID));
+        assert_eq!(got.uuid, Some(uuid(n)));
         assert_eq!(got.label.as_deref(), Some(label.as_bytes()));
     }
 }
@@ -155,7 +170,7 @@ fn ext4_labels_full_length_and_not_utf8_match_blkid() {
     let dir = tempfile::tempdir().unwrap();
     let img = image(dir.path(), "ext4", 64);
     run(tool("mkfs.ext4")
-        .args(["-q", "-F", "-L", "sixteen-bytes-xx", "-U", UUID])
+        .args(["-q", "-F", "-L", "sixteen-bytes-xx", "-U", &uuid(4)])
         .arg(&img));
     let got = check(&img, "ext4");
     assert_eq!(got.label.as_deref(), Some(&b"sixteen-bytes-xx"[..]));
@@ -185,14 +200,14 @@ fn ext4_labels_full_length_and_not_utf8_match_blkid() {
 fn xfs_matches_blkid() {
     skip_without!("mkfs.xfs");
     let dir = tempfile::tempdir().unwrap();
-    for (name, label) in [("xfs", "data"), ("xfs-full", "twelve-bytes")] {
+    for (n, name, label) in [(5, "xfs", "data"), (6, "xfs-full", "twelve-bytes")] {
         let img = image(dir.path(), name, 320);
         run(tool("mkfs.xfs")
             .args(["-q", "-f", "-L", label, "-m"])
-            .arg(format!("uuid={UUID}"))
+            .arg(format!("uuid={}", uuid(n)))
             .arg(&img));
         let got = check(&img, "xfs");
-        assert_eq!(got.uuid.as_deref(), Some(UUID));
+        assert_eq!(got.uuid, Some(uuid(n)));
         assert_eq!(got.label.as_deref(), Some(label.as_bytes()));
     }
 }
@@ -203,13 +218,13 @@ fn btrfs_matches_blkid() {
     let dir = tempfile::tempdir().unwrap();
     // The longest label btrfs takes (255 bytes), which blkid cuts.
     let long = "L".repeat(255);
-    for (name, label) in [("btrfs", "pool"), ("btrfs-long", long.as_str())] {
+    for (n, name, label) in [(7, "btrfs", "pool"), (8, "btrfs-long", long.as_str())] {
         let img = image(dir.path(), name, 160);
         run(tool("mkfs.btrfs")
-            .args(["-q", "-f", "-L", label, "-U", UUID])
+            .args(["-q", "-f", "-L", label, "-U", &uuid(n)])
             .arg(&img));
         let got = check(&img, "btrfs");
-        assert_eq!(got.uuid.as_deref(), Some(UUID));
+        assert_eq!(got.uuid, Some(uuid(n)));
     }
 }
 
@@ -217,13 +232,13 @@ fn btrfs_matches_blkid() {
 fn swap_matches_blkid() {
     skip_without!("mkswap");
     let dir = tempfile::tempdir().unwrap();
-    for (name, label) in [("swap", "swp"), ("swap-full", "sixteen-bytes-xx")] {
+    for (n, name, label) in [(9, "swap", "swp"), (10, "swap-full", "sixteen-bytes-xx")] {
         let img = image(dir.path(), name, 16);
         run(tool("mkswap")
-            .args(["-q", "-L", label, "-U", UUID])
+            .args(["-q", "-L", label, "-U", &uuid(n)])
             .arg(&img));
         let got = check(&img, "swap");
-        assert_eq!(got.uuid.as_deref(), Some(UUID));
+        assert_eq!(got.uuid, Some(uuid(n)));
     }
 }
 
