@@ -20,7 +20,9 @@
 //! 8 KiB ([`HEAD_SIZE`]: ext, xfs, vfat and swap with 4 or 8 KiB pages;
 //! the LVM probe's read is served from the same bytes), and, only when
 //! those hold nothing known, the blocks of btrfs's superblock (64 KiB) and
-//! of the swap signatures of larger pages.
+//! of the swap signatures of larger pages. A vfat volume's label is the
+//! entry in its root directory, read as blkid reads it (at most 1 MiB of
+//! it searched).
 
 use std::fmt::Write as _;
 use std::io;
@@ -62,7 +64,12 @@ pub fn probe<R: ReadAt + ?Sized>(dev: &R) -> Result<Option<FsId>> {
     let head_len = size.min(HEAD_SIZE as u64) as usize;
     let mut head = vec![0u8; head_len];
     read(dev, 0, &mut head, "head")?;
-    if let Some(id) = probe_head(&head) {
+    if let Some(mut id) = probe_head(&head) {
+        if id.fstype == "vfat"
+            && let Some((_, geometry)) = vfat_boot(&head)
+        {
+            id.label = fat_label(dev, geometry)?;
+        }
         return Ok(Some(id));
     }
     // btrfs: its superblock, 4 KiB at 64 KiB.
@@ -89,7 +96,8 @@ pub fn probe<R: ReadAt + ?Sized>(dev: &R) -> Result<Option<FsId>> {
 
 /// Identifies a device from its first bytes alone (at most [`HEAD_SIZE`]
 /// are looked at): ext, xfs, vfat and swap with pages of 4 or 8 KiB. The
-/// LVM label is weir-lvm's to find.
+/// LVM label is weir-lvm's to find; a vfat volume's label is in its root
+/// directory, so [`probe`] fills it in (here it is `None`).
 pub fn probe_head(head: &[u8]) -> Option<FsId> {
     if let Some(id) = ext(head) {
         return Some(id);
@@ -382,11 +390,36 @@ fn swap(hdr: &[u8], version: u8) -> Option<FsId> {
 
 // ---- vfat ----
 
+/// The boot sector's facts the root directory's search needs.
+#[derive(Clone, Copy, Debug)]
+struct FatGeometry {
+    sector_size: u64,
+    cluster_sectors: u64,
+    reserved: u64,
+    fats: u64,
+    /// FAT12/16: the FAT's length in sectors and the root's entries.
+    fat16: Option<(u64, u64)>,
+    /// FAT32: the FAT's length in sectors and the root's first cluster.
+    fat32: (u64, u32),
+}
+
+/// The most root-directory bytes searched for the volume label: a bound
+/// on hostile volumes (blkid follows up to 100 clusters of any size);
+/// a real root's label entry is among its first few.
+const FAT_ROOT_MAX: u64 = 1 << 20;
+/// The most clusters of a FAT32 root followed, as blkid does.
+const FAT32_ROOT_CLUSTERS: u32 = 100;
+const FAT_DIR_ENTRY: u64 = 32;
+
 /// vfat (FAT12/16/32) by the checks of blkid's `fat_valid_superblock`
-/// that need only the boot sector. The label is the boot sector's
-/// (`NO NAME` is none); blkid prefers a volume label entry in the root
-/// directory, which `mkfs.vfat -n` and `fatlabel` write the same.
+/// that need only the boot sector. The label is left to [`fat_label`]:
+/// blkid's `LABEL` is the volume entry of the root directory (the boot
+/// sector's copy is its `LABEL_FATBOOT`).
 fn vfat(head: &[u8]) -> Option<FsId> {
+    vfat_boot(head).map(|(id, _)| id)
+}
+
+fn vfat_boot(head: &[u8]) -> Option<(FsId, FatGeometry)> {
     let bs = head.get(..512)?;
     let fat_magic = |at: usize, m: &[u8]| bs[at..at + m.len()] == *m;
     let has_magic = fat_magic(0x52, b"MSWIN")
@@ -414,23 +447,106 @@ fn vfat(head: &[u8]) -> Option<FsId> {
         return None;
     }
     let fat16_length = le16(bs, 0x16);
-    let (sign, serial, label) = if fat16_length != 0 {
-        (bs[0x26], 0x27, 0x2b)
+    let (sign, serial) = if fat16_length != 0 {
+        (bs[0x26], 0x27)
     } else {
-        (bs[0x42], 0x43, 0x47)
+        (bs[0x42], 0x43)
     };
     let uuid = matches!(sign, 0x28 | 0x29)
         .then(|| [bs[serial + 3], bs[serial + 2], bs[serial + 1], bs[serial]])
         .filter(|s| s.iter().any(|&b| b != 0))
         .map(|s| format!("{:02X}{:02X}-{:02X}{:02X}", s[0], s[1], s[2], s[3]));
-    let label = (sign == 0x29 && &bs[label..label + 11] != b"NO NAME    ")
-        .then(|| label_of(&bs[label..label + 11]))
-        .flatten();
-    Some(FsId {
+    let geometry = FatGeometry {
+        sector_size: u64::from(sector_size),
+        cluster_sectors: u64::from(cluster_sectors),
+        reserved: u64::from(reserved),
+        fats: u64::from(fats),
+        fat16: (fat16_length != 0).then(|| (u64::from(fat16_length), u64::from(le16(bs, 0x11)))),
+        fat32: (u64::from(le32(bs, 0x24)), le32(bs, 0x2c)),
+    };
+    let id = FsId {
         fstype: "vfat",
         uuid,
-        label,
-    })
+        label: None,
+    };
+    Some((id, geometry))
+}
+
+/// blkid's `search_fat_label` over `entries` directory entries at
+/// `offset`: the first volume-label entry (not free, no cluster, not a
+/// long-name part), its 11 bytes; `None` at the end marker, or when a
+/// read fails. `budget` counts the bytes searched, across calls.
+fn fat_dir_label<R: ReadAt + ?Sized>(
+    dev: &R,
+    offset: u64,
+    entries: u64,
+    budget: &mut u64,
+) -> Result<Option<[u8; 11]>> {
+    let mut block = [0u8; 4096];
+    let mut i = 0;
+    while i < entries && *budget > 0 {
+        let n = (entries - i).min(block.len() as u64 / FAT_DIR_ENTRY);
+        let len = (n * FAT_DIR_ENTRY) as usize;
+        let at = offset.saturating_add(i * FAT_DIR_ENTRY);
+        if !read_if_there(dev, at, &mut block[..len], "vfat root directory")? {
+            return Ok(None);
+        }
+        *budget = budget.saturating_sub(len as u64);
+        for ent in block[..len].chunks_exact(FAT_DIR_ENTRY as usize) {
+            let attr = ent[11];
+            if ent[0] == 0 {
+                return Ok(None);
+            }
+            if ent[0] == 0xe5 || le16(ent, 20) != 0 || le16(ent, 26) != 0 || attr & 0x3f == 0x0f {
+                continue;
+            }
+            if attr & (0x08 | 0x10) == 0x08 {
+                let mut name = [0u8; 11];
+                name.copy_from_slice(&ent[..11]);
+                if name[0] == 0x05 {
+                    name[0] = 0xe5;
+                }
+                return Ok(Some(name));
+            }
+        }
+        i += n;
+    }
+    Ok(None)
+}
+
+/// The volume label of a FAT volume: the root directory's label entry,
+/// found as blkid finds it (FAT12/16: the fixed root after the FATs;
+/// FAT32: the root's clusters, following the FAT).
+fn fat_label<R: ReadAt + ?Sized>(dev: &R, g: FatGeometry) -> Result<Option<Vec<u8>>> {
+    let mut budget = FAT_ROOT_MAX;
+    let found = if let Some((fat_length, entries)) = g.fat16 {
+        let root = (g.reserved + g.fats * fat_length) * g.sector_size;
+        fat_dir_label(dev, root, entries, &mut budget)?
+    } else {
+        let (fat_length, mut next) = g.fat32;
+        let data_start = g.reserved + g.fats * fat_length;
+        let cluster_bytes = g.cluster_sectors * g.sector_size;
+        let fat_entries = fat_length * g.sector_size / 4;
+        let mut found = None;
+        let mut loops = FAT32_ROOT_CLUSTERS;
+        // blkid's loop: while next && next < entries && --maxloop.
+        while next >= 2 && u64::from(next) < fat_entries && loops > 1 && budget > 0 {
+            loops -= 1;
+            let at = (data_start + u64::from(next - 2) * g.cluster_sectors) * g.sector_size;
+            found = fat_dir_label(dev, at, cluster_bytes / FAT_DIR_ENTRY, &mut budget)?;
+            if found.is_some() {
+                break;
+            }
+            let mut entry = [0u8; 4];
+            let fat_at = g.reserved * g.sector_size + u64::from(next) * 4;
+            if !read_if_there(dev, fat_at, &mut entry, "vfat FAT")? {
+                break;
+            }
+            next = u32::from_le_bytes(entry) & 0x0fff_ffff;
+        }
+        found
+    };
+    Ok(found.and_then(|name| label_of(&name)))
 }
 
 #[cfg(test)]

@@ -255,6 +255,29 @@ fn vfat_matches_blkid() {
         assert_eq!(got.uuid.as_deref(), Some("1A2B-3C4D"));
         assert_eq!(got.label.as_deref(), Some(&b"BOOTFS"[..]));
     }
+    // blkid's LABEL is the root directory's volume entry, not the boot
+    // sector's copy: change the first alone, on the FAT16 volume.
+    let img = dir.path().join("fat16");
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&img)
+        .unwrap();
+    let mut bs = [0u8; 512];
+    f.read_exact_at(&mut bs, 0).unwrap();
+    let le16 = |at: usize| u64::from(u16::from_le_bytes([bs[at], bs[at + 1]]));
+    let root = (le16(0x0e) + u64::from(bs[0x10]) * le16(0x16)) * le16(0x0b);
+    let mut ent = [0u8; 12];
+    f.read_exact_at(&mut ent, root).unwrap();
+    assert_eq!(
+        &ent, b"BOOTFS     \x08",
+        "the label is the root's first entry"
+    );
+    f.write_all_at(b"ROOT LBL   ", root).unwrap();
+    f.sync_all().unwrap();
+    drop(f);
+    let got = check(&img, "vfat");
+    assert_eq!(got.label.as_deref(), Some(&b"ROOT LBL"[..]));
 }
 
 #[test]

@@ -67,8 +67,22 @@ fn swap_image(page: usize, uuid: &[u8; 16], label: &[u8]) -> Vec<u8> {
     img
 }
 
-fn vfat32_image(serial: [u8; 4], label: &[u8; 11]) -> Vec<u8> {
+/// A FAT32 volume: 32 reserved sectors, two FATs of one sector, clusters
+/// of one sector, the root at cluster 2 (sector 34) holding `root_label`
+/// in its second entry; the boot sector's label `label`.
+fn vfat32_image(serial: [u8; 4], label: &[u8; 11], root_label: Option<&[u8; 11]>) -> Vec<u8> {
     let mut img = vec![0u8; 64 * 1024];
+    img[0x24..0x28].copy_from_slice(&1u32.to_le_bytes());
+    img[0x2c..0x30].copy_from_slice(&2u32.to_le_bytes());
+    // The FAT: cluster 2 ends its chain.
+    img[32 * 512 + 8..32 * 512 + 12].copy_from_slice(&0x0fff_ffffu32.to_le_bytes());
+    if let Some(l) = root_label {
+        let root = 34 * 512;
+        img[root..root + 11].copy_from_slice(b"LONGNAME   ");
+        img[root + 11] = 0x0f;
+        img[root + 32..root + 43].copy_from_slice(l);
+        img[root + 43] = 0x08;
+    }
     let bs = &mut img[..512];
     bs[0] = 0xeb;
     bs[0x0b..0x0d].copy_from_slice(&512u16.to_le_bytes());
@@ -184,13 +198,24 @@ fn swap_at_each_page_size() {
 
 #[test]
 fn vfat_serial_and_label() {
-    let img = vfat32_image([0xef, 0xcd, 0x34, 0x12], b"BOOT       ");
+    let img = vfat32_image(
+        [0xef, 0xcd, 0x34, 0x12],
+        b"BOOT       ",
+        Some(b"ROOT       "),
+    );
     assert_eq!(
         probe(&img).unwrap(),
-        id("vfat", Some("1234-CDEF"), Some(b"BOOT"))
+        id("vfat", Some("1234-CDEF"), Some(b"ROOT"))
     );
-    let img = vfat32_image([0; 4], b"NO NAME    ");
+    // The boot sector's label alone is no LABEL (blkid's LABEL_FATBOOT).
+    let img = vfat32_image([0; 4], b"BOOT       ", None);
     assert_eq!(probe(&img).unwrap(), id("vfat", None, None));
+    // "NO NAME" in the root directory is a label like any other.
+    let img = vfat32_image([1, 0, 0, 0], b"NO NAME    ", Some(b"NO NAME    "));
+    assert_eq!(
+        probe(&img).unwrap(),
+        id("vfat", Some("0000-0001"), Some(b"NO NAME"))
+    );
 }
 
 #[test]
