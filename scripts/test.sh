@@ -8,6 +8,9 @@ cd "$(dirname "$0")/.."
 
 need=()
 command -v mkfs.btrfs >/dev/null || need+=(btrfs-progs)
+command -v mkfs.xfs >/dev/null || need+=(xfsprogs)
+command -v mkfs.vfat >/dev/null || need+=(dosfstools)
+command -v blkid >/dev/null || need+=(util-linux)
 command -v pvcreate >/dev/null || need+=(lvm2)
 command -v filefrag >/dev/null || need+=(e2fsprogs)
 command -v unshare >/dev/null || need+=(util-linux)

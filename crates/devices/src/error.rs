@@ -82,6 +82,18 @@ pub enum Error {
     /// Reading LVM metadata failed.
     #[error("reading LVM metadata")]
     Lvm(#[from] weir_lvm::Error),
+    /// Reading a device for its filesystem's superblock failed (other
+    /// than by its end: a device too small for a format just is not one).
+    #[error("reading the {what} at offset {offset}")]
+    FsRead {
+        /// What was being read (`head`, `btrfs superblock`, ...).
+        what: &'static str,
+        /// Its byte offset on the device.
+        offset: u64,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
 }
 
 /// A `Result` with this crate's [`Error`].

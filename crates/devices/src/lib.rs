@@ -15,6 +15,8 @@
 //! - [`devread`]: [`BlockReader`], weir-lvm's `ReadAt` over a device node
 //!   with aligned `O_DIRECT` reads.
 //!
+//! - [`fsid`]: which filesystem a device holds, its UUID and label, read
+//!   from its superblock by libblkid's rules ([`FsId`]).
 //! - [`probe`]: which devices LVM would read, and reading them (one, or all
 //!   in parallel) with weir-lvm.
 //! - [`inventory`]: every device, its probe, and the VGs assembled from the
@@ -31,6 +33,7 @@ pub mod devnum;
 pub mod devread;
 mod error;
 pub mod filter;
+pub mod fsid;
 pub mod inventory;
 pub mod previous;
 pub mod probe;
@@ -44,6 +47,7 @@ pub use devnum::DevNum;
 pub use devread::BlockReader;
 pub use error::{Error, Result};
 pub use filter::{Filter, FilterError};
+pub use fsid::FsId;
 pub use inventory::{Entry, Inventory};
 pub use previous::v1::PreviousV1;
 pub use previous::{DeviceState, LvState, Previous, PvState, VgDetail, VgState};

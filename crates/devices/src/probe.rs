@@ -7,6 +7,11 @@
 //! [`probe`](weir_lvm::probe::probe) over an `O_DIRECT` [`BlockReader`]: the
 //! label and mda headers, and a metadata text only when the shared
 //! [`TextCache`] has not seen it.
+//!
+//! The same probe identifies the filesystem ([`FsId`]): a PV is
+//! `LVM2_member`; anything else gets [`fsid::probe`], whose first read
+//! (the device's first 8 KiB) also serves the LVM label's, so a device
+//! that holds a known filesystem costs one read for both.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -14,9 +19,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use weir_lvm::assembly::PvSeen;
 use weir_lvm::probe::{Pv, SETTLE_TRIES, TextCache, probe_settled};
 
+use weir_lvm::ReadAt;
+
 use crate::Error;
 use crate::devread::BlockReader;
 use crate::filter::Filter;
+use crate::fsid::{self, FsId};
 use crate::sysfs::{BlockDevice, Kind};
 
 /// The most threads a whole scan uses: the reads are small and the devices
@@ -93,6 +101,44 @@ pub struct Probed {
     /// Readings that found a text being written (read again, up to
     /// [`SETTLE_TRIES`] in all).
     pub torn: u32,
+    /// The filesystem it holds, if it was read and holds a known one.
+    pub fsid: Option<FsId>,
+}
+
+/// A device whose first [`fsid::HEAD_SIZE`] bytes were read once: reads
+/// within them are served from memory, so the LVM probe's label read and
+/// the filesystem probe's share one request to the device.
+struct Head<'a> {
+    dev: &'a BlockReader,
+    head: Vec<u8>,
+}
+
+impl<'a> Head<'a> {
+    fn read(dev: &'a BlockReader) -> std::io::Result<Head<'a>> {
+        let len = dev.size().min(fsid::HEAD_SIZE as u64) as usize;
+        let mut head = vec![0u8; len];
+        dev.read_exact_at(0, &mut head)?;
+        Ok(Head { dev, head })
+    }
+}
+
+impl ReadAt for Head<'_> {
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        let cached = usize::try_from(offset)
+            .ok()
+            .and_then(|o| self.head.get(o..o.checked_add(buf.len())?));
+        match cached {
+            Some(bytes) => {
+                buf.copy_from_slice(bytes);
+                Ok(())
+            }
+            None => self.dev.read_exact_at(offset, buf),
+        }
+    }
+
+    fn size(&self) -> u64 {
+        self.dev.size()
+    }
 }
 
 /// Probes one device, reading it again while LVM is seen writing it.
@@ -101,6 +147,7 @@ pub fn probe_device(dev: &BlockDevice, filter: &Filter, cache: &TextCache) -> Pr
         probe,
         bytes: 0,
         torn: 0,
+        fsid: None,
     };
     if let Some(skip) = skip_reason(dev, filter) {
         return done(Probe::Skipped(skip));
@@ -110,28 +157,49 @@ pub fn probe_device(dev: &BlockDevice, filter: &Filter, cache: &TextCache) -> Pr
             Ok(r) => r,
             Err(e) => return done(Probe::Failed(Arc::new(e))),
         };
-    let (found, torn) = probe_settled(&reader, cache, SETTLE_TRIES);
-    let probe = match found {
-        Ok(Some(pv)) => Probe::Pv(Arc::new(pv)),
-        Ok(None) => Probe::NotPv,
-        Err(e) => Probe::Failed(Arc::new(Error::Lvm(e))),
+    // A failed first read is the LVM probe's to report: it reads again.
+    let head = Head::read(&reader).unwrap_or(Head {
+        dev: &reader,
+        head: Vec::new(),
+    });
+    let (found, torn) = probe_settled(&head, cache, SETTLE_TRIES);
+    let (probe, fsid) = match found {
+        Ok(Some(pv)) => {
+            let id = fsid::lvm_member(&pv.uuid());
+            (Probe::Pv(Arc::new(pv)), Some(id))
+        }
+        Ok(None) => (Probe::NotPv, identify(&head)),
+        Err(e) => (Probe::Failed(Arc::new(Error::Lvm(e))), identify(&head)),
     };
     Probed {
         probe,
         bytes: reader.bytes_read(),
         torn,
+        fsid,
     }
 }
 
-/// Probes every device of `devs`, in parallel; the results are in the
-/// order of `devs`, with the total bytes read.
-pub fn probe_all(devs: &[BlockDevice], filter: &Filter, cache: &TextCache) -> (Vec<Probe>, u64) {
+/// The filesystem on a device that is no PV; a failed read leaves it
+/// unknown (logged: the listing shows no type rather than failing).
+fn identify(dev: &Head<'_>) -> Option<FsId> {
+    fsid::probe(dev).unwrap_or_else(|e| {
+        tracing::debug!(path = %dev.dev.path().display(), error = %e, "probing the filesystem");
+        None
+    })
+}
+
+/// A device's probe and the filesystem it holds.
+pub type Found = (Probe, Option<FsId>);
+
+/// Probes every device of `devs`, in parallel; the results (each with
+/// its filesystem) are in the order of `devs`, with the total bytes read.
+pub fn probe_all(devs: &[BlockDevice], filter: &Filter, cache: &TextCache) -> (Vec<Found>, u64) {
     let threads = std::thread::available_parallelism()
         .map_or(4, |n| n.get() * 4)
         .clamp(1, MAX_THREADS)
         .min(devs.len().max(1));
     let next = AtomicUsize::new(0);
-    let mut parts: Vec<Vec<(usize, Probe, u64)>> = Vec::new();
+    let mut parts: Vec<Vec<(usize, Found, u64)>> = Vec::new();
     std::thread::scope(|s| {
         let workers: Vec<_> = (0..threads)
             .map(|_| {
@@ -141,7 +209,7 @@ pub fn probe_all(devs: &[BlockDevice], filter: &Filter, cache: &TextCache) -> (V
                         let i = next.fetch_add(1, Ordering::Relaxed);
                         let Some(dev) = devs.get(i) else { break };
                         let p = probe_device(dev, filter, cache);
-                        out.push((i, p.probe, p.bytes));
+                        out.push((i, (p.probe, p.fsid), p.bytes));
                     }
                     out
                 })
@@ -152,7 +220,7 @@ pub fn probe_all(devs: &[BlockDevice], filter: &Filter, cache: &TextCache) -> (V
             .map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .collect();
     });
-    let mut found: Vec<Option<Probe>> = vec![None; devs.len()];
+    let mut found: Vec<Option<Found>> = vec![None; devs.len()];
     let mut bytes = 0;
     for (i, p, n) in parts.into_iter().flatten() {
         found[i] = Some(p);

@@ -3,7 +3,7 @@
 //! data (`NAME`, `MAJ:MIN`, `RM`, `SIZE`, `RO`, `TYPE`, `MOUNTPOINTS`,
 //! ...), case-insensitive, `+COLUMNS` adding to the default ones, plus
 //! weir's own `LVM` (what probing found: `PV of vg0`, `error: ...`) and
-//! `VG`.
+//! `VG`. [`FS`] is lsblk's `-f` set, less the columns weir cannot fill.
 
 use crate::error::{Error, Result};
 use crate::table::{Align, MAX_COLUMNS};
@@ -32,8 +32,13 @@ pub enum DevColumn {
     Mountpoint,
     /// Every mount point, one per line.
     Mountpoints,
-    /// `LVM2_member` for a PV, else the mounted filesystem's type.
+    /// What the device holds, as blkid names it (`ext4`, `swap`,
+    /// `LVM2_member`), else the mounted filesystem's type.
     Fstype,
+    /// The filesystem's UUID, as blkid prints it.
+    Uuid,
+    /// The filesystem's label.
+    Label,
     /// Rotational.
     Rota,
     /// The logical sector size.
@@ -57,7 +62,7 @@ pub enum DevColumn {
 }
 
 /// Every column: the header (also its name for `-o`) and alignment.
-const ALL: [(DevColumn, &str, Align); 21] = [
+const ALL: [(DevColumn, &str, Align); 23] = [
     (DevColumn::Name, "NAME", Align::Left),
     (DevColumn::Kname, "KNAME", Align::Left),
     (DevColumn::Path, "PATH", Align::Left),
@@ -69,6 +74,8 @@ const ALL: [(DevColumn, &str, Align); 21] = [
     (DevColumn::Mountpoint, "MOUNTPOINT", Align::Left),
     (DevColumn::Mountpoints, "MOUNTPOINTS", Align::Left),
     (DevColumn::Fstype, "FSTYPE", Align::Left),
+    (DevColumn::Uuid, "UUID", Align::Left),
+    (DevColumn::Label, "LABEL", Align::Left),
     (DevColumn::Rota, "ROTA", Align::Right),
     (DevColumn::LogSec, "LOG-SEC", Align::Right),
     (DevColumn::BackFile, "BACK-FILE", Align::Left),
@@ -89,6 +96,18 @@ pub const DEFAULT: [DevColumn; 7] = [
     DevColumn::Size,
     DevColumn::Ro,
     DevColumn::Type,
+    DevColumn::Mountpoints,
+];
+
+/// `-f`: lsblk's `-f` columns (`NAME,FSTYPE,FSVER,LABEL,UUID,FSAVAIL,
+/// FSUSE%,MOUNTPOINTS`) less `FSVER`, `FSAVAIL` and `FSUSE%`, which weir
+/// does not read (the version is in no superblock field blkid shares with
+/// the others; the space needs a `statfs` of a mount).
+pub const FS: [DevColumn; 5] = [
+    DevColumn::Name,
+    DevColumn::Fstype,
+    DevColumn::Label,
+    DevColumn::Uuid,
     DevColumn::Mountpoints,
 ];
 
@@ -200,6 +219,8 @@ mod tests {
             ]
         );
         assert_eq!(DevColumns::parse("maj:min").unwrap().0, [DevColumn::MajMin]);
+        let c = DevColumns::parse("name,fstype,label,uuid,mountpoints").unwrap();
+        assert_eq!(c.0, FS);
     }
 
     #[test]

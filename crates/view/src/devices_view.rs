@@ -229,15 +229,29 @@ impl<'a> Ctx<'a> {
             DevColumn::Mountpoint | DevColumn::Mountpoints => {
                 points.first().map(|p| escape(p)).unwrap_or_default()
             }
-            DevColumn::Fstype => match &e.probe {
-                Probe::Pv(_) => "LVM2_member".to_owned(),
-                _ => self
+            // What the superblock says; for a device not read (filtered)
+            // or holding a filesystem unknown here, the mounted type.
+            DevColumn::Fstype => match (&e.fsid, &e.probe) {
+                (Some(id), _) => id.fstype.to_owned(),
+                (None, Probe::Pv(_)) => "LVM2_member".to_owned(),
+                (None, _) => self
                     .mounts
                     .get(&DevNum::of(d))
                     .and_then(|ms| ms.first())
                     .map(|m| escape(&m.fstype))
                     .unwrap_or_default(),
             },
+            DevColumn::Uuid => e
+                .fsid
+                .as_ref()
+                .and_then(|id| id.uuid.clone())
+                .unwrap_or_default(),
+            DevColumn::Label => e
+                .fsid
+                .as_ref()
+                .and_then(|id| id.label.as_deref())
+                .map(escape)
+                .unwrap_or_default(),
             DevColumn::Rota => d.rotational.map(flag).unwrap_or_default(),
             DevColumn::LogSec => d
                 .logical_block_size

@@ -228,9 +228,32 @@ fn json_lists_the_same_devices_with_their_mount_points() {
     assert_eq!(wdx1["mountpoints"], serde_json::json!(["/boot"]));
     assert_eq!(wdx1["parent"], "wdx");
     assert_eq!(wdx1["filtered"], false);
+    // Never read (no such /dev node): no filesystem, but every key.
+    for key in ["fstype", "uuid", "label"] {
+        assert_eq!(wdx1[key], Value::Null, "{key}");
+    }
     let every = json(true);
     assert_eq!(every.len(), 7);
     let zdisk = every.iter().find(|d| d["name"] == "zdisk").unwrap();
     assert_eq!(zdisk["filtered"], true);
     assert_eq!(zdisk["mountpoints"], serde_json::json!([]));
+}
+
+#[test]
+fn the_fs_columns_fall_back_to_the_mounted_type() {
+    let t = fixture();
+    let inv = t.inventory(&[]);
+    let mounts = [mount(250, 1, b"/boot")];
+    let out = text(&inv, &mounts, false, true, "NAME,FSTYPE,LABEL,UUID");
+    let header = out.lines().next().unwrap();
+    assert_eq!(
+        header.split_whitespace().collect::<Vec<_>>(),
+        ["NAME", "FSTYPE", "LABEL", "UUID"]
+    );
+    let wdx1 = out.lines().find(|l| l.starts_with("wdx1 ")).unwrap();
+    assert_eq!(
+        wdx1.split_whitespace().collect::<Vec<_>>(),
+        ["wdx1", "ext4"],
+        "{out}"
+    );
 }

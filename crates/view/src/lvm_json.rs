@@ -102,6 +102,9 @@ struct JsonDevice<'a> {
     serial: Option<&'a str>,
     wwid: Option<&'a str>,
     diskseq: Option<u64>,
+    fstype: Option<&'static str>,
+    uuid: Option<&'a str>,
+    label: Option<Bytes<'a>>,
     pv_uuid: Option<String>,
     vg_name: Option<&'a str>,
     probe: &'static str,
@@ -280,6 +283,13 @@ fn device<'a>(
         serial: d.serial.as_deref(),
         wwid: d.wwid.as_deref(),
         diskseq: d.diskseq,
+        fstype: e.fsid.as_ref().map(|id| id.fstype),
+        uuid: e.fsid.as_ref().and_then(|id| id.uuid.as_deref()),
+        label: e
+            .fsid
+            .as_ref()
+            .and_then(|id| id.label.as_deref())
+            .map(Bytes),
         pv_uuid: pv.map(|p| p.uuid().to_string()),
         vg_name: pv.and_then(|p| vg_of.get(&p.uuid())).map(String::as_str),
         probe: crate::lvm_table::probe_word(&e.probe),

@@ -184,3 +184,116 @@ fn the_daemons_listing_is_the_direct_bytes() {
     }
     daemon.stop();
 }
+
+/// `blkid -p -o export`'s value of `key` for `dev`.
+fn blkid_value(dev: &std::path::Path, key: &str) -> String {
+    let out = Command::new(weir_lvmfleet::find_tool("blkid").expect("blkid"))
+        .args(["-p", "-o", "export"])
+        .arg(dev)
+        .output()
+        .expect("run blkid");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix('=').map(str::to_owned))
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_fs_columns_are_blkids_and_lsblks() {
+    if skipping() {
+        return;
+    }
+    let Some(mkfs) = weir_lvmfleet::find_tool("mkfs.ext4") else {
+        eprintln!("skipping: needs mkfs.ext4");
+        return;
+    };
+    let (Some(mkswap), Some(_)) = (
+        weir_lvmfleet::find_tool("mkswap"),
+        weir_lvmfleet::find_tool("blkid"),
+    ) else {
+        eprintln!("skipping: needs mkswap and blkid");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let ext = dir.path().join("ext.img");
+    let swap = dir.path().join("swap.img");
+    std::fs::File::create(&ext)
+        .unwrap()
+        .set_len(32 << 20)
+        .unwrap();
+    std::fs::File::create(&swap)
+        .unwrap()
+        .set_len(8 << 20)
+        .unwrap();
+    let mkfs_out = Command::new(mkfs)
+        .args(["-q", "-F", "-L", "weir-fs", "-U"])
+        .arg("0b1e5a3c-1d2f-4a6b-9c8d-7e6f5a4b3c2d")
+        .arg(&ext)
+        .output()
+        .unwrap();
+    assert_ok("mkfs.ext4", &mkfs_out);
+    let mkswap_out = Command::new(mkswap)
+        .args(["-q", "-L", "weir-swap"])
+        .arg(&swap)
+        .output()
+        .unwrap();
+    assert_ok("mkswap", &mkswap_out);
+    let mut devs = [
+        LoopDev::attach(&ext).expect("attach"),
+        LoopDev::attach(&swap).expect("attach"),
+    ];
+    devs.sort_by_key(LoopDev::number);
+    let mut args = vec!["--direct", "devices", "-f", "-l"];
+    let patterns: Vec<String> = devs
+        .iter()
+        .map(|d| format!("a|^/dev/{}$|", d.name()))
+        .chain(["r|.*|".to_owned()])
+        .collect();
+    for p in &patterns {
+        args.extend(["--filter", p]);
+    }
+    let got = run(Command::new(WEIR).args(&args), "weir devices -f");
+    let mut want = vec![vec![
+        "NAME".to_owned(),
+        "FSTYPE".to_owned(),
+        "LABEL".to_owned(),
+        "UUID".to_owned(),
+        "MOUNTPOINTS".to_owned(),
+    ]];
+    for d in &devs {
+        want.push(vec![
+            d.name().to_owned(),
+            blkid_value(d.path(), "TYPE"),
+            blkid_value(d.path(), "LABEL"),
+            blkid_value(d.path(), "UUID"),
+        ]);
+    }
+    assert_eq!(words(&got), want, "weir:\n{got}");
+    // lsblk reads these columns from udev's database: without udevd it
+    // shows them empty, and there is nothing to compare.
+    let paths: Vec<String> = devs
+        .iter()
+        .map(|d| d.path().display().to_string())
+        .collect();
+    let lsblk = run(
+        Command::new("lsblk")
+            .args(["-l", "-o", "NAME,FSTYPE,LABEL,UUID"])
+            .args(&paths),
+        "lsblk",
+    );
+    let lsblk_rows = words(&lsblk);
+    if lsblk_rows.iter().skip(1).all(|r| r.len() == 4) {
+        let weir = run(
+            Command::new(WEIR)
+                .args(["--direct", "devices", "-l", "-o", "NAME,FSTYPE,LABEL,UUID"])
+                .args(args[4..].iter()),
+            "weir devices -o",
+        );
+        assert_eq!(words(&weir), lsblk_rows, "weir:\n{weir}\nlsblk:\n{lsblk}");
+    } else {
+        eprintln!("lsblk shows no filesystems (no udev database); compared with blkid only");
+    }
+    for d in devs {
+        d.detach().unwrap();
+    }
+}

@@ -168,7 +168,14 @@ impl Inventory {
             // Until its probe is filed, a placeholder that names no text.
             None => {
                 let probe = Probe::Skipped(crate::probe::Skip::Empty);
-                self.devices.insert(dn, Entry { device: dev, probe });
+                self.devices.insert(
+                    dn,
+                    Entry {
+                        device: dev,
+                        probe,
+                        fsid: None,
+                    },
+                );
             }
         }
         changes.extend(self.file_probe(dn, probed, scan));
@@ -223,6 +230,7 @@ impl Inventory {
             );
             return Vec::new();
         }
+        entry.fsid = probed.fsid;
         // Held before the old one is released: a text both name stays
         // cached.
         self.texts.hold(&probe);

@@ -27,6 +27,7 @@ use weir_lvm::probe::TextCache;
 use crate::change::Change;
 use crate::devnum::DevNum;
 use crate::filter::Filter;
+use crate::fsid::FsId;
 use crate::probe::{Probe, probe_all};
 use crate::sysfs::{BlockDevice, Detail, Sysfs};
 use crate::{Error, Result};
@@ -38,6 +39,9 @@ pub struct Entry {
     pub device: BlockDevice,
     /// The probe's result.
     pub probe: Probe,
+    /// The filesystem (or swap, or PV) it holds, when it was read and
+    /// holds a known one: lsblk's `FSTYPE`, `UUID` and `LABEL`.
+    pub fsid: Option<FsId>,
 }
 
 /// Counters, for status reports and benchmarks.
@@ -117,7 +121,7 @@ impl Inventory {
         inv.counters.bytes_read += bytes;
         inv.unreadable = scan.failed;
         let mut changes = Vec::new();
-        for (device, probe) in scan.devices.into_iter().zip(probes) {
+        for (device, (probe, fsid)) in scan.devices.into_iter().zip(probes) {
             let dn = DevNum::of(&device);
             let events = match probe.pv() {
                 Some(pv) => inv.assembly.add(dn, crate::probe::seen(pv)),
@@ -125,7 +129,14 @@ impl Inventory {
             };
             inv.names.insert(device.name.clone(), dn);
             inv.texts.hold(&probe);
-            inv.devices.insert(dn, Entry { device, probe });
+            inv.devices.insert(
+                dn,
+                Entry {
+                    device,
+                    probe,
+                    fsid,
+                },
+            );
             // Only completions are logged at start: the MARK stands for
             // every device and PV found.
             changes.extend(
@@ -145,6 +156,13 @@ impl Inventory {
     /// The device with number `dn`.
     pub fn get(&self, dn: DevNum) -> Option<&Entry> {
         self.devices.get(&dn)
+    }
+
+    /// What device `dn` holds (blkid's `TYPE`, `UUID`, `LABEL`), if it is
+    /// known, was read, and holds a filesystem known here: for showing a
+    /// mount's source by its UUID or label.
+    pub fn fsid(&self, dn: DevNum) -> Option<&FsId> {
+        self.devices.get(&dn)?.fsid.as_ref()
     }
 
     /// The device called `name`.

@@ -26,10 +26,16 @@ pub(crate) struct DevicesArgs {
     #[arg(short = 'l', long = "list", conflicts_with = "json")]
     pub(crate) list_flat: bool,
 
+    /// The filesystems: lsblk's -f columns that weir fills, NAME, FSTYPE,
+    /// LABEL, UUID, MOUNTPOINTS (-o, if given, wins).
+    #[arg(short = 'f', long = "fs", conflicts_with = "json")]
+    pub(crate) fs: bool,
+
     /// The table's columns, comma-separated, case-insensitive: lsblk's
     /// names (NAME, KNAME, PATH, MAJ:MIN, RM, SIZE, RO, TYPE, MOUNTPOINT,
-    /// MOUNTPOINTS, FSTYPE, ROTA, LOG-SEC, BACK-FILE, MODEL, SERIAL, WWN,
-    /// DISK-SEQ, PKNAME) and weir's LVM (what probing found) and VG.
+    /// MOUNTPOINTS, FSTYPE, UUID, LABEL, ROTA, LOG-SEC, BACK-FILE, MODEL,
+    /// SERIAL, WWN, DISK-SEQ, PKNAME) and weir's LVM (what probing found)
+    /// and VG.
     /// `+COLUMNS` adds to the default ones (NAME, MAJ:MIN, RM, SIZE, RO,
     /// TYPE, MOUNTPOINTS).
     #[arg(short = 'o', long = "output", visible_alias = "options", value_name = "COLUMNS",

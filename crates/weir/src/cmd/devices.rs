@@ -10,6 +10,7 @@ use anyhow::{Context, Result};
 use weir_client::PathQuery;
 use weir_devices::{Inventory, Sysfs};
 use weir_mounts::BackendChoice;
+use weir_view::devices_columns::{DevColumns, FS};
 use weir_view::devices_view::{self, DevicesOptions};
 use weir_view::lvm_view::Format;
 
@@ -33,11 +34,11 @@ pub(super) fn list(route: &Route, args: &DevicesArgs) -> Result<()> {
     let options = DevicesOptions {
         all: args.all,
         list: args.list_flat,
-        columns: args
-            .columns
-            .as_ref()
-            .map(|c| c.columns.clone())
-            .unwrap_or_default(),
+        columns: match (&args.columns, args.fs) {
+            (Some(c), _) => c.columns.clone(),
+            (None, true) => DevColumns(FS.to_vec()),
+            (None, false) => DevColumns::default(),
+        },
     };
     let format = if args.list.json {
         Format::Json
@@ -64,6 +65,8 @@ fn via_daemon(client: &mut weir_client::Client, args: &DevicesArgs) -> Result<bo
     }
     if let Some(c) = &args.columns {
         target = target.param("columns", &c.text);
+    } else if args.fs {
+        target = target.param("columns", DevColumns(FS.to_vec()).headers().join(","));
     }
     copy_listing(client, &target, "block devices")
 }
