@@ -9,11 +9,14 @@
 //! for findmnt's MAJ:MIN, whose cell is itself padded).
 //!
 //! Most cells come from the [`Mount`] alone. The others need a look at the
-//! filesystem (statvfs for the df columns, and later a superblock probe
-//! for UUID and LABEL): the caller gathers them first into [`Facts`], so
+//! filesystem (statvfs for the df columns, the device's superblock for
+//! UUID and LABEL): the caller gathers them first into [`Facts`], so
 //! that rendering stays pure and the daemon and the CLI, given the same
 //! facts, print the same bytes.
 
+use std::collections::HashMap;
+
+use weir_devices::{DevNum, FsId, Inventory};
 use weir_mounts::usage::Usages;
 use weir_mounts::{Mount, Propagation};
 
@@ -58,17 +61,23 @@ pub enum Column {
     Used,
     /// The share of blocks in use (statvfs).
     UsePercent,
+    /// The filesystem's UUID, from its device's superblock.
+    Uuid,
+    /// The filesystem's label, from its device's superblock.
+    Label,
 }
 
 /// What a column's cells are made from: the mount alone, or a fact the
-/// caller gathered ([`Facts`]). A new gathered column (UUID, LABEL) is a
-/// variant here, a field in `Facts`, and a gathering step for the callers.
+/// caller gathered ([`Facts`]). A new gathered column is a variant here, a
+/// field in `Facts`, and a gathering step for the callers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Source {
     /// Only the mount.
     Mount,
     /// A statvfs reading of the mount point.
     Usage,
+    /// What the superblock of the mount's device says (a device probe).
+    Device,
 }
 
 /// What the renderer is given besides the mounts: facts read from the
@@ -78,6 +87,50 @@ pub enum Source {
 pub struct Facts {
     /// statvfs readings ([`weir_mounts::usage::gather`]).
     pub usage: Usages,
+    /// The filesystems' ids, by device number ([`Facts::filesystems`]).
+    pub fs: HashMap<DevNum, FsId>,
+}
+
+impl Facts {
+    /// The facts `cols` show, and no more: statvfs readings for the df
+    /// columns (statvfs can block on a hung server), the filesystems' ids
+    /// from `filesystems` (which may have to read every device) for UUID
+    /// and LABEL.
+    pub fn gather(
+        cols: &Columns,
+        mounts: &[Mount],
+        filesystems: impl FnOnce() -> HashMap<DevNum, FsId>,
+    ) -> Facts {
+        Facts {
+            usage: if cols.needs(Source::Usage) {
+                weir_mounts::usage::gather(mounts)
+            } else {
+                Usages::default()
+            },
+            fs: if cols.needs(Source::Device) {
+                filesystems()
+            } else {
+                HashMap::new()
+            },
+        }
+    }
+
+    /// The ids of the mounted devices that `inv` probed, as findmnt reads
+    /// them with libblkid: a mount of a device weir did not read (a
+    /// filtered one, a partitioned disk) or of no device (tmpfs, 0:N) has
+    /// none.
+    pub fn filesystems(mounts: &[Mount], inv: &Inventory) -> HashMap<DevNum, FsId> {
+        mounts
+            .iter()
+            .filter_map(|m| {
+                let dn = DevNum {
+                    major: m.major,
+                    minor: m.minor,
+                };
+                Some((dn, inv.fsid(dn)?.clone()))
+            })
+            .collect()
+    }
 }
 
 /// How the table is drawn.
@@ -94,7 +147,7 @@ pub struct Style {
 
 impl Column {
     /// Every column with its header, which is also its name for `-o`.
-    const ALL: [(Column, &'static str); 16] = [
+    const ALL: [(Column, &'static str); 18] = [
         (Column::Id, "ID"),
         (Column::Parent, "PARENT"),
         (Column::OldId, "OLD_ID"),
@@ -111,6 +164,8 @@ impl Column {
         (Column::Avail, "AVAIL"),
         (Column::Used, "USED"),
         (Column::UsePercent, "USE%"),
+        (Column::Uuid, "UUID"),
+        (Column::Label, "LABEL"),
     ];
 
     fn header(self) -> &'static str {
@@ -141,6 +196,7 @@ impl Column {
         match self {
             Column::Size | Column::Avail | Column::Used => 5,
             Column::UsePercent => 3,
+            Column::Uuid => 36,
             Column::Id => 2,
             Column::MajMin => 6,
             _ => 0,
@@ -151,6 +207,7 @@ impl Column {
     pub fn source(self) -> Source {
         match self {
             Column::Size | Column::Avail | Column::Used | Column::UsePercent => Source::Usage,
+            Column::Uuid | Column::Label => Source::Device,
             _ => Source::Mount,
         }
     }
@@ -158,6 +215,12 @@ impl Column {
     /// The column's cell for one mount.
     fn cell(self, m: &Mount, facts: &Facts, style: Style) -> String {
         let df = |f| mounts_df::cell(f, facts.usage.get(&m.id), style.bytes);
+        let fs = || {
+            facts.fs.get(&DevNum {
+                major: m.major,
+                minor: m.minor,
+            })
+        };
         match self {
             Column::Id => m.id.to_string(),
             Column::Parent => m.parent_id.to_string(),
@@ -176,6 +239,11 @@ impl Column {
             Column::Avail => df(Figure::Avail),
             Column::Used => df(Figure::Used),
             Column::UsePercent => df(Figure::UsePercent),
+            Column::Uuid => fs().and_then(|f| f.uuid.clone()).unwrap_or_default(),
+            Column::Label => fs()
+                .and_then(|f| f.label.as_deref())
+                .map(escape)
+                .unwrap_or_default(),
         }
     }
 }
@@ -413,5 +481,39 @@ mod tests {
         );
         facts.usage.insert(12, usage);
         assert_eq!(render(&size, &mounts, &facts, list), "SIZE\n    \n  2M\n");
+    }
+
+    #[test]
+    fn uuid_and_label_come_from_the_device_they_are_for() {
+        let cols = Columns::parse("TARGET,UUID,LABEL").unwrap();
+        assert!(cols.needs(Source::Device) && !cols.needs(Source::Usage));
+        let mut ext4 = mount(3, b"/data");
+        (ext4.major, ext4.minor) = (7, 1);
+        let tmp = mount(4, b"/tmp");
+        let mut facts = Facts::default();
+        facts.fs.insert(
+            DevNum { major: 7, minor: 1 },
+            FsId {
+                fstype: "ext4",
+                uuid: Some("5eed0e55-1111-4222-8333-444455556666".to_owned()),
+                label: Some(b"my\nlabel".to_vec()),
+            },
+        );
+        let t = render(&cols, &[ext4, tmp], &facts, Style::default());
+        // The label is escaped as any other bytes are: no row splits. A
+        // row's empty cells are padded, but the last, as findmnt pads them.
+        assert_eq!(
+            t,
+            "TARGET UUID                                 LABEL\n\
+             /data  5eed0e55-1111-4222-8333-444455556666 my\\x0alabel\n\
+             /tmp                                        \n"
+        );
+        // Nothing is gathered for a table that does not show them.
+        let called = std::cell::Cell::new(false);
+        let f = Facts::gather(&Columns::parse("target").unwrap(), &[], || {
+            called.set(true);
+            HashMap::new()
+        });
+        assert!(!called.get() && f.fs.is_empty());
     }
 }

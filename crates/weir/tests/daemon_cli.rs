@@ -53,7 +53,11 @@ for try in 1 2 3; do
     "$W" --socket "$SOCK" sync > /dev/null
     "$W" --socket "$SOCK" vgs --json > "$OUT/vgs.daemon"
     "$W" --direct vgs --json > "$OUT/vgs.direct" 2> /dev/null
-    cmp -s "$OUT/vgs.daemon" "$OUT/vgs.direct" && break
+    # The filesystems' ids: the daemon's from its device tracker, the
+    # command's from a scan of its own.
+    "$W" --socket "$SOCK" mounts -o TARGET,SOURCE,UUID,LABEL > "$OUT/ids.daemon"
+    "$W" --direct mounts -o TARGET,SOURCE,UUID,LABEL > "$OUT/ids.direct"
+    cmp -s "$OUT/vgs.daemon" "$OUT/vgs.direct" && cmp -s "$OUT/ids.daemon" "$OUT/ids.direct" && break
 done
 
 printf 'last\n' | "$W" --socket "$SOCK" --state-dir "$STATE" log write --sync > "$OUT/last"
@@ -138,6 +142,9 @@ fn the_daemon_and_direct_mode_print_the_same_bytes() {
         "no tmpfs in the tree:\n{tree}"
     );
     assert_eq!(read(&out, "vgs.daemon"), read(&out, "vgs.direct"));
+    let ids = read(&out, "ids.daemon");
+    assert!(ids.starts_with("TARGET"), "{ids}");
+    assert_eq!(ids, read(&out, "ids.direct"));
 
     let last = number(&read(&out, "last"));
     let (d, t) = (read(&out, "tail.daemon"), read(&out, "tail.direct"));

@@ -62,13 +62,16 @@ case_ "--tree --backend mountinfo -o ID,TARGET,PARENT,MAJ:MIN" "-o ID,TARGET,PAR
 case_ "--tree -o TARGET,SIZE,AVAIL,USED,USE%" "-o TARGET,SIZE,AVAIL,USED,USE%"
 case_ "--tree -b -o TARGET,SIZE,AVAIL,USED,USE%,FSTYPE" "-b -o TARGET,SIZE,AVAIL,USED,USE%,FSTYPE"
 case_ "--tree -a -b -o SIZE,USE%,TARGET" "-a -b -o SIZE,USE%,TARGET"
+# The ext4's UUID and label, from its superblock as libblkid reads it.
+case_ "--tree -o TARGET,SOURCE,UUID,LABEL" "-o TARGET,SOURCE,UUID,LABEL"
 # The list, for the df columns (findmnt -l lists in mountinfo's order,
 # weir by id: the same order in a namespace this young).
 case_ "-l -o TARGET,SIZE,USED,USE%" "-l -o TARGET,SIZE,USED,USE%"
 echo $n > "$OUT/cases"
 "#;
 
-/// A 16 MiB ext4 image, or `None` where the tools are missing.
+/// A 16 MiB ext4 image with a label and a known UUID, or `None` where
+/// the tools are missing.
 fn ext4_image(dir: &Path) -> Option<String> {
     if privileged::missing(&["mkfs.ext4", "losetup"]).is_some() {
         eprintln!("no mkfs.ext4 or losetup: the ext4 case is left out");
@@ -79,7 +82,14 @@ fn ext4_image(dir: &Path) -> Option<String> {
         .and_then(|f| f.set_len(16 << 20))
         .expect("create the image");
     let out = std::process::Command::new("mkfs.ext4")
-        .args(["-q", "-F"])
+        .args([
+            "-q",
+            "-F",
+            "-L",
+            "weir label",
+            "-U",
+            "5eed0e55-1111-4222-8333-444455556666",
+        ])
         .arg(&img)
         .output()
         .expect("run mkfs.ext4");
@@ -149,5 +159,15 @@ fn tree_and_df_columns_match_findmnt() {
     );
     if !img.is_empty() {
         assert!(read("6.weir").contains("ext4"), "{}", read("6.weir"));
+        // The ext4's row names its UUID and label.
+        let ids = read("8.weir");
+        let row = ids
+            .lines()
+            .find(|l| l.contains(&format!("─{base}/e ")))
+            .unwrap_or_else(|| panic!("no row for the ext4 in\n{ids}"));
+        assert!(
+            row.ends_with("5eed0e55-1111-4222-8333-444455556666 weir label"),
+            "{row:?}"
+        );
     }
 }

@@ -6,7 +6,8 @@
 //!
 //! A rendering is cached by tracker generation ([`super::cache`]), but
 //! the devices' and a mounts table with df columns (whose figures change
-//! while the table stands still), and made on a blocking thread when it
+//! while the table stands still) or UUID and LABEL (the device tracker's),
+//! and made on a blocking thread when it
 //! is not cached, so a large table never stalls the server's threads.
 
 use std::sync::Arc;
@@ -15,6 +16,8 @@ use axum::extract::{RawQuery, State};
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
+use weir_devices::sysfs::Detail;
+use weir_devices::{Filter, Inventory, Sysfs};
 use weir_view::devices_view;
 use weir_view::lvm_view::{self, Listing as View};
 use weir_view::mounts_table::{Facts, Source};
@@ -108,9 +111,12 @@ pub(crate) async fn mounts(
         },
         units: None,
     };
-    // statvfs figures change while the table stands still: read afresh.
-    let df = q.format == Format::Text && q.columns.needs(Source::Usage);
-    if !df && let Some(b) = ctx.cache.get(&key, tracker.generation()) {
+    // statvfs figures change while the table stands still, and the
+    // filesystems' ids belong to the device tracker: those are read afresh.
+    let fresh = q.format == Format::Text
+        && (q.columns.needs(Source::Usage) || q.columns.needs(Source::Device));
+    let devices = ctx.state.devices.clone();
+    if !fresh && let Some(b) = ctx.cache.get(&key, tracker.generation()) {
         return Ok(answer(q.format, b));
     }
     let format = q.format;
@@ -121,18 +127,22 @@ pub(crate) async fn mounts(
         let text = match format {
             Format::Json => mounts_json::mounts_json(&mounts),
             Format::Text => {
-                let facts = Facts {
-                    usage: if df {
-                        weir_mounts::usage::gather(&mounts)
-                    } else {
-                        Default::default()
-                    },
-                };
+                let facts = Facts::gather(&q.columns, &mounts, || match &devices {
+                    Some(t) if !t.is_finished() => {
+                        t.with_inventory(|inv| Facts::filesystems(&mounts, inv))
+                    }
+                    // No device tracker: read the devices, as the CLI does.
+                    _ => {
+                        Inventory::scan_with(Sysfs::default(), Filter::accept_all(), Detail::Probe)
+                            .map(|(inv, _)| Facts::filesystems(&mounts, &inv))
+                            .unwrap_or_default()
+                    }
+                });
                 mounts_table::render(&q.columns, &mounts, &facts, q.style)
             }
         };
         let body = Bytes::from(text);
-        if !df {
+        if !fresh {
             ctx.cache.put(key, generation, body.clone());
         }
         body

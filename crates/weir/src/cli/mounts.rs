@@ -54,7 +54,7 @@ pub(crate) struct MountsListArgs {
 
     /// Columns, comma-separated, case-insensitive: ID, PARENT, OLD_ID,
     /// TARGET, ROOT, SOURCE, FSTYPE, OPTIONS, VFS_OPTIONS, FS_OPTIONS,
-    /// PROPAGATION, MAJ:MIN, SIZE, AVAIL, USED, USE%.
+    /// PROPAGATION, MAJ:MIN, SIZE, AVAIL, USED, USE%, UUID, LABEL.
     #[arg(
         short = 'o',
         long = "output",

@@ -18,8 +18,10 @@ use weir_mounts::{Backend, BackendChoice};
 
 use crate::cli::MountsListArgs;
 use crate::daemon::{Route, copy_listing};
+use weir_devices::sysfs::Detail;
+use weir_devices::{Filter, Inventory, Sysfs};
 use weir_view::chain::error_chain;
-use weir_view::mounts_table::{Facts, Source, Style};
+use weir_view::mounts_table::{Facts, Style};
 use weir_view::status::Status;
 use weir_view::{mounts_json, mounts_table};
 
@@ -46,13 +48,12 @@ pub(super) fn list(route: &Route, args: &MountsListArgs) -> Result<()> {
         mounts_json::mounts_json(&snap.mounts)
     } else {
         let cols = &args.columns.columns;
-        let facts = Facts {
-            usage: if cols.needs(Source::Usage) {
-                weir_mounts::usage::gather(&snap.mounts)
-            } else {
-                Default::default()
-            },
-        };
+        // A device that cannot be read shows empty cells, as in findmnt.
+        let facts = Facts::gather(cols, &snap.mounts, || {
+            Inventory::scan_with(Sysfs::default(), Filter::accept_all(), Detail::Probe)
+                .map(|(inv, _)| Facts::filesystems(&snap.mounts, &inv))
+                .unwrap_or_default()
+        });
         mounts_table::render(cols, &snap.mounts, &facts, style)
     };
     let mut out = crate::stdout::lock();
