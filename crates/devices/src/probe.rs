@@ -9,17 +9,15 @@
 //! [`TextCache`] has not seen it.
 //!
 //! The same probe identifies the filesystem ([`FsId`]): a PV is
-//! `LVM2_member`; anything else gets [`fsid::probe`], whose first read
-//! (the device's first 8 KiB) also serves the LVM label's, so a device
-//! that holds a known filesystem costs one read for both.
+//! `LVM2_member`; anything else gets [`fsid::probe`], one more read of the
+//! device's first 8 KiB (the LVM probe's reads are not shared with it:
+//! each of its tries must see the device as it is then).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use weir_lvm::assembly::PvSeen;
 use weir_lvm::probe::{Pv, SETTLE_TRIES, TextCache, probe_settled};
-
-use weir_lvm::ReadAt;
 
 use crate::Error;
 use crate::devread::BlockReader;
@@ -105,42 +103,6 @@ pub struct Probed {
     pub fsid: Option<FsId>,
 }
 
-/// A device whose first [`fsid::HEAD_SIZE`] bytes were read once: reads
-/// within them are served from memory, so the LVM probe's label read and
-/// the filesystem probe's share one request to the device.
-struct Head<'a> {
-    dev: &'a BlockReader,
-    head: Vec<u8>,
-}
-
-impl<'a> Head<'a> {
-    fn read(dev: &'a BlockReader) -> std::io::Result<Head<'a>> {
-        let len = dev.size().min(fsid::HEAD_SIZE as u64) as usize;
-        let mut head = vec![0u8; len];
-        dev.read_exact_at(0, &mut head)?;
-        Ok(Head { dev, head })
-    }
-}
-
-impl ReadAt for Head<'_> {
-    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
-        let cached = usize::try_from(offset)
-            .ok()
-            .and_then(|o| self.head.get(o..o.checked_add(buf.len())?));
-        match cached {
-            Some(bytes) => {
-                buf.copy_from_slice(bytes);
-                Ok(())
-            }
-            None => self.dev.read_exact_at(offset, buf),
-        }
-    }
-
-    fn size(&self) -> u64 {
-        self.dev.size()
-    }
-}
-
 /// Probes one device, reading it again while LVM is seen writing it.
 pub fn probe_device(dev: &BlockDevice, filter: &Filter, cache: &TextCache) -> Probed {
     let done = |probe| Probed {
@@ -157,19 +119,18 @@ pub fn probe_device(dev: &BlockDevice, filter: &Filter, cache: &TextCache) -> Pr
             Ok(r) => r,
             Err(e) => return done(Probe::Failed(Arc::new(e))),
         };
-    // A failed first read is the LVM probe's to report: it reads again.
-    let head = Head::read(&reader).unwrap_or(Head {
-        dev: &reader,
-        head: Vec::new(),
-    });
-    let (found, torn) = probe_settled(&head, cache, SETTLE_TRIES);
+    // The LVM probe reads the device itself, never a copy: while LVM is
+    // seen writing, each try must see the device anew (the mda header and
+    // often the text are in the first 8 KiB), so its reads are not shared
+    // with the filesystem probe's.
+    let (found, torn) = probe_settled(&reader, cache, SETTLE_TRIES);
     let (probe, fsid) = match found {
         Ok(Some(pv)) => {
             let id = fsid::lvm_member(&pv.uuid());
             (Probe::Pv(Arc::new(pv)), Some(id))
         }
-        Ok(None) => (Probe::NotPv, identify(&head)),
-        Err(e) => (Probe::Failed(Arc::new(Error::Lvm(e))), identify(&head)),
+        Ok(None) => (Probe::NotPv, identify(&reader)),
+        Err(e) => (Probe::Failed(Arc::new(Error::Lvm(e))), identify(&reader)),
     };
     Probed {
         probe,
@@ -181,9 +142,9 @@ pub fn probe_device(dev: &BlockDevice, filter: &Filter, cache: &TextCache) -> Pr
 
 /// The filesystem on a device that is no PV; a failed read leaves it
 /// unknown (logged: the listing shows no type rather than failing).
-fn identify(dev: &Head<'_>) -> Option<FsId> {
+fn identify(dev: &BlockReader) -> Option<FsId> {
     fsid::probe(dev).unwrap_or_else(|e| {
-        tracing::debug!(path = %dev.dev.path().display(), error = %e, "probing the filesystem");
+        tracing::debug!(path = %dev.path().display(), error = %e, "probing the filesystem");
         None
     })
 }
