@@ -28,6 +28,9 @@ pub enum Error {
     /// An inotify `read` returned events that do not decode.
     #[error("malformed inotify events")]
     InotifyDecode(#[from] crate::inotify::DecodeError),
+    /// A fanotify file-id `read` returned events that do not decode.
+    #[error("malformed fanotify file-id events")]
+    FidDecode(#[from] crate::fanotify::fid::DecodeError),
     /// The call succeeded but the kernel did not answer what was asked,
     /// because it is too old to know it.
     #[error("not supported by this kernel: {what}")]

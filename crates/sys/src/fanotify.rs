@@ -8,8 +8,12 @@
 //! A watch sees mounts of the namespace it marked: mounts made in a private
 //! child namespace give no event, mounts propagated into it do. Remounts and
 //! propagation changes (`--make-shared`) give none either.
+//!
+//! [`fid`] is the other use of fanotify here: a group reporting file ids
+//! for the changes to whole filesystems.
 
 mod decode;
+pub mod fid;
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 

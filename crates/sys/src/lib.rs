@@ -2,7 +2,9 @@
 //!
 //! It wraps the Linux calls that `rustix` does not (yet) offer, or offers
 //! without the newest flags: `listmount(2)`, `statmount(2)`, fanotify mount
-//! notifications (`FAN_REPORT_MNT`, Linux 6.15+), `statx(2)` with
+//! notifications (`FAN_REPORT_MNT`, Linux 6.15+), fanotify file-id groups
+//! marked on whole filesystems with `name_to_handle_at(2)` and
+//! `open_by_handle_at(2)` for their ids ([`fanotify::fid`]), `statx(2)` with
 //! `STATX_MNT_ID_UNIQUE`, and `recvmsg(2)` on the uevent netlink socket
 //! ([`uevent`]), whose kernel credentials (pid 0) rustix cannot hold. It is
 //! modelled on rustix: kernel names are kept, and each `unsafe` block is a
@@ -18,7 +20,8 @@
 //!
 //! The kernel's answers are decoded by safe code that reads byte slices
 //! (never pointer casts), so the decoders ([`statmount::decode`],
-//! [`fanotify::decode_events`], [`inotify::decode_events`],
+//! [`fanotify::decode_events`], [`fanotify::fid::decode_fid_events`],
+//! [`inotify::decode_events`],
 //! [`uevent::decode_creds`]) are total on hostile bytes and fuzzed or
 //! property-tested.
 //!
