@@ -17,11 +17,9 @@ use super::{
     FANOTIFY_METADATA_VERSION, FileHandle, MAX_HANDLE_SZ,
 };
 use crate::bytes::{i32_at, len, u16_at, u32_at, u64_at};
+// The event and record headers are the mount events' too.
+use crate::fanotify::decode::{INFO_HEADER_LEN, METADATA_LEN};
 
-/// `FAN_EVENT_METADATA_LEN`: the fixed part of every event.
-pub(super) const METADATA_LEN: usize = 24;
-/// The size of a `struct fanotify_event_info_header`.
-pub(super) const INFO_HEADER_LEN: usize = 4;
 /// A file-id record without handle bytes: header, fsid, and the
 /// `handle_bytes` and `handle_type` of the `struct file_handle`.
 pub(super) const FID_HEADER_LEN: usize = 20;
