@@ -90,7 +90,7 @@ impl MountWatch {
             Mode::empty(),
         )
         .map_err(Error::syscall("open /proc/self/ns/mnt"))?;
-        fanotify_mark_mntns(
+        fanotify_mark_fd(
             fd.as_fd(),
             FAN_MARK_ADD | FAN_MARK_MNTNS,
             FAN_MNT_ATTACH | FAN_MNT_DETACH,
@@ -170,13 +170,14 @@ fn fanotify_init(flags: u32, event_f_flags: u32) -> Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(raw) })
 }
 
-/// `fanotify_mark(fd, flags, mask, nsfd, NULL)` for a namespace mark, where
-/// the object is the nsfs fd itself and the path is NULL.
-fn fanotify_mark_mntns(
+/// `fanotify_mark(fd, flags, mask, dirfd, NULL)`: a mark whose object is
+/// given by `dirfd` itself, not by a path: a namespace mark's nsfs fd, or
+/// any fd on the mount or filesystem to be marked.
+fn fanotify_mark_fd(
     fd: BorrowedFd<'_>,
     flags: u32,
     mask: u64,
-    nsfd: BorrowedFd<'_>,
+    dirfd: BorrowedFd<'_>,
 ) -> Result<()> {
     // SAFETY: both fds are open for the whole call (borrowed); a NULL path
     // is allowed and means "the object is dirfd itself".
@@ -185,7 +186,7 @@ fn fanotify_mark_mntns(
             fd.as_raw_fd(),
             flags,
             mask,
-            nsfd.as_raw_fd(),
+            dirfd.as_raw_fd(),
             std::ptr::null(),
         )
     };

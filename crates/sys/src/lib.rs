@@ -12,7 +12,11 @@
 //!
 //! inotify ([`inotify`]), for weir-devices' watch on block device nodes
 //! (`IN_CLOSE_WRITE`), is here too: rustix makes its calls, but its events
-//! are decoded by this crate's own checked code.
+//! are decoded by this crate's own checked code. So are two safe pieces a
+//! change journal needs beside its fanotify group, made with rustix: a
+//! detached mount of a filesystem's top level ([`fsmount`]), to mark a
+//! btrfs filesystem mounted only through subvolumes, and `statfs(2)`'s
+//! fsid as fanotify's records carry it ([`statfs`]).
 //!
 //! It also holds the CPU instructions weir calls directly: `crc32`, for the
 //! CRC of short log frames ([`crc32c`]), and two cache-line hints for the
@@ -35,10 +39,12 @@ pub mod cache;
 pub mod crc32c;
 mod error;
 pub mod fanotify;
+pub mod fsmount;
 pub mod inotify;
 pub mod listmount;
 mod mnt_id_req;
 pub mod peer;
+pub mod statfs;
 pub mod statmount;
 pub mod statx;
 pub mod uevent;

@@ -4,12 +4,13 @@
 //! journal that needs no watch per directory.
 //!
 //! The group ([`FidGroup`]) is made by the same `fanotify_init` wrapper as
-//! the mount watch and marked with `FAN_MARK_FILESYSTEM`; events carry no
-//! fd (`FAN_NOFD`), only ids, so reading them opens nothing. The bytes are
-//! decoded by safe code in [`decode_fid_events`]. The ids are `struct
-//! file_handle`s: [`name_to_handle_at`] gives a path's, and
-//! [`open_by_handle_at`] turns one back into an fd, which fails with
-//! `ESTALE` once the object is gone.
+//! the mount watch and marked with `FAN_MARK_FILESYSTEM`, through a path or
+//! an opened fd (for a btrfs subvolume, an fd on a mount of the top level:
+//! see [`FidGroup::mark_filesystem_fd`]); events carry no fd (`FAN_NOFD`),
+//! only ids, so reading them opens nothing. The bytes are decoded by safe
+//! code in [`decode_fid_events`]. The ids are `struct file_handle`s:
+//! [`name_to_handle_at`] gives a path's, and [`open_by_handle_at`] turns
+//! one back into an fd, which fails with `ESTALE` once the object is gone.
 //!
 //! A filesystem mark needs `CAP_SYS_ADMIN` in the user namespace that owns
 //! the superblock (`EPERM` otherwise), and a filesystem that can encode file
@@ -118,9 +119,10 @@ impl FidGroup {
     /// `path` is on. The errno tells the refusals apart: `EPERM` without
     /// `CAP_SYS_ADMIN` over the superblock, `EOPNOTSUPP` or `ENODEV` for a
     /// filesystem without file handles, `EXDEV` for a btrfs subvolume
-    /// (whose ids differ from the superblock's), `EINVAL` for bits the
-    /// kernel does not know, `ENOENT` for a missing path. A path holding a
-    /// NUL byte gives `EINVAL` before any call.
+    /// (whose ids differ from the superblock's; see
+    /// [`mark_filesystem_fd`](Self::mark_filesystem_fd)), `EINVAL` for
+    /// bits the kernel does not know, `ENOENT` for a missing path. A path
+    /// holding a NUL byte gives `EINVAL` before any call.
     pub fn mark_filesystem(&self, path: &Path, mask: u64) -> Result<()> {
         self.mark(FAN_MARK_ADD | FAN_MARK_FILESYSTEM, path, mask)
     }
@@ -129,6 +131,40 @@ impl FidGroup {
     /// mark goes away with its last bit. `ENOENT` when there is no mark.
     pub fn unmark_filesystem(&self, path: &Path, mask: u64) -> Result<()> {
         self.mark(FAN_MARK_REMOVE | FAN_MARK_FILESYSTEM, path, mask)
+    }
+
+    /// Adds `mask` to a mark on the filesystem `fd` is on: the same call
+    /// as [`mark_filesystem`](Self::mark_filesystem), with the object named
+    /// by the fd instead of a path (`fanotify_mark` with `fd` as the dirfd
+    /// and a NULL pathname), and the same errnos. The fd must be an opened
+    /// file: an `O_PATH` fd, such as `fsmount`'s, gives `EBADF`.
+    ///
+    /// This is how a btrfs filesystem is watched where only subvolumes
+    /// other than the top level are mounted: a path in one gives `EXDEV`,
+    /// but an fd on a mount of the top level does not, and that mark
+    /// reports the changes in every subvolume, with the top level's fsid.
+    /// [`crate::fsmount::detached_mount`] makes such a mount and
+    /// [`crate::fsmount::open_root`] opens its root for this call; the
+    /// mark outlives both fds, which should be closed once it is placed.
+    pub fn mark_filesystem_fd(&self, fd: BorrowedFd<'_>, mask: u64) -> Result<()> {
+        super::fanotify_mark_fd(
+            self.fd.as_fd(),
+            FAN_MARK_ADD | FAN_MARK_FILESYSTEM,
+            mask,
+            fd,
+        )
+    }
+
+    /// Removes `mask` from the filesystem mark of `fd`'s filesystem, as
+    /// [`unmark_filesystem`](Self::unmark_filesystem) does for a path.
+    /// `ENOENT` when there is no mark.
+    pub fn unmark_filesystem_fd(&self, fd: BorrowedFd<'_>, mask: u64) -> Result<()> {
+        super::fanotify_mark_fd(
+            self.fd.as_fd(),
+            FAN_MARK_REMOVE | FAN_MARK_FILESYSTEM,
+            mask,
+            fd,
+        )
     }
 
     fn mark(&self, flags: u32, path: &Path, mask: u64) -> Result<()> {

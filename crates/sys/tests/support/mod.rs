@@ -71,6 +71,18 @@ fn check(inner: &str, out: &Output) {
     );
 }
 
+/// Whether every one of `tools` answers `--version`; prints the skip for
+/// the first that does not.
+pub(crate) fn have_tools(tools: &[&str]) -> bool {
+    match tools.iter().find(|t| !have(t)) {
+        Some(t) => {
+            eprintln!("skipped: needs {t}");
+            false
+        }
+        None => true,
+    }
+}
+
 /// Outer half: runs `inner` as root in a new private mount namespace, or
 /// skips when that is not possible here.
 pub(crate) fn run_in_private_ns(inner: &str) {
