@@ -1,0 +1,159 @@
+//! Object ids: what a record's `target` and `parent` hold for a file or a
+//! directory.
+//!
+//! An id is the filesystem's id as fanotify reports it (`fsid`, two 32-bit
+//! words) followed by the kernel's file handle (its type and its opaque
+//! bytes). A handle names one inode for its whole life, through renames,
+//! and a filesystem never hands it to another inode (the handle carries the
+//! inode's generation), so an id is never reused. The layout is fixed:
+//!
+//! | bytes | what |
+//! |---|---|
+//! | 0..4, 4..8 | `fsid.val[0]`, `fsid.val[1]`, big-endian |
+//! | 8..12 | `handle_type`, big-endian |
+//! | 12.. | the handle's bytes (ext4 8, xfs 12, tmpfs 12, btrfs 20) |
+
+use std::fmt;
+
+use weir_sys::fanotify::fid::{Fid, FileHandle, MAX_HANDLE_SZ};
+
+/// The bytes before the handle.
+const HEADER: usize = 12;
+
+/// An object's id: fsid, handle type and handle bytes, as one byte string.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjectId(Box<[u8]>);
+
+impl ObjectId {
+    /// The id of the object a fanotify file-id record names.
+    pub fn from_fid(f: &Fid<'_>) -> ObjectId {
+        ObjectId::new(f.fsid, f.handle_type, f.handle)
+    }
+
+    /// The id of `handle` on the filesystem whose events carry `fsid`.
+    pub fn from_handle(fsid: [u32; 2], handle: &FileHandle) -> ObjectId {
+        ObjectId::new(fsid, handle.handle_type(), handle.bytes())
+    }
+
+    fn new(fsid: [u32; 2], handle_type: i32, handle: &[u8]) -> ObjectId {
+        let mut b = Vec::with_capacity(HEADER + handle.len());
+        b.extend_from_slice(&fsid[0].to_be_bytes());
+        b.extend_from_slice(&fsid[1].to_be_bytes());
+        b.extend_from_slice(&handle_type.to_be_bytes());
+        b.extend_from_slice(handle);
+        ObjectId(b.into_boxed_slice())
+    }
+
+    /// An id read back from a record; `None` unless it has the layout above
+    /// (a header and at most `MAX_HANDLE_SZ` handle bytes).
+    pub fn from_bytes(b: &[u8]) -> Option<ObjectId> {
+        (b.len() >= HEADER && b.len() - HEADER <= MAX_HANDLE_SZ)
+            .then(|| ObjectId(b.to_vec().into_boxed_slice()))
+    }
+
+    /// The id's bytes, as records hold them.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// The filesystem id part.
+    pub fn fsid(&self) -> [u32; 2] {
+        let w =
+            |i: usize| u32::from_be_bytes([self.0[i], self.0[i + 1], self.0[i + 2], self.0[i + 3]]);
+        [w(0), w(4)]
+    }
+
+    /// The file handle, for `open_by_handle_at`.
+    pub fn handle(&self) -> FileHandle {
+        let t = i32::from_be_bytes([self.0[8], self.0[9], self.0[10], self.0[11]]);
+        // The constructors bound the length, so this cannot fail.
+        FileHandle::new(t, &self.0[HEADER..])
+            .unwrap_or_else(|| unreachable!("bounded at construction"))
+    }
+
+    /// Lowercase hex of the bytes, as fields that hold an id write it.
+    pub fn hex(&self) -> String {
+        let mut s = String::with_capacity(self.0.len() * 2);
+        for b in self.0.iter() {
+            s.push(char::from(HEX[usize::from(b >> 4)]));
+            s.push(char::from(HEX[usize::from(b & 15)]));
+        }
+        s
+    }
+
+    /// The id that [`ObjectId::hex`] wrote; `None` for anything else.
+    pub fn from_hex(s: &[u8]) -> Option<ObjectId> {
+        if !s.len().is_multiple_of(2) {
+            return None;
+        }
+        let nib = |c: u8| match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'a'..=b'f' => Some(c - b'a' + 10),
+            _ => None,
+        };
+        let bytes: Option<Vec<u8>> = s
+            .chunks_exact(2)
+            .map(|p| Some(nib(p[0])? << 4 | nib(p[1])?))
+            .collect();
+        ObjectId::from_bytes(&bytes?)
+    }
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+impl fmt::Debug for ObjectId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ObjectId({})", self.hex())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn the_layout_is_fsid_type_handle() {
+        let h = FileHandle::new(0x81, &[1, 2, 3, 4, 5, 6, 7, 8]).unwrap();
+        let id = ObjectId::from_handle([0x0102_0304, 0x0506_0708], &h);
+        assert_eq!(
+            id.as_bytes(),
+            [
+                1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 0x81, 1, 2, 3, 4, 5, 6, 7, 8
+            ]
+        );
+        assert_eq!(id.fsid(), [0x0102_0304, 0x0506_0708]);
+        assert_eq!(id.handle(), h);
+        assert_eq!(id.hex(), "0102030405060708000000810102030405060708");
+    }
+
+    #[test]
+    fn malformed_bytes_are_no_id() {
+        assert!(ObjectId::from_bytes(&[0; 11]).is_none());
+        assert!(ObjectId::from_bytes(&[0; HEADER + MAX_HANDLE_SZ + 1]).is_none());
+        assert!(ObjectId::from_hex(b"0").is_none());
+        assert!(ObjectId::from_hex(b"zz").is_none());
+        assert!(ObjectId::from_hex(b"AB").is_none());
+    }
+
+    proptest! {
+        #[test]
+        fn hex_and_bytes_round_trip(fsid in any::<[u32; 2]>(), t in any::<i32>(),
+                                    h in proptest::collection::vec(any::<u8>(), 0..=MAX_HANDLE_SZ)) {
+            let id = ObjectId::from_handle(fsid, &FileHandle::new(t, &h).unwrap());
+            prop_assert_eq!(ObjectId::from_bytes(id.as_bytes()), Some(id.clone()));
+            prop_assert_eq!(ObjectId::from_hex(id.hex().as_bytes()), Some(id.clone()));
+            let back = id.handle();
+            prop_assert_eq!(back.bytes(), &h[..]);
+            prop_assert_eq!(id.fsid(), fsid);
+        }
+
+        #[test]
+        fn any_bytes_decode_or_refuse(b in proptest::collection::vec(any::<u8>(), 0..200)) {
+            match ObjectId::from_bytes(&b) {
+                Some(id) => { prop_assert_eq!(id.as_bytes(), &b[..]); let _ = id.handle(); }
+                None => prop_assert!(b.len() < HEADER || b.len() > HEADER + MAX_HANDLE_SZ),
+            }
+        }
+    }
+}

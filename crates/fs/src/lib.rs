@@ -1,0 +1,45 @@
+//! `weir-fs`: a change journal for local filesystems.
+//!
+//! Linux has no persistent change journal (NTFS has its USN journal, macOS
+//! FSEvents). Watchers use inotify: a watch per directory, a crawl at
+//! start, a recrawl on every overflow. weir-fs puts one fanotify
+//! filesystem mark with file ids on each watched filesystem (no watch per
+//! directory, no kernel memory per directory) and logs every change to the
+//! watched trees as a changelog record with Lustre's type names, by file
+//! id, with the path resolved from what it has logged.
+//!
+//! - [`id`]: object ids (the fsid and the file handle) as records hold them.
+//! - [`kind`]: what an entry is.
+//! - [`tree`]: a watched tree by id, as records describe it; [`change`]:
+//!   what happened to one, and applying it; [`record`]: changes as records,
+//!   and back ([`record::decode`]).
+//! - [`replay`]: a tree as the log describes it.
+//! - [`walk`]: reading a live tree; [`diff`]: the changes between two trees.
+//! - [`tracker`]: marks, the thread, the event rules, sync cookies and the
+//!   comparison after lost events.
+//! - `probe`: looking at one live entry through its directory's handle.
+//!
+//! Seed 004 (Lustre's changelog) is why this exists: its users (policy
+//! engines, backup, sync, indexers) need one ordered record of every
+//! namespace change, by file id, and nothing gives them that on ext4, xfs,
+//! btrfs or tmpfs.
+#![forbid(unsafe_code)]
+
+pub mod change;
+pub mod diff;
+mod error;
+pub mod id;
+pub mod kind;
+mod probe;
+pub mod record;
+pub mod replay;
+pub mod tracker;
+pub mod tree;
+pub mod walk;
+
+pub use change::{Change, How};
+pub use error::{Error, Result};
+pub use id::ObjectId;
+pub use kind::Kind;
+pub use tracker::{MarkKind, OnChange, RootStatus, Tracker, TrackerOptions, TrackerStats};
+pub use tree::{Entry, Tree, TreeError};

@@ -1,0 +1,83 @@
+//! A watched tree as the log describes it: the records replayed over the
+//! root's last `fs root watched` MARK. A consumer's view, and the
+//! tracker's own at a start after an earlier watch of the same root (whose
+//! comparison with a walk logs what changed while nothing watched).
+//!
+//! A replay needs a starting point the log itself describes whole: the
+//! last `fs root watched` MARK of the root, when the root was empty then
+//! (`entries=0`). A root that held entries when it was first watched was
+//! never described entry by entry, so its restart is a fresh start (a new
+//! `fs root watched` MARK), and changes made while nothing watched are not
+//! logged; a persistent index of the tree lifts this.
+
+use std::path::Path;
+
+use weir_log::{Log, Reader, RecordType};
+
+use crate::id::ObjectId;
+use crate::record::{self, decode};
+use crate::tree::Tree;
+
+/// The MARK that starts a root's watch.
+pub const WATCHED: &[u8] = b"fs root watched";
+/// The MARK that ends a restart's comparison.
+pub const RECONCILED: &[u8] = b"fs tree reconciled";
+
+/// A replayed tree, with where it starts and how many records made it.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct View {
+    /// The tree.
+    pub tree: Tree,
+    /// The index of the MARK it starts from.
+    pub since: u64,
+    /// Records applied.
+    pub replayed: u64,
+}
+
+/// The tree of root `path` as `log` describes it, or `None` when the log
+/// has no whole description of it. With `root`, only a MARK with that id
+/// starts a view (the root directory may have been replaced since).
+pub fn view(log: &Log, path: &Path, root: Option<&ObjectId>) -> weir_log::Result<Option<View>> {
+    view_from(log.reader(log.first_index()), path, root)
+}
+
+/// As [`view`], from the records `reader` gives.
+pub fn view_from(
+    mut reader: Reader,
+    path: &Path,
+    root: Option<&ObjectId>,
+) -> weir_log::Result<Option<View>> {
+    let path = path.as_os_str().as_encoded_bytes();
+    let mut reader = {
+        reader = reader.with_mask(record::mask());
+        reader
+    };
+    let mut view: Option<View> = None;
+    while let Some(r) = reader.next_record()? {
+        if r.kind == RecordType::MARK {
+            if r.field("source") == Some(b"fs")
+                && r.name == WATCHED
+                && r.field("root") == Some(path)
+            {
+                let id =
+                    ObjectId::from_bytes(&r.target).filter(|id| root.is_none_or(|want| want == id));
+                view = id
+                    .filter(|_| r.field("entries") == Some(b"0"))
+                    .map(|id| View {
+                        tree: Tree::new(id),
+                        since: r.index,
+                        replayed: 0,
+                    });
+            }
+            continue;
+        }
+        if let Some(v) = view.as_mut()
+            && let Some(c) = decode::change(&r)
+            && c.apply(&mut v.tree).is_ok()
+        {
+            v.replayed += 1;
+        }
+    }
+    Ok(view)
+}

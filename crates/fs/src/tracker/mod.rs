@@ -1,0 +1,403 @@
+//! The tracker: a thread that keeps each watched root's tree as logged and
+//! logs every change to it.
+//!
+//! [`Tracker::start`] marks each root's filesystem (one mark per
+//! filesystem, however many roots it holds), walks each root into its
+//! tree, and logs a MARK per root; changes made from then on are queued by
+//! the kernel and logged by the thread. With `resume`, a root watched
+//! before is compared with the log's last description of it first, and
+//! what changed while nothing watched is logged flagged `RECONCILED`.
+//!
+//! [`Tracker::sync`] is the barrier: a cookie file made and removed in
+//! each root puts a marker in the kernel's queue; once the thread has read
+//! every root's marker, every change made before the call has been read,
+//! and its records are durable when `sync` returns.
+
+mod events;
+mod mark;
+mod root;
+mod sink;
+mod verify;
+mod worker;
+
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, mpsc};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use rustix::event::{EventfdFlags, eventfd};
+use weir_log::Log;
+use weir_sys::fanotify::fid::{AT_EMPTY_PATH, FidGroup, name_to_handle_at};
+
+use crate::change::How;
+use crate::id::ObjectId;
+use crate::probe::Probe;
+use crate::tree::Tree;
+use crate::{Error, Result};
+
+pub use mark::MarkKind;
+pub use root::{COOKIE_PREFIX, is_cookie};
+pub use sink::OnChange;
+
+use self::root::Root;
+use self::worker::Worker;
+
+/// How a tracker runs.
+#[derive(Clone, Debug)]
+pub struct TrackerOptions {
+    /// The directories to watch. They may share filesystems (they then
+    /// share its mark) but may not overlap.
+    pub roots: Vec<PathBuf>,
+    /// A file written and kept open gets an MTIME at most this often; one
+    /// closed after writing gets it at the close. Default 1 s.
+    pub mtime_interval: Duration,
+    /// In a storm (reads under 10 ms apart), how long events gather
+    /// before the next read. Default 1 ms.
+    pub batch: Duration,
+    /// Whether a root watched before is compared with the log's last
+    /// description of it, logging what changed meanwhile (`RECONCILED`).
+    /// Default `true`.
+    pub resume: bool,
+}
+
+impl Default for TrackerOptions {
+    fn default() -> Self {
+        TrackerOptions {
+            roots: Vec::new(),
+            mtime_interval: Duration::from_secs(1),
+            batch: Duration::from_millis(1),
+            resume: true,
+        }
+    }
+}
+
+/// One watched root, as `weir fs` lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RootStatus {
+    /// The root's path.
+    pub path: PathBuf,
+    /// Its id, in hex.
+    pub id: String,
+    /// The filesystem type.
+    pub fstype: String,
+    /// How its filesystem is marked.
+    pub mark: MarkKind,
+    /// The fsid its events carry, `val[0]:val[1]` in hex.
+    pub fsid: String,
+    /// Entries in the tree, and directories (the root included).
+    pub entries: u64,
+    /// Directories in the tree.
+    pub dirs: u64,
+    /// Events that concerned the root.
+    pub events: u64,
+    /// Records logged for it.
+    pub records: u64,
+    /// Records decided by a look at the live entry (`VERIFIED`).
+    pub verified: u64,
+    /// Events about the rest of its filesystem, ignored.
+    pub outside: u64,
+    /// Comparisons with a walk.
+    pub compares: u64,
+    /// Files written and waiting for their MTIME.
+    pub dirty: u64,
+}
+
+/// The tracker's counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TrackerStats {
+    /// `read(2)`s that returned events.
+    pub reads: u64,
+    /// Events read.
+    pub events: u64,
+    /// Records logged.
+    pub records: u64,
+    /// Queue overflows (each followed by a comparison).
+    pub overflows: u64,
+    /// Events dropped while a comparison was due.
+    pub dropped: u64,
+    /// Sync rounds.
+    pub syncs: u64,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Shared {
+    pub(crate) stats: worker::Stats,
+    pub(crate) records: u64,
+    pub(crate) roots: Vec<RootStatus>,
+}
+
+pub(crate) enum Request {
+    Sync(mpsc::Sender<Result<()>>),
+    Stop(mpsc::Sender<Result<()>>),
+}
+
+/// A running tracker.
+pub struct Tracker {
+    requests: mpsc::Sender<Request>,
+    wake: Arc<OwnedFd>,
+    shared: Arc<Mutex<Shared>>,
+    thread: Option<JoinHandle<Result<()>>>,
+}
+
+impl Tracker {
+    /// Marks and reads every root, logs their MARKs (and, resuming, what
+    /// changed while nothing watched), and starts the thread. With a log,
+    /// every change is appended to it; `on_change` sees each one.
+    pub fn start(
+        log: Option<Arc<Log>>,
+        opts: TrackerOptions,
+        on_change: Option<OnChange>,
+    ) -> Result<Tracker> {
+        let roots = canonical_roots(&opts.roots)?;
+        let group = FidGroup::open().map_err(Error::Kernel)?;
+        let mut sink = sink::Sink::new(log.clone(), on_change);
+        let mut watched = Vec::with_capacity(roots.len());
+        for path in &roots {
+            let m = mark::mark(&group, path)?;
+            let (h, _) = name_to_handle_at(m.fd.as_fd(), c"", AT_EMPTY_PATH)
+                .map_err(|e| mark_err(path, &m.fstype, e))?;
+            let id = ObjectId::from_handle(m.fsid, &h);
+            let probe = Probe::new(m.fd, m.fsid);
+            let mut root = Root::new(
+                m.path,
+                id.clone(),
+                m.fsid,
+                m.fstype,
+                m.mark,
+                Tree::new(id),
+                probe,
+            );
+            start_root(&mut root, log.as_deref(), opts.resume, &mut sink)?;
+            watched.push(root);
+        }
+        let wake = Arc::new(
+            eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK).map_err(|errno| {
+                Error::Sys(weir_sys::Error::Syscall {
+                    call: "eventfd",
+                    errno,
+                })
+            })?,
+        );
+        let shared = Arc::new(Mutex::new(Shared::default()));
+        let (tx, rx) = mpsc::channel();
+        let w = Worker::new(
+            group,
+            watched,
+            sink,
+            rx,
+            wake.clone(),
+            shared.clone(),
+            (opts.mtime_interval, opts.batch),
+        );
+        w.publish();
+        let thread = std::thread::Builder::new()
+            .name("weir-fs".into())
+            .spawn(move || w.run())
+            .map_err(Error::Thread)?;
+        Ok(Tracker {
+            requests: tx,
+            wake,
+            shared,
+            thread: Some(thread),
+        })
+    }
+
+    /// The barrier: returns once every change made to a watched tree
+    /// before the call is in the log, durably.
+    pub fn sync(&self) -> Result<()> {
+        let (tx, rx) = mpsc::channel();
+        self.send(Request::Sync(tx))?;
+        rx.recv().map_err(|_| Error::Stopped)?
+    }
+
+    /// Each root's status.
+    pub fn roots(&self) -> Vec<RootStatus> {
+        self.read(|s| s.roots.clone())
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> TrackerStats {
+        self.read(|s| TrackerStats {
+            reads: s.stats.reads,
+            events: s.stats.events,
+            records: s.records,
+            overflows: s.stats.overflows,
+            dropped: s.stats.dropped,
+            syncs: s.stats.syncs,
+        })
+    }
+
+    /// Whether the thread has ended on its own (an error `stop` returns).
+    pub fn is_finished(&self) -> bool {
+        self.thread.as_ref().is_none_or(|t| t.is_finished())
+    }
+
+    /// Logs what happened before the call (as `sync`), then stops the
+    /// thread and returns its outcome.
+    pub fn stop(mut self) -> Result<()> {
+        self.shutdown()
+    }
+
+    fn read<T>(&self, f: impl FnOnce(&Shared) -> T) -> T {
+        match self.shared.lock() {
+            Ok(s) => f(&s),
+            Err(p) => f(&p.into_inner()),
+        }
+    }
+
+    fn send(&self, r: Request) -> Result<()> {
+        self.requests.send(r).map_err(|_| Error::Stopped)?;
+        rustix::io::write(&*self.wake, &1u64.to_ne_bytes()).map_err(|errno| {
+            Error::Sys(weir_sys::Error::Syscall {
+                call: "write(eventfd)",
+                errno,
+            })
+        })?;
+        Ok(())
+    }
+
+    fn shutdown(&mut self) -> Result<()> {
+        let Some(t) = self.thread.take() else {
+            return Ok(());
+        };
+        let (tx, rx) = mpsc::channel();
+        let sent = self.send(Request::Stop(tx)).is_ok();
+        let last = if sent {
+            rx.recv().unwrap_or(Ok(()))
+        } else {
+            Ok(())
+        };
+        let ended = t.join().unwrap_or(Err(Error::Stopped));
+        ended.and(last)
+    }
+}
+
+impl Drop for Tracker {
+    fn drop(&mut self) {
+        if let Err(e) = self.shutdown() {
+            tracing::warn!(error = %e, "filesystem tracker ended with an error");
+        }
+    }
+}
+
+/// Reads a root for the first time: a walk, then a MARK, or with a view
+/// of it in the log, the comparison with it.
+fn start_root(
+    root: &mut Root,
+    log: Option<&Log>,
+    resume: bool,
+    sink: &mut sink::Sink,
+) -> Result<()> {
+    let (live, stats) = root.walk().map_err(|e| Error::Root {
+        path: root.path.clone(),
+        what: "reading the tree",
+        source: e,
+    })?;
+    let path = root.path.as_os_str().as_encoded_bytes().to_vec();
+    let id = root.id.as_bytes().to_vec();
+    let view = match (resume, log) {
+        (true, Some(log)) => crate::replay::view(log, &root.path, Some(&root.id))?,
+        _ => None,
+    };
+    match view {
+        Some(v) => {
+            root.tree = v.tree;
+            let n = root.compare_with(&live, How::Reconciled, sink);
+            let (since, replayed, changes, entries) = (
+                v.since.to_string(),
+                v.replayed.to_string(),
+                n.to_string(),
+                live.len().to_string(),
+            );
+            sink.mark(
+                crate::replay::RECONCILED,
+                &id,
+                &[
+                    ("root", &path),
+                    ("entries", entries.as_bytes()),
+                    ("since", since.as_bytes()),
+                    ("replayed", replayed.as_bytes()),
+                    ("changes", changes.as_bytes()),
+                ],
+            );
+        }
+        None => {
+            let entries = live.len().to_string();
+            let dirs = stats.dirs.to_string();
+            let fsid = format!("{:08x}:{:08x}", root.fsid[0], root.fsid[1]);
+            let (fstype, mark) = (root.fstype.clone(), root.mark.name());
+            root.tree = live;
+            sink.mark(
+                crate::replay::WATCHED,
+                &id,
+                &[
+                    ("root", &path),
+                    ("fstype", fstype.as_bytes()),
+                    ("mark", mark.as_bytes()),
+                    ("fsid", fsid.as_bytes()),
+                    ("entries", entries.as_bytes()),
+                    ("dirs", dirs.as_bytes()),
+                ],
+            );
+        }
+    }
+    Ok(())
+}
+
+fn mark_err(path: &Path, _fstype: &str, e: weir_sys::Error) -> Error {
+    Error::Root {
+        path: path.to_owned(),
+        what: "taking the root's file handle",
+        source: e,
+    }
+}
+
+/// The roots as absolute, symlink-free paths, refused if they overlap.
+fn canonical_roots(roots: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut out: Vec<PathBuf> = Vec::with_capacity(roots.len());
+    for r in roots {
+        let c = std::fs::canonicalize(r).map_err(|e| Error::Root {
+            path: r.clone(),
+            what: "resolving the root",
+            source: weir_sys::Error::Syscall {
+                call: "realpath",
+                errno: rustix::io::Errno::from_io_error(&e).unwrap_or(rustix::io::Errno::INVAL),
+            },
+        })?;
+        for o in &out {
+            if c.starts_with(o) || o.starts_with(&c) {
+                let (inner, outer) = if c.starts_with(o) {
+                    (c.clone(), o.clone())
+                } else {
+                    (o.clone(), c.clone())
+                };
+                return Err(Error::Overlap { inner, outer });
+            }
+        }
+        out.push(c);
+    }
+    Ok(out)
+}
+
+impl Root {
+    pub(crate) fn status(&self) -> RootStatus {
+        RootStatus {
+            path: self.path.clone(),
+            id: self.id.hex(),
+            fstype: self.fstype.clone(),
+            mark: self.mark,
+            fsid: format!("{:08x}:{:08x}", self.fsid[0], self.fsid[1]),
+            entries: self.tree.len() as u64,
+            dirs: self.tree.dir_count() as u64,
+            events: self.counters.events,
+            records: self.counters.records,
+            verified: self.counters.verified,
+            outside: self.counters.outside,
+            compares: self.counters.compares,
+            dirty: self.dirty.len() as u64,
+        }
+    }
+}

@@ -1,0 +1,382 @@
+//! The tracker's thread: one `poll` on the fanotify group and an eventfd
+//! (requests), reads in batches, the events handed to their roots, and
+//! the sync rounds, lost events and coalesced MTIMEs in between.
+//!
+//! A lone event is read at once. Once reads come less than 10 ms apart (a
+//! storm), the next read waits until `batch` after the last, so the kernel
+//! queues a few hundred events per read instead of one or two: a wakeup
+//! and a read cost more than handling an event.
+
+use std::collections::HashSet;
+use std::os::fd::OwnedFd;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rustix::event::{PollFd, PollFlags, poll};
+use rustix::io::Errno;
+use weir_sys::fanotify::fid::{FAN_CREATE, FidEvent, FidGroup, decode_fid_events};
+
+use super::root::{Root, is_cookie};
+use super::sink::Sink;
+use super::verify::MAX_TOUCHES;
+use super::{Request, Shared};
+use crate::change::How;
+use crate::id::ObjectId;
+use crate::{Error, Result};
+
+/// The read buffer: a few hundred events.
+const READ_BUF: usize = 256 * 1024;
+/// Reads closer than this are a storm.
+const STORM: Duration = Duration::from_millis(10);
+/// After lost events, how long the queue may keep coming before the
+/// comparison starts anyway.
+const LOST_SETTLE: Duration = Duration::from_millis(100);
+/// The share of a core comparisons after lost events may take: after one
+/// that took `d`, the next waits `d * (1 / share - 1)`.
+const COMPARE_SHARE: f64 = 0.25;
+
+struct SyncWait {
+    round: u64,
+    pending: usize,
+    reply: mpsc::Sender<Result<()>>,
+}
+
+pub(crate) struct Worker {
+    pub(crate) group: FidGroup,
+    pub(crate) roots: Vec<Root>,
+    pub(crate) sink: Sink,
+    pub(crate) requests: mpsc::Receiver<Request>,
+    pub(crate) wake: Arc<OwnedFd>,
+    pub(crate) shared: Arc<Mutex<Shared>>,
+    pub(crate) mtime_interval: Duration,
+    pub(crate) batch: Duration,
+    buf: Vec<u8>,
+    round: u64,
+    waits: Vec<SyncWait>,
+    lost: Option<Instant>,
+    next_compare: Option<Instant>,
+    last_read: Option<Instant>,
+    stats: Stats,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Stats {
+    pub(crate) reads: u64,
+    pub(crate) events: u64,
+    pub(crate) overflows: u64,
+    pub(crate) dropped: u64,
+    pub(crate) syncs: u64,
+}
+
+impl Worker {
+    pub(crate) fn new(
+        group: FidGroup,
+        roots: Vec<Root>,
+        sink: Sink,
+        requests: mpsc::Receiver<Request>,
+        wake: Arc<OwnedFd>,
+        shared: Arc<Mutex<Shared>>,
+        (mtime_interval, batch): (Duration, Duration),
+    ) -> Worker {
+        Worker {
+            group,
+            roots,
+            sink,
+            requests,
+            wake,
+            shared,
+            mtime_interval,
+            batch,
+            buf: vec![0; READ_BUF],
+            round: 0,
+            waits: Vec::new(),
+            lost: None,
+            next_compare: None,
+            last_read: None,
+            stats: Stats::default(),
+        }
+    }
+
+    pub(crate) fn run(mut self) -> Result<()> {
+        let r = self.run_loop();
+        self.publish();
+        r
+    }
+
+    fn run_loop(&mut self) -> Result<()> {
+        loop {
+            let mut stop = None;
+            while let Ok(r) = self.requests.try_recv() {
+                match r {
+                    Request::Sync(tx) => self.start_sync(tx)?,
+                    Request::Stop(tx) => stop = Some(tx),
+                }
+            }
+            if let Some(tx) = stop {
+                // The last round: what happened before the stop is logged.
+                let (stx, srx) = mpsc::channel();
+                self.start_sync(stx)?;
+                let deadline = Instant::now() + Duration::from_secs(10);
+                while !self.waits.is_empty() && Instant::now() < deadline {
+                    self.drain()?;
+                    if !self.waits.is_empty() {
+                        self.wait(Some(Duration::from_millis(1)), true);
+                    }
+                }
+                let r = srx.try_recv().unwrap_or(Ok(()));
+                self.publish();
+                let _ = tx.send(r);
+                return Ok(());
+            }
+            let storm = self.last_read.is_some_and(|t| t.elapsed() < STORM);
+            if storm {
+                // Let the queue fill for a batch's time.
+                let since = self.last_read.map_or(Duration::ZERO, |t| t.elapsed());
+                if since < self.batch {
+                    self.wait(Some(self.batch - since), false);
+                }
+            }
+            self.drain()?;
+            let mut next: Option<Instant> = None;
+            for root in &mut self.roots {
+                if let Some(t) = root.flush_dirty(self.mtime_interval, &mut self.sink) {
+                    next = Some(next.map_or(t, |n| n.min(t)));
+                }
+            }
+            if let Some(t) = self.next_compare.filter(|_| self.lost.is_some()) {
+                next = Some(next.map_or(t, |n| n.min(t)));
+            }
+            self.publish();
+            let timeout = next.map(|t| t.saturating_duration_since(Instant::now()));
+            if !self.storm_pending() {
+                self.wait(timeout, true);
+            }
+        }
+    }
+
+    /// Whether the last read found events recently enough that the next
+    /// loop waits its batch time rather than in poll.
+    fn storm_pending(&self) -> bool {
+        self.last_read.is_some_and(|t| t.elapsed() < STORM)
+            && self.stats.reads > 0
+            && self.lost.is_none()
+    }
+
+    /// Sleeps in poll on the requests and (with `group`) the events.
+    fn wait(&mut self, timeout: Option<Duration>, group: bool) {
+        let ts = timeout.map(|d| rustix::time::Timespec {
+            tv_sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+            tv_nsec: i64::from(d.subsec_nanos()),
+        });
+        let mut fds = vec![PollFd::new(&*self.wake, PollFlags::IN)];
+        if group {
+            fds.push(PollFd::new(&self.group, PollFlags::IN));
+        }
+        match poll(&mut fds, ts.as_ref()) {
+            Ok(_) | Err(Errno::INTR) => {}
+            Err(e) => tracing::warn!(error = %e, "poll failed"),
+        }
+        if fds[0].revents().contains(PollFlags::IN) {
+            let mut b = [0u8; 8];
+            let _ = rustix::io::read(&*self.wake, &mut b);
+        }
+    }
+
+    /// Reads and handles everything queued; at the end (the queue empty),
+    /// looks again at doubtful entries, compares after lost events, and
+    /// answers the sync rounds that are complete.
+    fn drain(&mut self) -> Result<()> {
+        let mut buf = std::mem::take(&mut self.buf);
+        let r = self.drain_into(&mut buf);
+        self.buf = buf;
+        r?;
+        if let Some(since) = self.lost {
+            let due = self.next_compare.is_none_or(|t| Instant::now() >= t);
+            if due && since.elapsed() >= LOST_SETTLE.min(Duration::from_millis(1)) {
+                self.recover_lost();
+            }
+        }
+        if self.lost.is_none() {
+            for root in &mut self.roots {
+                root.verify_touched(&mut self.sink);
+            }
+            self.answer_waits();
+        }
+        Ok(())
+    }
+
+    fn drain_into(&mut self, buf: &mut [u8]) -> Result<()> {
+        let started = Instant::now();
+        loop {
+            let n = self.group.read(buf)?;
+            if n == 0 {
+                return Ok(());
+            }
+            self.stats.reads += 1;
+            self.last_read = Some(Instant::now());
+            let mut evs: Vec<FidEvent<'_>> = Vec::with_capacity(n / 48);
+            if let Err(e) = decode_fid_events(&buf[..n], |e| evs.push(e)) {
+                // Bytes the kernel would never send: what they held is
+                // lost, and a comparison recovers it.
+                tracing::error!(error = %e, "undecodable fanotify events; comparing the trees");
+                self.mark_lost();
+            }
+            self.stats.events += evs.len() as u64;
+            let mut skip: HashSet<usize> = HashSet::new();
+            for i in 0..evs.len() {
+                if skip.contains(&i) {
+                    continue;
+                }
+                let ev = evs[i];
+                if ev.is_overflow() {
+                    self.stats.overflows += 1;
+                    self.mark_lost();
+                    continue;
+                }
+                if self.lost.is_some() {
+                    self.stats.dropped += 1;
+                    self.cookie_only(&ev);
+                    continue;
+                }
+                for root in &mut self.roots {
+                    if !root.owns(&ev) {
+                        continue;
+                    }
+                    let h = root.on_event(&ev, &evs[i + 1..], &mut self.sink);
+                    if let Some(j) = h.consumed {
+                        skip.insert(i + 1 + j);
+                    }
+                    if let Some(round) = h.cookie_round {
+                        cookie_seen(&mut self.waits, round);
+                    }
+                }
+            }
+            for root in &mut self.roots {
+                if root.touches.len() > MAX_TOUCHES {
+                    root.verify_touched(&mut self.sink);
+                }
+            }
+            // A storm that never lets the queue empty: after lost events,
+            // compare anyway once it has gone on for a while.
+            if self.lost.is_some_and(|t| t.elapsed() >= LOST_SETTLE) {
+                return Ok(());
+            }
+            if started.elapsed() >= Duration::from_secs(1) {
+                return Ok(());
+            }
+        }
+    }
+
+    /// While events are being dropped, a cookie still counts.
+    fn cookie_only(&mut self, ev: &FidEvent<'_>) {
+        let Some(dn) = ev.dir_name else { return };
+        if ev.mask & FAN_CREATE == 0 || !is_cookie(dn.name) {
+            return;
+        }
+        let dir = ObjectId::from_fid(&dn.dir);
+        for root in &mut self.roots {
+            if root.id == dir
+                && let Some(&round) = root.cookies.get(dn.name)
+            {
+                cookie_seen(&mut self.waits, round);
+            }
+        }
+    }
+
+    fn mark_lost(&mut self) {
+        if self.lost.is_none() {
+            self.lost = Some(Instant::now());
+            for root in &mut self.roots {
+                root.touches.clear();
+            }
+        }
+    }
+
+    /// Lost events: a MARK, then each root compared with a walk.
+    fn recover_lost(&mut self) {
+        let started = Instant::now();
+        for root in &mut self.roots {
+            let idb = root.id.as_bytes().to_vec();
+            let path = root.path.as_os_str().as_encoded_bytes().to_vec();
+            self.sink
+                .mark(b"fs events lost: tree compared", &idb, &[("root", &path)]);
+            match root.walk() {
+                Ok((live, _)) => {
+                    let n = root.compare_with(&live, How::Compare, &mut self.sink);
+                    tracing::info!(root = %root.path.display(), changes = n, "compared the tree after lost events");
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, root = %root.path.display(), "walking the tree after lost events failed")
+                }
+            }
+            root.dirty.clear();
+        }
+        self.lost = None;
+        let took = started.elapsed();
+        self.next_compare = Some(Instant::now() + took.mul_f64(1.0 / COMPARE_SHARE - 1.0));
+    }
+
+    fn start_sync(&mut self, reply: mpsc::Sender<Result<()>>) -> Result<()> {
+        self.round += 1;
+        self.stats.syncs += 1;
+        let mut pending = 0;
+        for root in &mut self.roots {
+            match root.cookie(self.round) {
+                Ok(true) => pending += 1,
+                Ok(false) => {}
+                Err(e) => {
+                    let _ = reply.send(Err(Error::Sys(e)));
+                    return Ok(());
+                }
+            }
+        }
+        self.waits.push(SyncWait {
+            round: self.round,
+            pending,
+            reply,
+        });
+        Ok(())
+    }
+
+    fn answer_waits(&mut self) {
+        if !self.waits.iter().any(|w| w.pending == 0) {
+            return;
+        }
+        let durable = match (self.sink.log(), self.sink.last) {
+            (Some(log), Some(a)) => log.wait_durable(a).map(drop).map_err(Error::Log),
+            _ => Ok(()),
+        };
+        let failed = self.sink.error.take().is_some();
+        let mut keep = Vec::new();
+        for w in self.waits.drain(..) {
+            if w.pending > 0 {
+                keep.push(w);
+                continue;
+            }
+            let r = match (&durable, failed) {
+                (Err(_), _) => Err(Error::SyncFailed),
+                (Ok(()), true) => Err(Error::SyncFailed),
+                (Ok(()), false) => Ok(()),
+            };
+            let _ = w.reply.send(r);
+        }
+        self.waits = keep;
+    }
+
+    pub(crate) fn publish(&self) {
+        let mut s = match self.shared.lock() {
+            Ok(s) => s,
+            Err(p) => p.into_inner(),
+        };
+        s.stats = self.stats;
+        s.records = self.sink.records;
+        s.roots = self.roots.iter().map(Root::status).collect();
+    }
+}
+
+fn cookie_seen(waits: &mut [SyncWait], round: u64) {
+    for w in waits.iter_mut().filter(|w| w.round == round) {
+        w.pending = w.pending.saturating_sub(1);
+    }
+}
