@@ -17,6 +17,7 @@ pub mod devices_columns;
 pub mod devices_line;
 pub mod devices_view;
 pub mod error;
+pub mod fs_line;
 mod json;
 pub mod log_select;
 pub mod log_stats;

@@ -67,6 +67,8 @@ fn source_flags(kind: RecordType) -> &'static [(u16, &'static str)] {
         &weir_mounts::record::FLAG_NAMES
     } else if weir_devices::record::TYPES.contains(&kind) {
         &weir_devices::record::FLAG_NAMES
+    } else if weir_fs::record::TYPES.contains(&kind) {
+        &weir_fs::record::FLAG_NAMES
     } else {
         &[]
     }
@@ -329,7 +331,8 @@ mod tests {
         };
         assert_eq!(
             record_line(&r),
-            "42 CREAT 1970-01-01T00:00:01.000000007Z flags=0x12 t=ab01 p= f\\xff k=v 1"
+            // CREAT is weir-fs's: its bits have names.
+            "42 CREAT 1970-01-01T00:00:01.000000007Z flags=0x12(VERIFIED,IN) t=ab01 p= f\\xff k=v 1"
         );
     }
 
@@ -409,6 +412,7 @@ mod tests {
         for (bit, name) in weir_mounts::record::FLAG_NAMES
             .iter()
             .chain(&weir_devices::record::FLAG_NAMES)
+            .chain(&weir_fs::record::FLAG_NAMES)
         {
             assert!(bit.count_ones() == 1 && *bit != SHARED.0, "{name}");
         }

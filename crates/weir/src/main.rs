@@ -72,6 +72,7 @@ fn init_tracing(command: &cli::Command) {
             Some(cli::DevicesCommand::Watch(_)) => "info",
             None => "warn",
         },
+        cli::Command::Fs { .. } => "info",
         cli::Command::Pvs(_)
         | cli::Command::Vgs(_)
         | cli::Command::Lvs(_)

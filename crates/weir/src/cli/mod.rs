@@ -5,6 +5,7 @@
 //! `crate::cli::X`.
 
 mod devices;
+mod fs;
 mod log;
 mod lvm;
 mod mounts;
@@ -19,6 +20,7 @@ use clap::{Args, Parser, Subcommand};
 use weir_mounts::BackendChoice;
 
 pub(crate) use devices::{DevicesArgs, DevicesCommand, DevicesWatchArgs, FilterArgs, LvmListArgs};
+pub(crate) use fs::{FsCommand, FsWatchArgs};
 pub(crate) use log::{ConsumerCommand, LogCommand, TailArgs, WriteArgs};
 pub(crate) use lvm::{LvmColumnsArg, LvsArgs, PvsArgs, UnitsArgs, VgsArgs};
 pub(crate) use mounts::{MountsArgs, MountsCommand, MountsListArgs, MountsWatchArgs};
@@ -67,6 +69,11 @@ pub(crate) enum Command {
     Mounts(MountsArgs),
     /// List block devices (lsblk-like), or watch them and LVM's VGs change.
     Devices(DevicesArgs),
+    /// The change journal of directory trees (fanotify with file ids).
+    Fs {
+        #[command(subcommand)]
+        command: FsCommand,
+    },
     /// List LVM physical volumes, read from the devices' labels.
     Pvs(PvsArgs),
     /// List LVM volume groups, assembled from the devices' metadata.

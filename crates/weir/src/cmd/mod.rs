@@ -4,6 +4,7 @@
 mod devices;
 mod devices_watch;
 mod foreground;
+mod fs_watch;
 pub(crate) mod generate;
 mod log_consumer;
 mod log_stats;
@@ -22,7 +23,7 @@ pub(crate) use status::NoDaemon;
 use anyhow::Result;
 use weir_view::lvm_view::Listing;
 
-use crate::cli::{Cli, Command, DevicesCommand, LogCommand, MountsCommand};
+use crate::cli::{Cli, Command, DevicesCommand, FsCommand, LogCommand, MountsCommand};
 use crate::daemon::Route;
 use crate::state_dir::StateDir;
 
@@ -54,6 +55,9 @@ pub(crate) fn dispatch(cli: Cli) -> Result<()> {
         Command::Devices(d) => match d.command {
             None => devices::list(&route, &d),
             Some(DevicesCommand::Watch(a)) => devices_watch::watch(&state?, &a),
+        },
+        Command::Fs { command } => match command {
+            FsCommand::Watch(a) => fs_watch::watch(&state?, &a),
         },
         Command::Pvs(a) => lvm::list(&route, Listing::Pvs, &a.list, a.columns.as_ref(), &a.units),
         Command::Vgs(a) => lvm::list(&route, Listing::Vgs, &a.list, a.columns.as_ref(), &a.units),

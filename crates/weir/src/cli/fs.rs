@@ -1,0 +1,43 @@
+//! The options of `weir fs watch`: the filesystem change journal in the
+//! foreground.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum FsCommand {
+    /// Watch directory trees in the foreground: log every change to them
+    /// (CREAT, UNLNK, RENME, ...) and print a line for it, until SIGINT or
+    /// SIGTERM. Needs root (a fanotify filesystem mark).
+    Watch(FsWatchArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct FsWatchArgs {
+    /// The directories to watch; roots may share a filesystem but not
+    /// overlap.
+    #[arg(value_name = "PATH", required = true)]
+    pub(crate) roots: Vec<PathBuf>,
+
+    /// Start afresh: do not compare a root watched before with the log's
+    /// last description of it (no RECONCILED records).
+    #[arg(long)]
+    pub(crate) fresh: bool,
+
+    /// Print nothing per change (the records still go to the log).
+    #[arg(short, long)]
+    pub(crate) quiet: bool,
+
+    /// How often a file kept open and written gets an MTIME record, in
+    /// milliseconds (a file closed after writing gets it at the close).
+    #[arg(long, value_name = "MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) mtime_interval_ms: u64,
+}
+
+impl FsWatchArgs {
+    pub(crate) fn mtime_interval(&self) -> Duration {
+        Duration::from_millis(self.mtime_interval_ms)
+    }
+}

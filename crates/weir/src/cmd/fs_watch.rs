@@ -1,0 +1,67 @@
+//! `weir fs watch`: the filesystem tracker in the foreground, until SIGINT
+//! or SIGTERM.
+//!
+//! It opens the log as its writer, as `weir run` does, and lets the
+//! tracker append a record for every change; it prints each change as a
+//! line on stdout, flushed at once (unless `--quiet`). Once every root is
+//! marked and read it says so on stderr (`weir: watching ...`): from then
+//! on no change is missed. A stop first logs every change made before it
+//! (the tracker's own barrier), then closes the log durably.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use weir_fs::{OnChange, Tracker, TrackerOptions};
+
+use super::foreground::{close_log, print_line};
+use crate::cli::FsWatchArgs;
+use crate::signals;
+use crate::state_dir::StateDir;
+use weir_view::fs_line::change_line;
+
+pub(super) fn watch(state: &StateDir, args: &FsWatchArgs) -> Result<()> {
+    let stop = signals::stop_flag()?;
+    let log = Arc::new(state.open_writer()?);
+    let opts = TrackerOptions {
+        roots: args.roots.clone(),
+        mtime_interval: args.mtime_interval(),
+        resume: !args.fresh,
+        ..TrackerOptions::default()
+    };
+    let on_change: Option<OnChange> = if args.quiet {
+        None
+    } else {
+        let stop_on_close: Arc<AtomicBool> = stop.clone();
+        Some(Box::new(move |c, how, paths, _root| {
+            if print_line(&change_line(c, how, paths)).is_err() {
+                // The reader went away (`| head`): end as on a signal.
+                stop_on_close.store(true, Ordering::Relaxed);
+            }
+        }))
+    };
+    let tracker = match Tracker::start(Some(log.clone()), opts, on_change) {
+        Ok(t) => t,
+        Err(e) => {
+            if let Err(c) = close_log(log) {
+                tracing::warn!(error = format!("{c:#}"), "closing the log");
+            }
+            return Err(anyhow::Error::new(e).context("starting the filesystem tracker"));
+        }
+    };
+    for r in tracker.roots() {
+        eprintln!(
+            "weir: watching {} ({}, {} mark, {} entries)",
+            r.path.display(),
+            r.fstype,
+            r.mark,
+            r.entries
+        );
+    }
+    while !stop.load(Ordering::Relaxed) && !tracker.is_finished() {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let stopped = tracker.stop().context("the filesystem tracker failed");
+    stopped.and(close_log(log))
+}
