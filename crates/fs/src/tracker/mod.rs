@@ -173,6 +173,11 @@ impl Tracker {
             start_root(&mut root, log.as_deref(), opts.resume, &mut sink)?;
             watched.push(root);
         }
+        // What the start logged (the MARKs, a restart's reconciliation) is
+        // durable before the tracker says it runs.
+        if let (Some(log), Some(a)) = (&log, sink.last) {
+            log.wait_durable(a)?;
+        }
         let wake = Arc::new(
             eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK).map_err(|errno| {
                 Error::Sys(weir_sys::Error::Syscall {
@@ -291,6 +296,7 @@ fn start_root(
     resume: bool,
     sink: &mut sink::Sink,
 ) -> Result<()> {
+    root.remove_stale_cookies();
     let (live, stats) = root.walk().map_err(|e| Error::Root {
         path: root.path.clone(),
         what: "reading the tree",

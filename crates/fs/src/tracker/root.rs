@@ -180,6 +180,36 @@ impl Root {
         }
     }
 
+    /// Removes the cookies a weir killed between making and removing one
+    /// left in the root (their process is gone), before the first walk.
+    pub(crate) fn remove_stale_cookies(&self) {
+        let Ok(mut dir) = rustix::fs::Dir::read_from(self.probe.mount()) else {
+            return;
+        };
+        let mut stale = Vec::new();
+        while let Some(Ok(de)) = dir.next() {
+            let name = de.file_name().to_bytes();
+            let Some(rest) = name.strip_prefix(COOKIE_PREFIX) else {
+                continue;
+            };
+            let pid = std::str::from_utf8(rest)
+                .ok()
+                .and_then(|r| r.split('-').next())
+                .and_then(|p| p.parse::<i32>().ok())
+                .and_then(rustix::process::Pid::from_raw);
+            let alive = pid.is_some_and(|p| {
+                rustix::process::test_kill_process(p).is_ok()
+                    || p.as_raw_nonzero().get() == std::process::id() as i32
+            });
+            if !alive {
+                stale.push(de.file_name().to_owned());
+            }
+        }
+        for name in stale {
+            let _ = rustix::fs::unlinkat(self.probe.mount(), name.as_c_str(), AtFlags::empty());
+        }
+    }
+
     /// Makes and removes a cookie in the root for sync round `round`;
     /// `false` when the filesystem takes no new file (read-only, full,
     /// not writable by us): then there is nothing to wait for but a drain.
