@@ -402,7 +402,7 @@ impl Root {
                         })
                     });
                     let there = self.tree.lookup(&nd, nn).cloned().filter(|x| x.id != t);
-                    let (overwritten, exchanged) = match (mirror, there) {
+                    let (mut overwritten, exchanged) = match (mirror, there) {
                         (Some(_), Some(x)) => (None, Some(x)),
                         (None, Some(x)) => {
                             let last = x.kind.is_dir() || self.tree.links(&x.id) <= 1;
@@ -410,15 +410,12 @@ impl Root {
                         }
                         (_, None) => (None, None),
                     };
-                    let is_dir_over = overwritten.as_ref().is_some_and(|(x, _)| x.kind.is_dir());
-                    if is_dir_over {
-                        // A directory replaced by a rename is empty: its
-                        // entries' removals come first, as for an RMDIR.
+                    if overwritten.as_ref().is_some_and(|(x, _)| x.kind.is_dir()) {
+                        // A directory replaced by a rename was empty: the
+                        // removals of whatever the tree still holds in it
+                        // come first, as for an RMDIR, then the rename.
                         self.remove(&nd, nn, How::Verified, sink);
-                        return self
-                            .rename_plain(od, on, nd, nn, entry, None, sink)
-                            .then_some(())
-                            .and(None);
+                        overwritten = None;
                     }
                     let c = Change::Rename {
                         sparent: od,
@@ -440,33 +437,6 @@ impl Root {
                 }
             }
         }
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn rename_plain(
-        &mut self,
-        od: ObjectId,
-        on: &[u8],
-        nd: ObjectId,
-        nn: &[u8],
-        entry: Entry,
-        overwritten: Option<(Entry, bool)>,
-        sink: &mut Sink,
-    ) -> bool {
-        self.emit(
-            Change::Rename {
-                sparent: od,
-                sname: on.to_vec(),
-                parent: nd,
-                name: nn.to_vec(),
-                entry,
-                overwritten,
-                exchanged: None,
-            },
-            How::Event,
-            sink,
-        );
-        true
     }
 
     /// ATTRIB, MODIFY and CLOSE_WRITE of the event's target.
