@@ -92,6 +92,12 @@ impl<A: clap::Args> InPrivateNs<A> {
         ensure_private_ns(&self.outer_ns)?;
         Ok(self.args)
     }
+
+    /// The caller's mount namespace, for guards that check again before
+    /// they mount.
+    pub(crate) fn outer_ns(&self) -> &str {
+        &self.outer_ns
+    }
 }
 
 /// Fails unless this process is in a mount namespace other than

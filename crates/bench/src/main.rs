@@ -11,6 +11,7 @@ mod append;
 mod daemon;
 mod frag;
 mod freemem;
+mod fs;
 mod fsinfo;
 mod loopdev;
 mod lvm;
@@ -49,12 +50,20 @@ enum Cmd {
     Lvm(lvm::Args),
     /// weir run queried and followed through its socket: latency, 100 consumers in a storm, restart (needs root, lvm2).
     Daemon(daemon::Args),
+    /// Filesystem watchers on an mdtest-like load (ext4 and tmpfs): weir fs watch vs fsnotifywait, inotifywait, watchman and a fanotify floor (needs root).
+    Fs(fs::Args),
     /// Internal: `daemon`, run inside a private mount namespace.
     #[command(hide = true)]
     DaemonInner(daemon::InnerArgs),
     /// Internal: one `frag` part, run inside a private mount namespace.
     #[command(hide = true)]
     FragPart(frag::PartArgs),
+    /// Internal: `fs`, run inside a private mount namespace.
+    #[command(hide = true)]
+    FsInner(fs::InnerArgs),
+    /// Internal: the floor reader of `fs`, a minimal fanotify watcher.
+    #[command(hide = true)]
+    FsFloor(fs::floor::FloorArgs),
     /// Internal: `mount-storm`, run inside a private mount namespace.
     #[command(hide = true)]
     MountStormInner(storm::InnerArgs),
@@ -73,6 +82,9 @@ fn main() -> anyhow::Result<()> {
         Cmd::Lvm(a) => lvm::run(a),
         Cmd::Daemon(a) => daemon::run(a),
         Cmd::DaemonInner(a) => daemon::inner(a),
+        Cmd::Fs(a) => fs::run(a),
+        Cmd::FsInner(a) => fs::inner(a),
+        Cmd::FsFloor(a) => fs::floor::run(a),
         Cmd::MountStormInner(a) => storm::inner(a),
         Cmd::FragPart(a) => frag::part(a),
         Cmd::RecoveryFill(a) => recovery::fill(a),
