@@ -14,6 +14,7 @@
 //! | 12.. | the handle's bytes (ext4 8, xfs 12, tmpfs 12, btrfs 20) |
 
 use std::fmt;
+use std::hash::{Hash, Hasher};
 
 use weir_sys::fanotify::fid::{Fid, FileHandle, MAX_HANDLE_SZ};
 
@@ -21,8 +22,47 @@ use weir_sys::fanotify::fid::{Fid, FileHandle, MAX_HANDLE_SZ};
 const HEADER: usize = 12;
 
 /// An object's id: fsid, handle type and handle bytes, as one byte string.
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ObjectId(Box<[u8]>);
+///
+/// Ids of the filesystems weir watches are at most 32 bytes (btrfs), and
+/// the tracker copies several per event, so they are held inline; a larger
+/// handle (up to `MAX_HANDLE_SZ`) goes to the heap.
+#[derive(Clone)]
+pub struct ObjectId(Repr);
+
+/// The bytes an id holds inline.
+const INLINE: usize = 38;
+
+#[derive(Clone)]
+enum Repr {
+    Inline { len: u8, bytes: [u8; INLINE] },
+    Heap(Box<[u8]>),
+}
+
+impl PartialEq for ObjectId {
+    fn eq(&self, other: &ObjectId) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl Eq for ObjectId {}
+
+impl Hash for ObjectId {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.as_bytes().hash(state);
+    }
+}
+
+impl PartialOrd for ObjectId {
+    fn partial_cmp(&self, other: &ObjectId) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for ObjectId {
+    fn cmp(&self, other: &ObjectId) -> std::cmp::Ordering {
+        self.as_bytes().cmp(other.as_bytes())
+    }
+}
 
 impl ObjectId {
     /// The id of the object a fanotify file-id record names.
@@ -36,45 +76,74 @@ impl ObjectId {
     }
 
     fn new(fsid: [u32; 2], handle_type: i32, handle: &[u8]) -> ObjectId {
-        let mut b = Vec::with_capacity(HEADER + handle.len());
-        b.extend_from_slice(&fsid[0].to_be_bytes());
-        b.extend_from_slice(&fsid[1].to_be_bytes());
-        b.extend_from_slice(&handle_type.to_be_bytes());
-        b.extend_from_slice(handle);
-        ObjectId(b.into_boxed_slice())
+        let n = HEADER + handle.len();
+        let mut head = [0u8; HEADER];
+        head[0..4].copy_from_slice(&fsid[0].to_be_bytes());
+        head[4..8].copy_from_slice(&fsid[1].to_be_bytes());
+        head[8..12].copy_from_slice(&handle_type.to_be_bytes());
+        if n <= INLINE {
+            let mut bytes = [0u8; INLINE];
+            bytes[..HEADER].copy_from_slice(&head);
+            bytes[HEADER..n].copy_from_slice(handle);
+            ObjectId(Repr::Inline {
+                len: n as u8,
+                bytes,
+            })
+        } else {
+            let mut b = Vec::with_capacity(n);
+            b.extend_from_slice(&head);
+            b.extend_from_slice(handle);
+            ObjectId(Repr::Heap(b.into_boxed_slice()))
+        }
+    }
+
+    fn of_bytes(b: &[u8]) -> ObjectId {
+        if b.len() <= INLINE {
+            let mut bytes = [0u8; INLINE];
+            bytes[..b.len()].copy_from_slice(b);
+            ObjectId(Repr::Inline {
+                len: b.len() as u8,
+                bytes,
+            })
+        } else {
+            ObjectId(Repr::Heap(b.to_vec().into_boxed_slice()))
+        }
     }
 
     /// An id read back from a record; `None` unless it has the layout above
     /// (a header and at most `MAX_HANDLE_SZ` handle bytes).
     pub fn from_bytes(b: &[u8]) -> Option<ObjectId> {
-        (b.len() >= HEADER && b.len() - HEADER <= MAX_HANDLE_SZ)
-            .then(|| ObjectId(b.to_vec().into_boxed_slice()))
+        (b.len() >= HEADER && b.len() - HEADER <= MAX_HANDLE_SZ).then(|| ObjectId::of_bytes(b))
     }
 
     /// The id's bytes, as records hold them.
     pub fn as_bytes(&self) -> &[u8] {
-        &self.0
+        match &self.0 {
+            Repr::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            Repr::Heap(b) => b,
+        }
     }
 
     /// The filesystem id part.
     pub fn fsid(&self) -> [u32; 2] {
-        let w =
-            |i: usize| u32::from_be_bytes([self.0[i], self.0[i + 1], self.0[i + 2], self.0[i + 3]]);
+        let b = self.as_bytes();
+        let w = |i: usize| u32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
         [w(0), w(4)]
     }
 
     /// The file handle, for `open_by_handle_at`.
     pub fn handle(&self) -> FileHandle {
-        let t = i32::from_be_bytes([self.0[8], self.0[9], self.0[10], self.0[11]]);
+        let b = self.as_bytes();
+        let t = i32::from_be_bytes([b[8], b[9], b[10], b[11]]);
         // The constructors bound the length, so this cannot fail.
-        FileHandle::new(t, &self.0[HEADER..])
-            .unwrap_or_else(|| unreachable!("bounded at construction"))
+        FileHandle::new(t, &b[HEADER..]).unwrap_or_else(|| unreachable!("bounded at construction"))
     }
 
     /// Lowercase hex of the bytes, as fields that hold an id write it.
     pub fn hex(&self) -> String {
-        let mut s = String::with_capacity(self.0.len() * 2);
-        for b in self.0.iter() {
+        let bytes = self.as_bytes();
+        let mut s = String::with_capacity(bytes.len() * 2);
+        for b in bytes {
             s.push(char::from(HEX[usize::from(b >> 4)]));
             s.push(char::from(HEX[usize::from(b & 15)]));
         }

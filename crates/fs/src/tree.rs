@@ -10,7 +10,13 @@
 //! last. A directory's path is found by walking up, so a rename of a
 //! directory is one update, whatever lies below it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+/// The trees' maps: keyed by ids and names, hashed fast (foldhash, seeded
+/// per process).
+pub(crate) type Map<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+/// A set, hashed as [`Map`].
+pub(crate) type Set<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 
 use crate::id::ObjectId;
 use crate::kind::Kind;
@@ -44,35 +50,35 @@ struct Dir {
     /// `None` for the root.
     parent: Option<ObjectId>,
     name: Box<[u8]>,
-    entries: HashMap<Box<[u8]>, Entry>,
+    entries: Map<Box<[u8]>, Entry>,
 }
 
 /// A watched tree: the root directory and everything below it.
 #[derive(Clone, Debug)]
 pub struct Tree {
     root: ObjectId,
-    dirs: HashMap<ObjectId, Dir>,
+    dirs: Map<ObjectId, Dir>,
     /// Names of each non-directory in the tree.
-    links: HashMap<ObjectId, u32>,
+    links: Map<ObjectId, u32>,
     entries: usize,
 }
 
 impl Tree {
     /// An empty tree whose root directory is `root`.
     pub fn new(root: ObjectId) -> Tree {
-        let mut dirs = HashMap::new();
+        let mut dirs = Map::default();
         dirs.insert(
             root.clone(),
             Dir {
                 parent: None,
                 name: Box::default(),
-                entries: HashMap::new(),
+                entries: Map::default(),
             },
         );
         Tree {
             root,
             dirs,
-            links: HashMap::new(),
+            links: Map::default(),
             entries: 0,
         }
     }
@@ -314,7 +320,7 @@ impl Tree {
             let node = self.dirs.entry(entry.id.clone()).or_insert_with(|| Dir {
                 parent: None,
                 name: Box::default(),
-                entries: HashMap::new(),
+                entries: Map::default(),
             });
             node.parent = Some(parent.clone());
             node.name = Box::from(name);

@@ -135,7 +135,15 @@ pub fn with_record<R>(c: &Change, how: How, paths: &Paths, f: impl FnOnce(&Recor
         }
         _ => (String::new(), String::new()),
     };
-    let mut fields: Vec<Field<'_>> = Vec::with_capacity(8);
+    let mut fields = FieldBuf::default();
+    // `path` first: the field a reader looks for most. An entry moved out
+    // of the tree has no path in it.
+    if !matches!(c, Change::MoveOut { .. }) {
+        fields.push(Field {
+            key: "path",
+            value: &paths.path,
+        });
+    }
     let (target, parent, name): (&[u8], &[u8], &[u8]) = match c {
         Change::Create {
             parent,
@@ -264,24 +272,50 @@ pub fn with_record<R>(c: &Change, how: How, paths: &Paths, f: impl FnOnce(&Recor
             (id.as_bytes(), parent.as_bytes(), name)
         }
     };
-    // `path` first: the field a reader looks for most.
-    let out_of_tree = matches!(c, Change::MoveOut { .. });
-    if !out_of_tree {
-        fields.insert(
-            0,
-            Field {
-                key: "path",
-                value: &paths.path,
-            },
-        );
-    }
     let r = Record::new(kind)
         .flags(flags)
         .target(target)
         .parent(parent)
         .name(name)
-        .fields(&fields);
+        .fields(fields.as_slice());
     f(&r)
+}
+
+/// The most fields a record of this source has.
+const MAX_FIELDS: usize = 8;
+
+/// A record's fields, on the stack: a record is built per event.
+struct FieldBuf<'a> {
+    fields: [Field<'a>; MAX_FIELDS],
+    len: usize,
+}
+
+impl Default for FieldBuf<'_> {
+    fn default() -> Self {
+        FieldBuf {
+            fields: [Field {
+                key: "",
+                value: &[],
+            }; MAX_FIELDS],
+            len: 0,
+        }
+    }
+}
+
+impl<'a> FieldBuf<'a> {
+    fn push(&mut self, f: Field<'a>) {
+        // Every layout above has at most MAX_FIELDS; more is a bug the
+        // tests catch, not a record to cut silently.
+        debug_assert!(self.len < MAX_FIELDS);
+        if let Some(slot) = self.fields.get_mut(self.len) {
+            *slot = f;
+            self.len += 1;
+        }
+    }
+
+    fn as_slice(&self) -> &[Field<'a>] {
+        &self.fields[..self.len]
+    }
 }
 
 #[cfg(test)]

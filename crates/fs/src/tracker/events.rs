@@ -52,6 +52,22 @@ pub(crate) struct Handled {
 /// between.
 const EXCHANGE_LOOKAHEAD: usize = 64;
 
+/// The objects whose last name went (`FAN_DELETE_SELF`) in one read.
+pub(crate) type Gone = crate::tree::Set<ObjectId>;
+
+/// How far ahead a CREATE looks for its file's first write or close.
+const WRITE_LOOKAHEAD: usize = 16;
+
+/// Whether one of the next events writes or closes after writing `t`.
+fn written_soon(t: &Fid<'_>, next: &[FidEvent<'_>]) -> bool {
+    next.iter().take(WRITE_LOOKAHEAD).any(|e| {
+        e.mask & (FAN_MODIFY | FAN_CLOSE_WRITE) != 0
+            && e.target.is_some_and(|x| {
+                x.handle == t.handle && x.handle_type == t.handle_type && x.fsid == t.fsid
+            })
+    })
+}
+
 fn id(f: &Fid<'_>) -> ObjectId {
     ObjectId::from_fid(f)
 }
@@ -68,11 +84,13 @@ impl Root {
     }
 
     /// Handles one event; `next` are the events read after it, for a
-    /// rename's exchange.
+    /// rename's exchange; `gone` are the objects whose last name went
+    /// (`FAN_DELETE_SELF`) in the same read.
     pub(crate) fn on_event(
         &mut self,
         ev: &FidEvent<'_>,
         next: &[FidEvent<'_>],
+        gone: &Gone,
         sink: &mut Sink,
     ) -> Handled {
         let mut h = Handled::default();
@@ -109,8 +127,15 @@ impl Root {
                 }
                 return h;
             }
-            let written = ev.mask & (FAN_MODIFY | FAN_CLOSE_WRITE) != 0;
-            self.entry_event(&dir, dn.name, id(&t), isdir, bits, written, sink);
+            // Opened for writing by its creator: said by this event
+            // (merged) or by one of the next few, before a probe.
+            let written = ev.mask & (FAN_MODIFY | FAN_CLOSE_WRITE) != 0
+                || (bits == FAN_CREATE && !isdir && written_soon(&t, next));
+            let t = id(&t);
+            // An object whose last name went in this read is nowhere now:
+            // no need to look.
+            let known_gone = gone.contains(&t);
+            self.entry_event(&dir, dn.name, t, isdir, bits, written, known_gone, sink);
         }
         if ev.mask & (FAN_ATTRIB | FAN_MODIFY | FAN_CLOSE_WRITE) != 0 {
             self.inode_event(ev, sink);
@@ -128,6 +153,7 @@ impl Root {
         isdir: bool,
         bits: u64,
         written: bool,
+        known_gone: bool,
         sink: &mut Sink,
     ) {
         let prior = self.tree.lookup(dir, name).map(|e| e.id.clone());
@@ -143,7 +169,7 @@ impl Root {
             }
             (FAN_DELETE, None) => {}
             _ => {
-                self.settle(dir, name, &t, isdir, bits, written, sink);
+                self.settle(dir, name, &t, isdir, bits, written, known_gone, sink);
                 self.touch(dir, name, &t);
             }
         }
@@ -248,13 +274,18 @@ impl Root {
         isdir: bool,
         bits: u64,
         written: bool,
+        known_gone: bool,
         sink: &mut Sink,
     ) {
-        let live = match self.probe.lookup(dir, name) {
-            Ok(f) => f,
-            Err(e) => {
-                tracing::warn!(error = %e, "looking at an entry failed; taking the event as it is");
-                Found::Absent
+        let live = if known_gone && self.tree.lookup(dir, name).is_none_or(|e| &e.id == t) {
+            Found::Absent
+        } else {
+            match self.probe.lookup(dir, name) {
+                Ok(f) => f,
+                Err(e) => {
+                    tracing::warn!(error = %e, "looking at an entry failed; taking the event as it is");
+                    Found::Absent
+                }
             }
         };
         let live_id = match &live {

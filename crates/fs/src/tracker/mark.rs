@@ -18,17 +18,25 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 use weir_sys::fanotify::fid::{
-    FAN_ATTRIB, FAN_CLOSE_WRITE, FAN_CREATE, FAN_DELETE, FAN_MODIFY, FAN_ONDIR, FAN_RENAME,
-    FidGroup,
+    FAN_ATTRIB, FAN_CLOSE_WRITE, FAN_CREATE, FAN_DELETE, FAN_DELETE_SELF, FAN_MODIFY, FAN_ONDIR,
+    FAN_RENAME, FidGroup,
 };
 use weir_sys::statmount::{Statmounter, mask};
 
 use crate::{Error, Result};
 
 /// The events a watch asks for: entry changes (with directories), renames
-/// as one event, attributes, content written, and closes after writing.
-pub(crate) const EVENTS: u64 =
-    FAN_CREATE | FAN_DELETE | FAN_RENAME | FAN_ATTRIB | FAN_MODIFY | FAN_CLOSE_WRITE | FAN_ONDIR;
+/// as one event, attributes, content written, closes after writing, and
+/// an object's last name going (`FAN_DELETE_SELF`), which settles merged
+/// events about it without a look at the filesystem.
+pub(crate) const EVENTS: u64 = FAN_CREATE
+    | FAN_DELETE
+    | FAN_RENAME
+    | FAN_ATTRIB
+    | FAN_MODIFY
+    | FAN_CLOSE_WRITE
+    | FAN_DELETE_SELF
+    | FAN_ONDIR;
 
 /// How a root's filesystem is marked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -392,10 +392,10 @@ impl Root {
     pub(crate) fn status(&self) -> RootStatus {
         RootStatus {
             path: self.path.clone(),
-            id: self.id.hex(),
+            id: self.id_hex.clone(),
             fstype: self.fstype.clone(),
             mark: self.mark,
-            fsid: format!("{:08x}:{:08x}", self.fsid[0], self.fsid[1]),
+            fsid: self.fsid_text.clone(),
             entries: self.tree.len() as u64,
             dirs: self.tree.dir_count() as u64,
             events: self.counters.events,

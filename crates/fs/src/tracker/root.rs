@@ -6,7 +6,7 @@
 //! the tree, applies the change, and hands the record to the sink, so the
 //! tree is always exactly what the records so far describe.
 
-use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -20,7 +20,7 @@ use crate::change::{Change, How};
 use crate::id::ObjectId;
 use crate::probe::Probe;
 use crate::record::Paths;
-use crate::tree::Tree;
+use crate::tree::{Map, Tree};
 
 /// The prefix of the tracker's sync cookies. A name in a root directory
 /// that starts with it is never recorded, whoever made it: two weirs
@@ -70,16 +70,25 @@ pub(crate) struct Root {
     pub(crate) mark: MarkKind,
     pub(crate) tree: Tree,
     pub(crate) probe: Probe,
-    pub(crate) dirty: HashMap<ObjectId, Dirty>,
+    pub(crate) dirty: Map<ObjectId, Dirty>,
     /// Entries touched by an event since the queue was last found empty,
     /// with the id and how often: the kernel merges an event into an
     /// earlier one of the same object and name, so an entry touched twice
     /// in one drain may have lost one in between, and is looked at again.
-    pub(crate) touches: HashMap<EntryKey, (ObjectId, u32)>,
+    ///
+    /// Kept by hash (of directory and name, and of the id), so a touch
+    /// costs no allocation; a collision only makes an entry doubtful, and a
+    /// doubtful entry is only looked at again. The entries touched twice
+    /// are in `doubtful`.
+    pub(crate) touches: Map<u64, (u64, u32)>,
+    pub(crate) doubtful: Vec<EntryKey>,
     /// Cookies made and not yet seen deleted, with their sync round.
-    pub(crate) cookies: HashMap<Box<[u8]>, u64>,
+    pub(crate) cookies: Map<Box<[u8]>, u64>,
     cookie_seq: u64,
     paths: Paths,
+    /// The id and fsid as `weir fs` shows them, made once.
+    pub(crate) id_hex: String,
+    pub(crate) fsid_text: String,
     pub(crate) counters: Counters,
 }
 
@@ -95,6 +104,8 @@ impl Root {
         probe: Probe,
     ) -> Root {
         Root {
+            id_hex: id.hex(),
+            fsid_text: format!("{:08x}:{:08x}", fsid[0], fsid[1]),
             path,
             id,
             fsid,
@@ -102,9 +113,10 @@ impl Root {
             mark,
             tree,
             probe,
-            dirty: HashMap::new(),
-            touches: HashMap::new(),
-            cookies: HashMap::new(),
+            dirty: Map::default(),
+            touches: Map::default(),
+            doubtful: Vec::new(),
+            cookies: Map::default(),
             cookie_seq: 0,
             paths: Paths::default(),
             counters: Counters::default(),
@@ -167,17 +179,17 @@ impl Root {
 
     /// Notes an event's touch of entry `name` in `dir` by `id`.
     pub(crate) fn touch(&mut self, dir: &ObjectId, name: &[u8], id: &ObjectId) {
-        let t = self
-            .touches
-            .entry((dir.clone(), Box::from(name)))
-            .or_insert_with(|| (id.clone(), 0));
-        if &t.0 == id {
-            t.1 += 1;
-        } else {
-            // Two objects at one name: looked at again too.
-            t.0 = id.clone();
-            t.1 = 2;
+        let hasher = self.touches.hasher();
+        let key = hasher.hash_one((dir.as_bytes(), name));
+        let idh = hasher.hash_one(id.as_bytes());
+        let t = self.touches.entry(key).or_insert((idh, 0));
+        // Two objects at one name are doubtful too.
+        let twice = if t.0 == idh { t.1 + 1 } else { 2 };
+        t.0 = idh;
+        if twice == 2 {
+            self.doubtful.push((dir.clone(), Box::from(name)));
         }
+        t.1 = twice;
     }
 
     /// Removes the cookies a weir killed between making and removing one

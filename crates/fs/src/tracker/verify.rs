@@ -25,11 +25,8 @@ impl Root {
         if self.touches.is_empty() {
             return;
         }
-        let touched: Vec<(ObjectId, Box<[u8]>)> = std::mem::take(&mut self.touches)
-            .into_iter()
-            .filter(|(_, (_, n))| *n >= 2)
-            .map(|(k, _)| k)
-            .collect();
+        self.touches.clear();
+        let touched = std::mem::take(&mut self.doubtful);
         if !touched.is_empty() {
             self.verify(&touched, sink);
         }

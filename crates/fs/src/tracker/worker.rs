@@ -2,12 +2,11 @@
 //! (requests), reads in batches, the events handed to their roots, and
 //! the sync rounds, lost events and coalesced MTIMEs in between.
 //!
-//! A lone event is read at once. Once reads come less than 10 ms apart (a
-//! storm), the next read waits until `batch` after the last, so the kernel
-//! queues a few hundred events per read instead of one or two: a wakeup
-//! and a read cost more than handling an event.
+//! A lone event is read at once. After a drain that read events, the
+//! thread sleeps for `batch` before it reads again, so that in a storm the
+//! kernel queues a few hundred events per read instead of one or two: a
+//! wakeup and a read cost more than handling an event.
 
-use std::collections::HashSet;
 use std::os::fd::OwnedFd;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -15,8 +14,9 @@ use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, poll};
 use rustix::io::Errno;
-use weir_sys::fanotify::fid::{FAN_CREATE, FidEvent, FidGroup, decode_fid_events};
+use weir_sys::fanotify::fid::{FAN_CREATE, FAN_DELETE_SELF, FidEvent, FidGroup, decode_fid_events};
 
+use super::events::Gone;
 use super::root::{Root, is_cookie};
 use super::sink::Sink;
 use super::verify::MAX_TOUCHES;
@@ -27,11 +27,12 @@ use crate::{Error, Result};
 
 /// The read buffer: a few hundred events.
 const READ_BUF: usize = 256 * 1024;
-/// Reads closer than this are a storm.
-const STORM: Duration = Duration::from_millis(10);
 /// After lost events, how long the queue may keep coming before the
 /// comparison starts anyway.
 const LOST_SETTLE: Duration = Duration::from_millis(100);
+/// How often the counters `roots()` and `stats()` read are refreshed
+/// (a sync and a stop refresh them too).
+const PUBLISH: Duration = Duration::from_millis(50);
 /// The share of a core comparisons after lost events may take: after one
 /// that took `d`, the next waits `d * (1 / share - 1)`.
 const COMPARE_SHARE: f64 = 0.25;
@@ -57,6 +58,7 @@ pub(crate) struct Worker {
     lost: Option<Instant>,
     next_compare: Option<Instant>,
     last_read: Option<Instant>,
+    published: Option<Instant>,
     stats: Stats,
 }
 
@@ -94,6 +96,7 @@ impl Worker {
             lost: None,
             next_compare: None,
             last_read: None,
+            published: None,
             stats: Stats::default(),
         }
     }
@@ -129,14 +132,7 @@ impl Worker {
                 let _ = tx.send(r);
                 return Ok(());
             }
-            let storm = self.last_read.is_some_and(|t| t.elapsed() < STORM);
-            if storm {
-                // Let the queue fill for a batch's time.
-                let since = self.last_read.map_or(Duration::ZERO, |t| t.elapsed());
-                if since < self.batch {
-                    self.wait(Some(self.batch - since), false);
-                }
-            }
+            let reads = self.stats.reads;
             self.drain()?;
             let mut next: Option<Instant> = None;
             for root in &mut self.roots {
@@ -147,20 +143,17 @@ impl Worker {
             if let Some(t) = self.next_compare.filter(|_| self.lost.is_some()) {
                 next = Some(next.map_or(t, |n| n.min(t)));
             }
-            self.publish();
-            let timeout = next.map(|t| t.saturating_duration_since(Instant::now()));
-            if !self.storm_pending() {
+            self.publish_now_and_then();
+            if self.stats.reads > reads && self.lost.is_none() {
+                // Events came: let the next ones gather for a batch's time
+                // (requests still wake us), so a storm is read a few
+                // hundred events at a time. A lone event was read at once.
+                self.wait(Some(self.batch), false);
+            } else {
+                let timeout = next.map(|t| t.saturating_duration_since(Instant::now()));
                 self.wait(timeout, true);
             }
         }
-    }
-
-    /// Whether the last read found events recently enough that the next
-    /// loop waits its batch time rather than in poll.
-    fn storm_pending(&self) -> bool {
-        self.last_read.is_some_and(|t| t.elapsed() < STORM)
-            && self.stats.reads > 0
-            && self.lost.is_none()
     }
 
     /// Sleeps in poll on the requests and (with `group`) the events.
@@ -223,9 +216,18 @@ impl Worker {
                 self.mark_lost();
             }
             self.stats.events += evs.len() as u64;
-            let mut skip: HashSet<usize> = HashSet::new();
+            // Renames already handled as another's exchange.
+            let mut skip = vec![false; evs.len()];
+            let mut gone = Gone::default();
+            for e in &evs {
+                if e.mask & FAN_DELETE_SELF != 0
+                    && let Some(t) = e.target
+                {
+                    gone.insert(ObjectId::from_fid(&t));
+                }
+            }
             for i in 0..evs.len() {
-                if skip.contains(&i) {
+                if skip[i] {
                     continue;
                 }
                 let ev = evs[i];
@@ -243,9 +245,9 @@ impl Worker {
                     if !root.owns(&ev) {
                         continue;
                     }
-                    let h = root.on_event(&ev, &evs[i + 1..], &mut self.sink);
+                    let h = root.on_event(&ev, &evs[i + 1..], &gone, &mut self.sink);
                     if let Some(j) = h.consumed {
-                        skip.insert(i + 1 + j);
+                        skip[i + 1 + j] = true;
                     }
                     if let Some(round) = h.cookie_round {
                         cookie_seen(&mut self.waits, round);
@@ -289,6 +291,7 @@ impl Worker {
             self.lost = Some(Instant::now());
             for root in &mut self.roots {
                 root.touches.clear();
+                root.doubtful.clear();
             }
         }
     }
@@ -348,6 +351,7 @@ impl Worker {
             _ => Ok(()),
         };
         let failed = self.sink.error.take().is_some();
+        self.publish();
         let mut keep = Vec::new();
         for w in self.waits.drain(..) {
             if w.pending > 0 {
@@ -362,6 +366,20 @@ impl Worker {
             let _ = w.reply.send(r);
         }
         self.waits = keep;
+    }
+
+    /// Publishes the counters if the last time was long enough ago: in a
+    /// storm the loop turns over every millisecond or so.
+    fn publish_now_and_then(&mut self) {
+        let now = Instant::now();
+        if self
+            .published
+            .is_some_and(|t| now.duration_since(t) < PUBLISH)
+        {
+            return;
+        }
+        self.published = Some(now);
+        self.publish();
     }
 
     pub(crate) fn publish(&self) {
