@@ -83,8 +83,8 @@ pub(crate) struct Args {
     /// The `weir` binary to run [default: the one built next to this one].
     #[arg(long)]
     weir: Option<std::path::PathBuf>,
-    /// An argument to add after `weir ... fs watch` (repeat for more), e.g.
-    /// `--weir-arg=--quiet`.
+    /// An argument to add after `weir ... fs watch --quiet` (repeat for
+    /// more), e.g. `--weir-arg=--mtime-interval-ms=100`.
     #[arg(long = "weir-arg", allow_hyphen_values = true)]
     weir_args: Vec<String>,
 }

@@ -339,7 +339,10 @@ impl<'a> Session<'a> {
                 let mut cmd = Command::new(weir);
                 cmd.arg("--state-dir")
                     .arg(&state)
-                    .args(["fs", "watch"])
+                    // The journal is the log: the line per change on
+                    // stdout is for people, and off here (`--quiet`), as
+                    // the peers' output goes to /dev/null unread.
+                    .args(["fs", "watch", "--quiet"])
                     .args(&tools.weir_args)
                     .arg(root);
                 let p = Proc::spawn(cmd, "weir fs watch", &stderr, false)?;
