@@ -30,6 +30,27 @@ pub struct WalkStats {
     pub skipped: u64,
 }
 
+/// Reads the live tree at `root` (a path), with the ids the journal gives
+/// its objects: the root's filesystem id as `statfs` reports it, which is
+/// what the events carry but on a btrfs subvolume other than the top level
+/// (there events carry the top level's). For comparisons of a journal with
+/// the live tree: tools, benchmarks and tests.
+pub fn read_tree(root: &std::path::Path) -> Result<(Tree, WalkStats), weir_sys::Error> {
+    let fd = rustix::fs::open(
+        root,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+    .map_err(|errno| weir_sys::Error::Syscall {
+        call: "open",
+        errno,
+    })?;
+    let fsid = weir_sys::statfs::fsid(fd.as_fd())?;
+    let (h, _) = name_to_handle_at(fd.as_fd(), c"", weir_sys::fanotify::fid::AT_EMPTY_PATH)?;
+    let id = ObjectId::from_handle(fsid, &h);
+    walk(fd.as_fd(), None, &id, fsid)
+}
+
 /// Walks the tree below directory `from` (the root when `None`), given an
 /// fd of the watched root (whose id is `root_id`), with ids on the
 /// filesystem whose events carry `fsid`. The tracker's sync cookies in the
