@@ -52,6 +52,22 @@ pub(crate) struct Handled {
 /// between.
 const EXCHANGE_LOOKAHEAD: usize = 64;
 
+/// A CREATE and/or DELETE event of an entry of a directory in the tree.
+struct Dirent<'a> {
+    dir: &'a ObjectId,
+    name: &'a [u8],
+    /// The object the entry names (or named).
+    t: ObjectId,
+    isdir: bool,
+    /// Its `FAN_CREATE` and `FAN_DELETE` bits.
+    bits: u64,
+    /// Opened for writing by its creator: said by this event (merged) or
+    /// by one of the next few.
+    written: bool,
+    /// Its last name went in the same read (`FAN_DELETE_SELF`).
+    gone: bool,
+}
+
 /// The objects whose last name went (`FAN_DELETE_SELF`) in one read.
 pub(crate) type Gone = crate::tree::Set<ObjectId>;
 
@@ -132,10 +148,18 @@ impl Root {
             let written = ev.mask & (FAN_MODIFY | FAN_CLOSE_WRITE) != 0
                 || (bits == FAN_CREATE && !isdir && written_soon(&t, next));
             let t = id(&t);
-            // An object whose last name went in this read is nowhere now:
-            // no need to look.
-            let known_gone = gone.contains(&t);
-            self.entry_event(&dir, dn.name, t, isdir, bits, written, known_gone, sink);
+            let d = Dirent {
+                dir: &dir,
+                name: dn.name,
+                // An object whose last name went in this read is nowhere
+                // now: no need to look.
+                gone: gone.contains(&t),
+                t,
+                isdir,
+                bits,
+                written,
+            };
+            self.entry_event(&d, sink);
         }
         if ev.mask & (FAN_ATTRIB | FAN_MODIFY | FAN_CLOSE_WRITE) != 0 {
             self.inode_event(ev, sink);
@@ -143,69 +167,46 @@ impl Root {
         h
     }
 
-    /// A CREATE and/or DELETE of `name` in `dir` (in the tree) naming `t`.
-    #[allow(clippy::too_many_arguments)]
-    fn entry_event(
-        &mut self,
-        dir: &ObjectId,
-        name: &[u8],
-        t: ObjectId,
-        isdir: bool,
-        bits: u64,
-        written: bool,
-        known_gone: bool,
-        sink: &mut Sink,
-    ) {
+    /// A CREATE and/or DELETE of an entry of a directory in the tree.
+    fn entry_event(&mut self, d: &Dirent<'_>, sink: &mut Sink) {
+        let (dir, name, t) = (d.dir, d.name, &d.t);
         let prior = self.tree.lookup(dir, name).map(|e| e.id.clone());
-        match (bits, prior) {
+        match (d.bits, prior) {
             (FAN_CREATE, None) => {
-                self.touch(dir, name, &t);
-                self.create(dir, name, t, isdir, written, How::Event, sink);
+                self.touch(dir, name, t);
+                self.create(d, How::Event, sink);
             }
-            (FAN_CREATE, Some(p)) if p == t => self.touch(dir, name, &t),
-            (FAN_DELETE, Some(p)) if p == t => {
-                self.touch(dir, name, &t);
+            (FAN_CREATE, Some(p)) if &p == t => self.touch(dir, name, t),
+            (FAN_DELETE, Some(p)) if &p == t => {
+                self.touch(dir, name, t);
                 self.remove(dir, name, How::Event, sink);
             }
             (FAN_DELETE, None) => {}
             _ => {
-                self.settle(dir, name, &t, isdir, bits, written, known_gone, sink);
-                self.touch(dir, name, &t);
+                self.settle(d, sink);
+                self.touch(dir, name, t);
             }
         }
     }
 
-    /// Logs a new name `name` in `dir` for `t`.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn create(
-        &mut self,
-        dir: &ObjectId,
-        name: &[u8],
-        t: ObjectId,
-        isdir: bool,
-        written: bool,
-        how: How,
-        sink: &mut Sink,
-    ) {
-        let known = if !isdir {
-            self.tree.links(&t) > 0
-        } else {
-            false
-        };
-        let kind = if isdir {
+    /// Logs the new name of an entry event.
+    fn create(&mut self, d: &Dirent<'_>, how: How, sink: &mut Sink) {
+        let (dir, name, t) = (d.dir, d.name, &d.t);
+        let known = !d.isdir && self.tree.links(t) > 0;
+        let kind = if d.isdir {
             Kind::Dir
-        } else if written && !known {
+        } else if d.written && !known {
             // Opened for writing by its creator before weir read the
             // event: a regular file (devices and FIFOs are made by
             // mknod, which does not open them).
             Kind::File
+        } else if d.gone {
+            Kind::Unknown
         } else {
-            self.probe.kind_of(dir, name, &t)
-        };
-        let kind = if kind == Kind::Unknown {
-            self.probe.kind_by_handle(&t)
-        } else {
-            kind
+            match self.probe.kind_of(dir, name, t) {
+                Kind::Unknown => self.probe.kind_by_handle(t),
+                k => k,
+            }
         };
         self.emit(
             Change::Create {
@@ -220,10 +221,10 @@ impl Root {
             how,
             sink,
         );
-        if isdir && self.fstype == "btrfs" && self.probe.is_subvolume_root(&t) {
+        if d.isdir && self.fstype == "btrfs" && self.probe.is_subvolume_root(t) {
             // A new subvolume or snapshot: btrfs reports one event and
             // nothing of the contents a snapshot brings.
-            self.adopt(&t, How::Compare, sink);
+            self.adopt(t, How::Compare, sink);
         }
     }
 
@@ -262,22 +263,13 @@ impl Root {
         );
     }
 
-    /// A settled entry: `name` in `dir` brought to its live state as far
-    /// as `t` is concerned, with the event's bits to tell a brief life
-    /// (created and removed) from none.
-    #[allow(clippy::too_many_arguments)]
-    fn settle(
-        &mut self,
-        dir: &ObjectId,
-        name: &[u8],
-        t: &ObjectId,
-        isdir: bool,
-        bits: u64,
-        written: bool,
-        known_gone: bool,
-        sink: &mut Sink,
-    ) {
-        let live = if known_gone && self.tree.lookup(dir, name).is_none_or(|e| &e.id == t) {
+    /// An entry event that is ambiguous or at odds with the tree, settled:
+    /// the entry brought to its live state as far as the event's object is
+    /// concerned, with the event's bits to tell a brief life (created and
+    /// removed) from none.
+    fn settle(&mut self, d: &Dirent<'_>, sink: &mut Sink) {
+        let (dir, name, t, isdir, bits) = (d.dir, d.name, &d.t, d.isdir, d.bits);
+        let live = if d.gone && self.tree.lookup(dir, name).is_none_or(|e| &e.id == t) {
             Found::Absent
         } else {
             match self.probe.lookup(dir, name) {
@@ -331,7 +323,7 @@ impl Root {
             }
             (false, false) => {
                 if bits & FAN_CREATE != 0 && live_id.is_none() {
-                    self.create(dir, name, t.clone(), isdir, written, How::Verified, sink);
+                    self.create(d, How::Verified, sink);
                     self.remove(dir, name, How::Verified, sink);
                 }
             }
@@ -339,7 +331,7 @@ impl Root {
             (true, true) => {
                 if bits & FAN_DELETE != 0 && !isdir {
                     self.remove(dir, name, How::Verified, sink);
-                    self.create(dir, name, t.clone(), isdir, written, How::Verified, sink);
+                    self.create(d, How::Verified, sink);
                 }
             }
         }
