@@ -7,102 +7,17 @@
 //!
 //! The replay is `weir_fs::replay`, the tree walk is the support's own
 //! (`support::tree::snapshot`), and the ids are compared with
-//! `name_to_handle_at` of each live path.
+//! `name_to_handle_at` of each live path (`support::journal::compare`).
 
 mod support;
 
-use std::collections::{BTreeMap, HashMap};
-use std::ffi::CString;
-use std::path::Path;
-use std::sync::Arc;
+use std::collections::BTreeMap;
 
+use support::journal::{compare, open_log};
 use support::scratch::{FsKind, scratch};
-use support::tree::{Kind as LiveKind, show, snapshot};
-use weir_fs::{Kind, Tracker, TrackerOptions};
-use weir_log::{Log, Options};
-use weir_sys::fanotify::fid::name_to_handle_at;
+use weir_fs::{Tracker, TrackerOptions};
 
 support::workload_child_test!();
-
-fn kind(k: LiveKind) -> Kind {
-    match k {
-        LiveKind::File => Kind::File,
-        LiveKind::Dir => Kind::Dir,
-        LiveKind::Symlink => Kind::Symlink,
-        LiveKind::Fifo => Kind::Fifo,
-        LiveKind::Socket => Kind::Socket,
-        LiveKind::Char => Kind::Char,
-        LiveKind::Block => Kind::Block,
-    }
-}
-
-/// Compares the log's view of `root` with the live tree; returns the
-/// differences, one line each.
-pub(crate) fn compare(log: &Log, root: &Path) -> Vec<String> {
-    let view = weir_fs::replay::view(log, root, None)
-        .expect("reading the log")
-        .expect("the log describes the root from an empty start");
-    let replayed = view.tree.listing();
-    let live = snapshot(root);
-    let mut problems = Vec::new();
-    let mut links: HashMap<&weir_fs::ObjectId, u64> = HashMap::new();
-    for e in replayed.values() {
-        *links.entry(&e.id).or_default() += 1;
-    }
-    for (path, node) in &live {
-        let Some(e) = replayed.get(path) else {
-            problems.push(format!(
-                "missing from the replay: {} ({:?})",
-                show(path),
-                node.kind
-            ));
-            continue;
-        };
-        if e.kind != kind(node.kind) {
-            problems.push(format!(
-                "{}: replay says {:?}, live is {:?}",
-                show(path),
-                e.kind,
-                node.kind
-            ));
-        }
-        let mut full = root.as_os_str().as_encoded_bytes().to_vec();
-        full.push(b'/');
-        full.extend_from_slice(path);
-        let c = CString::new(full).expect("no NUL in a path");
-        match name_to_handle_at(rustix::fs::CWD, &c, 0) {
-            Ok((h, _)) => {
-                if e.id.handle() != h {
-                    problems.push(format!(
-                        "{}: replay id {:?}, live handle {:?}",
-                        show(path),
-                        e.id,
-                        h
-                    ));
-                }
-            }
-            Err(err) => problems.push(format!("{}: name_to_handle_at: {err}", show(path))),
-        }
-        if node.kind != LiveKind::Dir && links.get(&e.id).copied() != Some(node.nlink) {
-            problems.push(format!(
-                "{}: replay has {:?} links, live nlink {}",
-                show(path),
-                links.get(&e.id),
-                node.nlink
-            ));
-        }
-    }
-    for path in replayed.keys() {
-        if !live.contains_key(path) {
-            problems.push(format!("in the replay only: {}", show(path)));
-        }
-    }
-    problems
-}
-
-fn open_log(dir: &Path) -> Arc<Log> {
-    Arc::new(Log::open(dir, Options::default()).expect("open the log"))
-}
 
 fn exact_on(kind: FsKind, seed: u64, procs: usize, ops: usize) {
     let base = support::private_base().expect("the private base");

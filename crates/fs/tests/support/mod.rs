@@ -2,7 +2,9 @@
 //! in a private mount namespace (or as an unprivileged user), a scratch
 //! tmpfs to keep loop images on, and the submodules the tests build on:
 //! [`scratch`] filesystems on loop devices, a multi-process [`workload`],
-//! and an independent [`tree`] walk to compare a replay against.
+//! an independent [`tree`] walk to compare a replay against, and the
+//! [`journal`] helpers that read a tracker's log back and make that
+//! comparison.
 //!
 //! A test process must never mount in the host's namespace, and the test
 //! harness's threads make `unshare(CLONE_NEWNS)` in-process unreliable. So
@@ -15,6 +17,7 @@
 // Each test binary uses only part of this module.
 #![allow(dead_code)]
 
+pub(crate) mod journal;
 pub(crate) mod names;
 pub(crate) mod rng;
 pub(crate) mod scratch;
@@ -40,6 +43,8 @@ const BASE_SIZE: &str = "size=3g";
 /// [`workload::run`]; invoke it once at the top level of every test file
 /// that calls `workload::run`. Run by hand (`--ignored`), it returns at
 /// once: it works only when `workload::run` set its environment.
+// A test file that runs no workload does not invoke it.
+#[allow(unused_macros)]
 macro_rules! workload_child_test {
     () => {
         /// The child half of `support::workload::run`: one process of the
