@@ -37,7 +37,7 @@ pub enum Error {
     /// The filesystem cannot be watched: it has no file handles (some
     /// FUSE, NFS without them, overlayfs, procfs, sysfs), or the kernel
     /// refuses its mark.
-    #[error("{}: a {fstype} filesystem cannot be watched: {reason}", path.display())]
+    #[error("{}: its filesystem ({fstype}) cannot be watched: {reason}", path.display())]
     Unwatchable {
         /// The root.
         path: PathBuf,

@@ -173,6 +173,19 @@ impl Probe {
         }
     }
 
+    /// How many names object `id` has now (0 or `None` once it is gone,
+    /// or only open).
+    pub(crate) fn nlink_by_handle(&mut self, id: &ObjectId) -> Option<u64> {
+        self.lookups += 1;
+        let fd = open_by_handle_at(
+            self.mount.as_fd(),
+            &id.handle(),
+            OFlags::PATH | OFlags::CLOEXEC,
+        )
+        .ok()?;
+        rustix::fs::fstat(&fd).ok().map(|st| st.st_nlink)
+    }
+
     /// Whether directory `id` is the root of a btrfs subvolume (its inode
     /// number is `BTRFS_FIRST_FREE_OBJECTID`, 256): a new one is a
     /// subvolume or a snapshot, whose contents no event reports.

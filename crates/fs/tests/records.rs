@@ -16,9 +16,9 @@
 //! `sync`, so each step's records are exactly the ones it caused; every
 //! session ends with its whole log replayed and compared with the tree.
 //!
-//! Two of these find bugs and are ignored until they are fixed (their
-//! reasons say what): a directory's SATTR (`dir_attrs_*`), and
-//! RENAME_EXCHANGE (`exchanges_*`), whose one-off cases are there too.
+//! Two of these found bugs, now fixed: a directory's SATTR (`dir_attrs_*`:
+//! an event on a directory itself carries no FID record), and
+//! RENAME_EXCHANGE split by a read between its two events (`exchanges_*`).
 
 mod support;
 
@@ -217,17 +217,6 @@ macro_rules! records_test {
 
         records_test!(@inner $inner, $kind, $body);
     };
-    // A test that finds a bug in the library: kept, and ignored with the
-    // bug's description until it is fixed.
-    ($outer:ident, $inner:ident, $kind:expr, $body:path, $bug:literal) => {
-        #[test]
-        #[ignore = $bug]
-        fn $outer() {
-            support::run_in_private_ns(stringify!($inner));
-        }
-
-        records_test!(@inner $inner, $kind, $body);
-    };
     (@inner $inner:ident, $kind:expr, $body:path) => {
         #[test]
         #[ignore = "run by its outer test in a private mount namespace"]
@@ -247,15 +236,13 @@ records_test!(
     exchanges_tmpfs,
     inner_exchanges_tmpfs,
     FsKind::Tmpfs,
-    exchanges,
-    "bug: a RENAME_EXCHANGE is logged as an overwrite (a RENME with overwritten=the other entry, overwritten_last=1, or an RMDIR/UNLNK of it flagged LAST first, then VERIFIED re-creations of it) when a read of the queue falls between the exchange's two FAN_RENAME events: Root::rename looks for the mirror only among the events of the same read"
+    exchanges
 );
 records_test!(
     exchanges_ext4,
     inner_exchanges_ext4,
     FsKind::Ext4,
-    exchanges,
-    "bug: a RENAME_EXCHANGE is logged as an overwrite (a RENME with overwritten=the other entry, overwritten_last=1, or an RMDIR/UNLNK of it flagged LAST first, then VERIFIED re-creations of it) when a read of the queue falls between the exchange's two FAN_RENAME events: Root::rename looks for the mirror only among the events of the same read"
+    exchanges
 );
 records_test!(moves_tmpfs, inner_moves_tmpfs, FsKind::Tmpfs, moves);
 records_test!(moves_ext4, inner_moves_ext4, FsKind::Ext4, moves);
@@ -264,15 +251,13 @@ records_test!(
     dir_attrs_tmpfs,
     inner_dir_attrs_tmpfs,
     FsKind::Tmpfs,
-    dir_attrs,
-    "bug: no SATTR for a directory's chmod: the kernel reports an event on a directory itself as DFID_NAME (the directory, \".\") without a FID record, and Root::inode_event returns when the event has no target"
+    dir_attrs
 );
 records_test!(
     dir_attrs_ext4,
     inner_dir_attrs_ext4,
     FsKind::Ext4,
-    dir_attrs,
-    "bug: no SATTR for a directory's chmod: the kernel reports an event on a directory itself as DFID_NAME (the directory, \".\") without a FID record, and Root::inode_event returns when the event has no target"
+    dir_attrs
 );
 records_test!(attrs_ext4, inner_attrs_ext4, FsKind::Ext4, attrs);
 records_test!(

@@ -425,14 +425,24 @@ impl Root {
                         })
                     });
                     let there = self.tree.lookup(&nd, nn).cloned().filter(|x| x.id != t);
-                    let (mut overwritten, exchanged) = match (mirror, there) {
-                        (Some(_), Some(x)) => (None, Some(x)),
-                        (None, Some(x)) => {
-                            let last = x.kind.is_dir() || self.tree.links(&x.id) <= 1;
-                            (Some((x, last)), None)
-                        }
-                        (_, None) => (None, None),
-                    };
+                    // The mirror of an exchange may be in the next read:
+                    // near the end of this one, the old name holding the
+                    // displaced entry says it was one (the mirror is then
+                    // skipped as already reflected).
+                    let late_mirror = mirror.is_none()
+                        && next.len() < EXCHANGE_LOOKAHEAD
+                        && there.as_ref().is_some_and(|x| {
+                            matches!(self.probe.lookup(&od, on), Ok(Found::Entry(e)) if e.id == x.id)
+                        });
+                    let (mut overwritten, exchanged) =
+                        match (mirror.is_some() || late_mirror, there) {
+                            (true, Some(x)) => (None, Some(x)),
+                            (false, Some(x)) => {
+                                let last = x.kind.is_dir() || self.tree.links(&x.id) <= 1;
+                                (Some((x, last)), None)
+                            }
+                            (_, None) => (None, None),
+                        };
                     if overwritten.as_ref().is_some_and(|(x, _)| x.kind.is_dir()) {
                         // A directory replaced by a rename was empty: the
                         // removals of whatever the tree still holds in it
@@ -455,7 +465,7 @@ impl Root {
                     None
                 } else {
                     let entries = [(od, Box::from(on)), (nd, Box::from(nn))];
-                    self.verify(&entries, sink);
+                    self.verify(&entries, sink, false);
                     None
                 }
             }
@@ -464,13 +474,19 @@ impl Root {
 
     /// ATTRIB, MODIFY and CLOSE_WRITE of the event's target.
     fn inode_event(&mut self, ev: &FidEvent<'_>, sink: &mut Sink) {
-        let (Some(t), Some(dn)) = (ev.target, ev.dir_name) else {
+        let Some(dn) = ev.dir_name else {
             // A link count's change carries the object alone; its entry
             // records say it already.
             return;
         };
-        let t = id(&t);
         let d = id(&dn.dir);
+        // An event on a directory itself names it "." in itself and
+        // carries no other id.
+        let t = match ev.target {
+            Some(t) => id(&t),
+            None if dn.name == b"." => d.clone(),
+            None => return,
+        };
         let (parent, name) = if dn.name == b"." || d == t {
             if t == self.id {
                 (self.id.clone(), Vec::new())

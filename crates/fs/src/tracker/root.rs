@@ -82,6 +82,8 @@ pub(crate) struct Root {
     /// are in `doubtful`.
     pub(crate) touches: Map<u64, (u64, u32)>,
     pub(crate) doubtful: Vec<EntryKey>,
+    /// Entries whose look was put off, with how many times.
+    pub(crate) deferred: Map<EntryKey, u32>,
     /// Cookies made and not yet seen deleted, with their sync round.
     pub(crate) cookies: Map<Box<[u8]>, u64>,
     cookie_seq: u64,
@@ -116,6 +118,7 @@ impl Root {
             dirty: Map::default(),
             touches: Map::default(),
             doubtful: Vec::new(),
+            deferred: Map::default(),
             cookies: Map::default(),
             cookie_seq: 0,
             paths: Paths::default(),
@@ -177,11 +180,15 @@ impl Root {
         self.paths = p;
     }
 
+    /// The key of entry `name` in `dir` among the touches.
+    pub(crate) fn touch_key(&self, dir: &ObjectId, name: &[u8]) -> u64 {
+        self.touches.hasher().hash_one((dir.as_bytes(), name))
+    }
+
     /// Notes an event's touch of entry `name` in `dir` by `id`.
     pub(crate) fn touch(&mut self, dir: &ObjectId, name: &[u8], id: &ObjectId) {
-        let hasher = self.touches.hasher();
-        let key = hasher.hash_one((dir.as_bytes(), name));
-        let idh = hasher.hash_one(id.as_bytes());
+        let key = self.touch_key(dir, name);
+        let idh = self.touches.hasher().hash_one(id.as_bytes());
         let t = self.touches.entry(key).or_insert((idh, 0));
         // Two objects at one name are doubtful too.
         let twice = if t.0 == idh { t.1 + 1 } else { 2 };

@@ -18,24 +18,58 @@ use crate::walk::{WalkStats, walk};
 /// the memory of a storm that never lets the queue empty.
 pub(crate) const MAX_TOUCHES: usize = 1 << 16;
 
+/// How many drains a look may be put off while the object is seen moving
+/// (see `verify`).
+const MAX_DEFER: u32 = 3;
+
 impl Root {
     /// Looks again at every entry touched twice since the queue was last
-    /// empty, then forgets the touches.
-    pub(crate) fn verify_touched(&mut self, sink: &mut Sink) {
-        if self.touches.is_empty() {
+    /// empty, then forgets the touches. With `settle_now` (a sync is to
+    /// be answered) nothing is put off.
+    pub(crate) fn verify_touched(&mut self, sink: &mut Sink, settle_now: bool) {
+        if self.touches.is_empty() && self.doubtful.is_empty() {
             return;
         }
-        self.touches.clear();
         let touched = std::mem::take(&mut self.doubtful);
         if !touched.is_empty() {
-            self.verify(&touched, sink);
+            self.verify(&touched, sink, settle_now);
         }
+        // Kept until now: `defer` asks whether an entry is still moving.
+        self.touches.clear();
+    }
+
+    /// Puts the look at an entry off to the next drain: while events keep
+    /// touching it (it is still moving), and otherwise a few times at most;
+    /// `false` when it has been put off enough.
+    fn defer(&mut self, d: &ObjectId, n: &[u8]) -> bool {
+        let moving = self.touches.contains_key(&self.touch_key(d, n));
+        let k = (d.clone(), Box::from(n));
+        let rounds = self.deferred.entry(k.clone()).or_insert(0);
+        if !moving && *rounds >= MAX_DEFER {
+            self.deferred.remove(&k);
+            return false;
+        }
+        *rounds += 1;
+        self.doubtful.push(k);
+        true
     }
 
     /// Brings `entries` (directory, name) to their live state. An id that
     /// left one of them and is live at another is a rename; the rest are
     /// removals and creations. Every change is flagged `VERIFIED`.
-    pub(crate) fn verify(&mut self, entries: &[(ObjectId, Box<[u8]>)], sink: &mut Sink) {
+    ///
+    /// The looks are one after the other while changes may go on, so they
+    /// can disagree: a file renamed between two looks is seen in neither
+    /// entry (or in both). Unless `settle_now`, an object that left an
+    /// entry but still has a name, or is seen at a second name with one
+    /// name only, is looked at again after the next drain (a few times at
+    /// most), when its events have told where it went.
+    pub(crate) fn verify(
+        &mut self,
+        entries: &[(ObjectId, Box<[u8]>)],
+        sink: &mut Sink,
+        settle_now: bool,
+    ) {
         let mut gone: Vec<(ObjectId, Box<[u8]>, Entry)> = Vec::new();
         let mut came: Vec<(ObjectId, Box<[u8]>, Entry)> = Vec::new();
         for (d, n) in entries {
@@ -112,11 +146,24 @@ impl Root {
         }
         for (i, (d, n, e)) in gone.into_iter().enumerate() {
             if !moved[i] && self.tree.lookup(&d, &n).is_some_and(|x| x.id == e.id) {
+                let moving =
+                    !settle_now && self.probe.nlink_by_handle(&e.id).is_some_and(|l| l > 0);
+                if moving && self.defer(&d, &n) {
+                    continue;
+                }
                 self.remove(&d, &n, How::Verified, sink);
             }
         }
         for (d, n, e) in created {
             if !self.tree.has_dir(&d) || self.tree.lookup(&d, &n).is_some_and(|x| x.id == e.id) {
+                continue;
+            }
+            let second_name = !e.kind.is_dir() && self.tree.links(&e.id) > 0;
+            if second_name
+                && !settle_now
+                && self.probe.nlink_by_handle(&e.id).is_some_and(|l| l < 2)
+                && self.defer(&d, &n)
+            {
                 continue;
             }
             if self.tree.lookup(&d, &n).is_some() {

@@ -191,8 +191,10 @@ impl Worker {
             }
         }
         if self.lost.is_none() {
+            // A sync about to be answered settles every doubt now.
+            let settle_now = self.waits.iter().any(|w| w.pending == 0);
             for root in &mut self.roots {
-                root.verify_touched(&mut self.sink);
+                root.verify_touched(&mut self.sink, settle_now);
             }
             self.answer_waits();
         }
@@ -256,7 +258,7 @@ impl Worker {
             }
             for root in &mut self.roots {
                 if root.touches.len() > MAX_TOUCHES {
-                    root.verify_touched(&mut self.sink);
+                    root.verify_touched(&mut self.sink, false);
                 }
             }
             // A storm that never lets the queue empty: after lost events,
@@ -292,6 +294,7 @@ impl Worker {
             for root in &mut self.roots {
                 root.touches.clear();
                 root.doubtful.clear();
+                root.deferred.clear();
             }
         }
     }
