@@ -27,5 +27,5 @@ mod socket;
 pub use client::{Client, MAX_JSON_BODY};
 pub use error::{Error, ErrorCode};
 pub use lines::{LineStream, MAX_LINE, Next};
-pub use query::{PathQuery, encode_component};
+pub use query::{PathQuery, encode_bytes, encode_component};
 pub use socket::{SYSTEM_SOCKET, default_socket, fallback_socket};
