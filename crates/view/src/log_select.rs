@@ -1,13 +1,16 @@
 //! Which records `weir log tail` prints, as journalctl chooses: matches
 //! (`KEY=VALUE` on a field, a device, a mount point), a time window
-//! (`--since`/`--until`) and the last N (`-n`).
+//! (`--since`/`--until`), a subtree of the watched directory trees
+//! (`--path`, [`PathPrefix`]) and the last N (`-n`).
 //!
 //! Both ways of reading the log (the CLI's own reader and the daemon's
 //! stream) hand each record to one [`Selection`], which renders what it
 //! keeps with [`crate::record`]: so the two print the same bytes.
 //!
 //! Matches on the same key OR, on different keys AND, as journalctl's
-//! `FIELD=VALUE` arguments. The time window is a filter, not a seek: the
+//! `FIELD=VALUE` arguments. The daemon filters a stream's records by the
+//! same [`PathPrefix::matches`] server-side (`GET /v1/log/records?path=`),
+//! so the records of other trees never cross the socket. The time window is a filter, not a seek: the
 //! wall clock may step back, so a record is kept when its own time is in
 //! the window, wherever it sits in the log.
 
@@ -143,12 +146,70 @@ fn is_device_record(kind: RecordType) -> bool {
     )
 }
 
-/// Which records pass: matches and a time window.
+/// `--path PREFIX`: the records about a subtree of a watched root, those
+/// whose `path` field (or, for a rename, `spath`: where the entry was)
+/// lies at or under the prefix.
+///
+/// Paths in records are relative to their root, raw bytes. The prefix is
+/// compared by whole components: `a/b` covers `a/b` and `a/b/c`, not
+/// `a/bc`. Empty components and `.` are dropped first (`/a//b/`, `./a/b`
+/// and `a/b` are the same prefix), so an empty prefix, `/` or `.` covers
+/// every record that has a path, the root itself included. Records
+/// without either field (MARKs, mounts, devices) never pass.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PathPrefix {
+    /// The components joined by `/`: no empty component, no `.`.
+    prefix: Vec<u8>,
+}
+
+impl PathPrefix {
+    /// The prefix of `given`, normalized as above. Every byte string is
+    /// a prefix: none is refused.
+    pub fn new(given: &[u8]) -> PathPrefix {
+        let mut prefix = Vec::with_capacity(given.len());
+        for c in given.split(|&b| b == b'/') {
+            if c.is_empty() || c == b"." {
+                continue;
+            }
+            if !prefix.is_empty() {
+                prefix.push(b'/');
+            }
+            prefix.extend_from_slice(c);
+        }
+        PathPrefix { prefix }
+    }
+
+    /// The normalized prefix (what the CLI sends the daemon).
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.prefix
+    }
+
+    /// Whether `path` (relative to its root) is the prefix or below it.
+    pub fn covers(&self, path: &[u8]) -> bool {
+        let p = &self.prefix;
+        p.is_empty()
+            || path
+                .strip_prefix(p.as_slice())
+                .is_some_and(|rest| rest.is_empty() || rest[0] == b'/')
+    }
+
+    /// Whether `r` is about the subtree: its `path` or `spath` field is
+    /// covered.
+    pub fn matches(&self, r: &LogRecord) -> bool {
+        r.fields
+            .iter()
+            .any(|(k, v)| (k == "path" || k == "spath") && self.covers(v))
+    }
+}
+
+/// Which records pass: matches, a time window and a subtree.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Filter {
     /// Grouped by key, keys in order: a record passes when, for every
     /// key, one of its values matches.
     groups: Vec<(MatchKey, Vec<Match>)>,
+    /// Only records about this subtree.
+    path: Option<PathPrefix>,
     /// Records at or after this time (ns since the epoch).
     since: Option<i128>,
     /// Records at or before this time.
@@ -185,6 +246,17 @@ impl Filter {
         self
     }
 
+    /// Only records about the subtree `p` (see [`PathPrefix`]).
+    pub fn path(mut self, p: PathPrefix) -> Filter {
+        self.path = Some(p);
+        self
+    }
+
+    /// The subtree, when there is one: what a reader can hand the daemon.
+    pub fn path_prefix(&self) -> Option<&PathPrefix> {
+        self.path.as_ref()
+    }
+
     /// The time window as bounds a reader can skip by
     /// (`weir_log::Reader::with_time_window`): `None` without one; an
     /// empty range (`start > end`) when no record's time can be in it.
@@ -203,7 +275,10 @@ impl Filter {
 
     /// Whether every record passes.
     pub fn is_all(&self) -> bool {
-        self.groups.is_empty() && self.since.is_none() && self.until.is_none()
+        self.groups.is_empty()
+            && self.since.is_none()
+            && self.until.is_none()
+            && self.path.is_none()
     }
 
     /// Whether `r` passes.
@@ -211,6 +286,7 @@ impl Filter {
         let t = i128::from(r.time_ns);
         self.since.is_none_or(|s| t >= s)
             && self.until.is_none_or(|u| t <= u)
+            && self.path.as_ref().is_none_or(|p| p.matches(r))
             && self
                 .groups
                 .iter()
@@ -384,6 +460,56 @@ mod tests {
     }
 
     #[test]
+    fn a_path_prefix_covers_whole_components() {
+        let p = PathPrefix::new(b"a/b");
+        assert!(p.covers(b"a/b") && p.covers(b"a/b/c") && p.covers(b"a/b/c/d"));
+        assert!(!p.covers(b"a/bc") && !p.covers(b"a") && !p.covers(b"x/a/b"));
+        assert!(!p.covers(b"") && !p.covers(b"a/b\xff"));
+        for same in [&b"/a//b/"[..], b"./a/./b", b"a/b/", b"a/b"] {
+            assert_eq!(PathPrefix::new(same), p, "{same:?}");
+        }
+        for all in [&b""[..], b"/", b".", b"//./"] {
+            let all = PathPrefix::new(all);
+            assert_eq!(all.as_bytes(), b"");
+            assert!(all.covers(b"") && all.covers(b"x/y"));
+        }
+        assert_eq!(PathPrefix::new(b"a/\xff").as_bytes(), b"a/\xff");
+    }
+
+    #[test]
+    fn a_path_prefix_matches_a_path_or_where_a_rename_came_from() {
+        let creat = rec(1, RecordType::CREAT, "x", &[("path", "docs/x")]);
+        let moved = rec(
+            2,
+            RecordType::RENME,
+            "y",
+            &[("path", "other/y"), ("sname", "x"), ("spath", "docs/x")],
+        );
+        let out = rec(
+            3,
+            RecordType::RENME,
+            "y",
+            &[("sname", "x"), ("spath", "docs/y")],
+        );
+        let elsewhere = rec(4, RecordType::UNLNK, "z", &[("path", "docsz/z")]);
+        let mark = rec(5, RecordType::MARK, "fs root watched", &[("root", "/srv")]);
+        let f = Filter::new().path(PathPrefix::new(b"docs"));
+        assert!(!f.is_all());
+        let kept: Vec<u64> = [&creat, &moved, &out, &elsewhere, &mark]
+            .iter()
+            .filter(|r| f.accepts(r))
+            .map(|r| r.index)
+            .collect();
+        assert_eq!(kept, [1, 2, 3]);
+        // A field of another name does not count.
+        let named = rec(6, RecordType::MARK, "", &[("xpath", "docs")]);
+        assert!(!f.accepts(&named));
+        // The whole tree: every record with a path, none without.
+        let all = Filter::new().path(PathPrefix::new(b"/"));
+        assert!(all.accepts(&elsewhere) && !all.accepts(&mark));
+    }
+
+    #[test]
     fn the_last_n_wait_for_the_backlog() {
         let mut s = Selection::new(Filter::new(), false, Some(2));
         let mut out = Vec::new();
@@ -401,6 +527,26 @@ mod tests {
         assert_eq!(names, ["r4", "r5", "r6"]);
     }
 
+    /// A path component: any bytes but `/`, not `.` (which a prefix
+    /// drops), often not UTF-8.
+    fn component() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            proptest::collection::vec(
+                prop_oneof![
+                    Just(b'a'),
+                    Just(b'b'),
+                    Just(b'.'),
+                    Just(0xffu8),
+                    Just(0x80u8),
+                    Just(b'\\')
+                ],
+                1..4
+            ),
+            proptest::collection::vec(any::<u8>().prop_filter("no slash", |b| *b != b'/'), 1..6),
+        ]
+        .prop_filter("not a dot", |c| c != b".")
+    }
+
     proptest! {
         /// Any text is judged without a panic; a `KEY=VALUE` with a good
         /// key keeps its value whole.
@@ -409,6 +555,41 @@ mod tests {
             let _ = Match::parse(&s);
             let m = Match::parse(&format!("{k}={v}")).unwrap();
             prop_assert_eq!(m.value, v.as_bytes());
+        }
+
+        /// A prefix covers a path exactly when its components begin the
+        /// path's, whatever the bytes (none UTF-8, backslashes, dots) and
+        /// however many slashes the prefix is written with.
+        #[test]
+        fn a_prefix_covers_exactly_its_subtree(
+            path in proptest::collection::vec(component(), 0..5),
+            prefix in proptest::collection::vec(component(), 0..5),
+            take in 0usize..6,
+            slashes in proptest::collection::vec(1usize..3, 6),
+            lead in any::<bool>(),
+        ) {
+            // Half the time, a prefix drawn from the path itself.
+            let prefix = if take % 2 == 0 {
+                path[..(take / 2).min(path.len())].to_vec()
+            } else {
+                prefix
+            };
+            let joined = path.join(&b'/');
+            let mut written = if lead { b"/".to_vec() } else { Vec::new() };
+            for (i, c) in prefix.iter().enumerate() {
+                written.extend_from_slice(c);
+                written.extend(std::iter::repeat_n(b'/', slashes[i]));
+            }
+            let p = PathPrefix::new(&written);
+            let normal = prefix.join(&b'/');
+            prop_assert_eq!(p.as_bytes(), normal.as_slice());
+            let want = path.len() >= prefix.len() && path[..prefix.len()] == prefix[..];
+            prop_assert_eq!(p.covers(&joined), want);
+            let r = LogRecord {
+                fields: vec![("path".to_owned(), joined.clone())],
+                ..rec(1, RecordType::CREAT, "", &[])
+            };
+            prop_assert_eq!(Filter::new().path(p).accepts(&r), want);
         }
 
         /// `-n N` prints the last N of what passes, in order.

@@ -25,7 +25,7 @@ use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
 use weir_log::{FLAG_RECONCILED, LogRecord, RecordType};
 
-use crate::bytes::{Bytes, escape, hex};
+use crate::bytes::{ByteBuf, Bytes, escape, hex};
 use crate::time::rfc3339_ns;
 
 #[derive(Serialize)]
@@ -192,7 +192,7 @@ pub fn record_from_json(line: &str) -> Result<LogRecord, RecordJsonError> {
         flags: u16,
         target: HexIn,
         parent: HexIn,
-        name: BytesIn,
+        name: ByteBuf,
         fields: FieldsIn,
     }
     let r: In = serde_json::from_str(line)?;
@@ -206,24 +206,6 @@ pub fn record_from_json(line: &str) -> Result<LogRecord, RecordJsonError> {
         name: r.name.0,
         fields: r.fields.0,
     })
-}
-
-/// [`Bytes`] read back: a string, or an array of byte values.
-struct BytesIn(Vec<u8>);
-
-impl<'de> Deserialize<'de> for BytesIn {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Form {
-            Text(String),
-            Raw(Vec<u8>),
-        }
-        Ok(BytesIn(match Form::deserialize(d)? {
-            Form::Text(s) => s.into_bytes(),
-            Form::Raw(b) => b,
-        }))
-    }
 }
 
 /// A hex id read back.
@@ -261,7 +243,7 @@ impl<'de> Deserialize<'de> for FieldsIn {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<FieldsIn, A::Error> {
                 let mut out = Vec::new();
-                while let Some((k, v)) = a.next_entry::<String, BytesIn>()? {
+                while let Some((k, v)) = a.next_entry::<String, ByteBuf>()? {
                     out.push((k, v.0));
                 }
                 Ok(FieldsIn(out))
