@@ -93,10 +93,16 @@ pub enum Error {
     /// The device tracker failed to start, or stopped with an error.
     #[error("the device tracker failed")]
     Devices(#[source] weir_devices::Error),
+    /// The filesystem tracker failed to start (a root that cannot be
+    /// watched: missing, not a directory, overlapping another, on a
+    /// filesystem without file handles, or without the privilege a
+    /// filesystem mark needs), or stopped with an error.
+    #[error("the filesystem tracker failed")]
+    Fs(#[source] weir_fs::Error),
     /// A tracker's thread ended while the daemon ran.
     #[error("the {source_name} tracker stopped on its own")]
     SourceEnded {
-        /// `mounts` or `devices`.
+        /// `mounts`, `devices` or `fs`.
         source_name: &'static str,
     },
     /// The API server stopped with an error.

@@ -3,8 +3,9 @@
 //!
 //! - [`config`]: the settings (`weir.toml`, flags, environment), validated
 //!   into the options the host runs with.
-//! - [`host`]: opening the changelog, starting the mount and device trackers,
-//!   the inventory checkpoint, signals, and an orderly stop ([`run`]).
+//! - [`host`]: opening the changelog, starting the mount, device and
+//!   filesystem trackers, the inventory checkpoint, signals, and an orderly
+//!   stop ([`run`]).
 //! - [`api`]: the HTTP/JSON API on a Unix socket, which serves the same
 //!   bytes the CLI prints because both call weir-view.
 //! - [`checkpoint`]: the inventory checkpoint file, so a restart can tell

@@ -44,8 +44,13 @@ pub fn watchdog_interval() -> Option<Duration> {
     (sd_notify::watchdog_enabled(false, &mut usec) && usec > 0).then(|| Duration::from_micros(usec))
 }
 
-/// The status line: what the daemon tracks.
-pub fn status_line(mounts: Option<usize>, devices: Option<(usize, usize)>) -> String {
+/// The status line: what the daemon tracks (mounts, devices and VGs,
+/// watched directory trees).
+pub fn status_line(
+    mounts: Option<usize>,
+    devices: Option<(usize, usize)>,
+    trees: Option<usize>,
+) -> String {
     let plural =
         |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     let mut parts = Vec::new();
@@ -55,6 +60,9 @@ pub fn status_line(mounts: Option<usize>, devices: Option<(usize, usize)>) -> St
     if let Some((d, vgs)) = devices {
         parts.push(plural(d, "device", "devices"));
         parts.push(plural(vgs, "VG", "VGs"));
+    }
+    if let Some(t) = trees {
+        parts.push(plural(t, "directory tree", "directory trees"));
     }
     if parts.is_empty() {
         "hosting the changelog (no sources enabled)".to_owned()
@@ -90,11 +98,18 @@ mod tests {
     #[test]
     fn status_lines() {
         assert_eq!(
-            status_line(Some(123), Some((4, 1))),
+            status_line(Some(123), Some((4, 1)), None),
             "tracking 123 mounts, 4 devices, 1 VG"
         );
-        assert_eq!(status_line(Some(1), None), "tracking 1 mount");
-        assert_eq!(status_line(None, Some((0, 2))), "tracking 0 devices, 2 VGs");
-        assert!(status_line(None, None).contains("no sources"));
+        assert_eq!(status_line(Some(1), None, None), "tracking 1 mount");
+        assert_eq!(
+            status_line(None, Some((0, 2)), Some(1)),
+            "tracking 0 devices, 2 VGs, 1 directory tree"
+        );
+        assert_eq!(
+            status_line(None, None, Some(3)),
+            "tracking 3 directory trees"
+        );
+        assert!(status_line(None, None, None).contains("no sources"));
     }
 }

@@ -104,6 +104,14 @@ fn cases(max_body: usize) -> Vec<Case> {
     ] {
         v.push(case("GET", "/v1/devices", &format!("/v1/devices?{q}"), ""));
     }
+    let f = "/v1/fs";
+    v.extend([
+        case("GET", f, f, ""),
+        case("GET", f, &format!("{f}?format=text"), ""),
+        case("GET", f, &format!("{f}?format=xml"), ""),
+        case("GET", f, &format!("{f}?columns=PATH"), ""),
+        refused("GET", f, f, ""),
+    ]);
     let r = "/v1/log/records";
     let c = "/v1/log/consumers";
     let one = "/v1/log/consumers/{name}";
@@ -129,6 +137,10 @@ fn cases(max_body: usize) -> Vec<Case> {
         case("GET", r, &format!("{r}?consumer=nope"), ""),
         case("GET", r, &format!("{r}?from=999"), ""),
         case("GET", r, &format!("{r}?mask=NOPE"), ""),
+        case("GET", r, &format!("{r}?path=sub%2Fa&format=text"), ""),
+        case("GET", r, &format!("{r}?path=%2F&mask=CREAT"), ""),
+        case("GET", r, &format!("{r}?path=caf%E9&follow=true&limit=0"), ""),
+        case("GET", r, &format!("{r}?path=a&path=b"), ""),
         refused("GET", r, r, ""),
         case("GET", "/v1/log/stats", "/v1/log/stats", ""),
         case("GET", "/v1/log/stats", "/v1/log/stats?x=1", ""),
@@ -640,4 +652,45 @@ fn the_schema_checker_can_fail() {
     let mut field = good;
     field["fields"]["a"] = serde_json::json!(3);
     assert!(d.check(rec, &field).is_err());
+}
+
+/// `GET /v1/fs` is the status object's roots through `fs_view::render`,
+/// the function `weir fs` prints with, in both forms; and the barrier
+/// covers the watched tree: a file made before it is in the listing after.
+#[tokio::test]
+async fn the_fs_listing_is_the_status_roots_rendered() {
+    if !is_root() {
+        eprintln!("skipping: needs root to mark a filesystem with fanotify");
+        return;
+    }
+    use weir_view::fs_view;
+    use weir_view::lvm_view::Format;
+    use weir_view::status::FsStatus;
+    let fx = fixture(Access::default(), Limits::default(), Trackers::Real);
+    let router = weir_daemon::api::router(fx.state.clone());
+    let tree = fx.tree.as_ref().unwrap().path();
+    std::fs::write(tree.join("sub/b"), b"b").unwrap();
+    let t = fx.state.fs.clone().unwrap();
+    let roots = move || FsStatus::new(!t.is_finished(), &t.stats(), &t.roots()).roots;
+    for (q, format) in [("format=json", Format::Json), ("format=text", Format::Text)] {
+        let roots = roots.clone();
+        same_as(&router, &format!("/v1/fs?{q}"), move || {
+            fs_view::render(&roots(), format)
+        })
+        .await;
+    }
+    let listed = call(&router, "GET", "/v1/fs", "", Some(root()))
+        .await
+        .json();
+    let canonical = std::fs::canonicalize(tree).unwrap();
+    assert_eq!(listed[0]["path"], canonical.to_str().unwrap(), "{listed}");
+    // sub, sub/a and sub/b (the root is no entry); the root and sub.
+    assert_eq!(listed[0]["entries"], 3, "{listed}");
+    assert_eq!(listed[0]["dirs"], 2, "{listed}");
+    let status = call(&router, "GET", "/v1/status", "", Some(root()))
+        .await
+        .json();
+    assert_eq!(status["fs"]["running"], true, "{status}");
+    assert_eq!(status["fs"]["roots"][0]["path"], listed[0]["path"]);
+    assert!(status["fs"]["syncs"].as_u64().unwrap() >= 1, "{status}");
 }

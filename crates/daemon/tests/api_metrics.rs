@@ -1,8 +1,9 @@
 //! `/metrics` parsed as Prometheus text (0.0.4): every family declared
 //! once with HELP and TYPE, samples well-formed and under their family,
 //! the commit and durable latency histograms cumulative with `+Inf` equal
-//! to `_count` and counting every record, and the mount tracker's budget
-//! state (with real trackers, as root).
+//! to `_count` and counting every record, the mount tracker's budget
+//! state and the filesystem tracker's families, a sample per root (with
+//! real trackers, as root).
 
 mod api_support;
 
@@ -254,11 +255,47 @@ async fn the_budget_state_is_shown_with_the_mount_tracker() {
         .iter()
         .map(|s| s.labels[0].1.as_str())
         .collect();
-    assert_eq!(sources, ["mounts", "devices"]);
+    assert_eq!(sources, ["mounts", "devices", "fs"]);
     assert_eq!(fams["weir_devices_writes_total"].kind, "counter");
     assert_eq!(fams["weir_devices_unwatched"].kind, "gauge");
     assert!(value(&fams, "weir_devices_watched") >= 0.0);
     histogram(&fams, "weir_log_commit_seconds");
+    // The filesystem tracker: its counters, and each family per root has
+    // one sample, labelled with the root's path.
+    assert_eq!(value(&fams, "weir_fs_roots"), 1.0);
+    assert_eq!(fams["weir_fs_events_total"].kind, "counter");
+    assert_eq!(fams["weir_fs_overflows_total"].kind, "counter");
+    let root = std::fs::canonicalize(fx.tree.as_ref().unwrap().path()).unwrap();
+    for name in [
+        "weir_fs_root_events_total",
+        "weir_fs_root_records_total",
+        "weir_fs_root_verified_total",
+        "weir_fs_root_entries",
+    ] {
+        let f = &fams[name];
+        assert_eq!(f.samples.len(), 1, "{name}");
+        assert_eq!(
+            f.samples[0].labels,
+            [("root".to_owned(), root.to_str().unwrap().to_owned())],
+            "{name}"
+        );
+    }
+    // sub and sub/a.
+    assert_eq!(fams["weir_fs_root_entries"].samples[0].value, 2.0);
+    assert_eq!(fams["weir_fs_root_entries"].kind, "gauge");
+}
+
+#[tokio::test]
+async fn without_watched_trees_there_are_no_fs_families() {
+    let fx = api_support::plain();
+    let router = weir_daemon::api::router(fx.state.clone());
+    let fams = parse(as_root(&router, "GET", "/metrics", "").await.text());
+    assert!(
+        !fams.keys().any(|k| k.starts_with("weir_fs_")),
+        "{:?}",
+        fams.keys().collect::<Vec<_>>()
+    );
+    assert!(fams["weir_source_events_total"].samples.is_empty());
 }
 
 #[test]

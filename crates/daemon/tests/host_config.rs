@@ -114,6 +114,9 @@ audit_secs = 0
 enabled = true
 filter = ["a|loop|", "r|.*|"]
 on_vg_complete = "vgchange -aay"
+[fs]
+watch = ["/srv", "/home/a b"]
+mtime_interval_ms = 250
 [log]
 flush_ms = 20
 sync_ms = 0
@@ -174,6 +177,39 @@ checkpoint_secs = 9
     assert_eq!(o.retention.max_idle_records, None);
     assert_eq!((c.api.max_body_bytes, c.api.max_followers), (4096, 3));
     assert_eq!(c.daemon.checkpoint_secs, 9);
+    let f = c.fs.tracker_options().expect("roots, so a tracker");
+    assert_eq!(
+        f.roots,
+        [
+            std::path::PathBuf::from("/srv"),
+            std::path::PathBuf::from("/home/a b")
+        ]
+    );
+    assert_eq!(f.mtime_interval, std::time::Duration::from_millis(250));
+    assert!(f.resume, "a daemon resumes from the log");
+}
+
+#[test]
+fn no_watched_roots_no_filesystem_tracker() {
+    let c = parse("").unwrap();
+    assert!(c.fs.watch.is_empty());
+    assert_eq!(c.fs.mtime_interval_ms, 1000, "weir-fs's own default");
+    assert!(c.fs.tracker_options().is_none());
+    let c = parse(
+        "[fs]
+mtime_interval_ms = 5",
+    )
+    .unwrap();
+    assert!(
+        c.fs.tracker_options().is_none(),
+        "an interval alone watches nothing"
+    );
+    let c = parse(
+        "[fs]
+watch = []",
+    )
+    .unwrap();
+    assert!(c.fs.tracker_options().is_none());
 }
 
 #[test]
@@ -182,6 +218,8 @@ fn unknown_keys_are_refused_by_their_full_name() {
     assert_eq!(bad_key("[mounts]\nbudget = 3"), "mounts.budget");
     assert_eq!(bad_key("[devices]\nfilters = []"), "devices.filters");
     assert_eq!(bad_key("[lvm]\nx = 1"), "lvm");
+    assert_eq!(bad_key("[fs]\nroots = [\"/srv\"]"), "fs.roots");
+    assert_eq!(bad_key("[fs]\nmtime_interval = 5"), "fs.mtime_interval");
     assert_eq!(bad_key("[log.retention]\nmax = 1"), "log.retention");
 }
 
@@ -198,6 +236,11 @@ fn wrong_types_name_the_key() {
         ("[devices]\nfilter = [1]", "devices.filter"),
         ("[access]\nsocket_mode = 0o660", "access.socket_mode"),
         ("[access]\npublic_read = 1", "access.public_read"),
+        ("fs = [\"/srv\"]", "fs"),
+        ("[fs]\nwatch = \"/srv\"", "fs.watch"),
+        ("[fs]\nwatch = [1]", "fs.watch"),
+        ("[fs]\nmtime_interval_ms = \"1s\"", "fs.mtime_interval_ms"),
+        ("[fs]\nmtime_interval_ms = -1", "fs.mtime_interval_ms"),
     ] {
         assert_eq!(bad_key(text), key, "{text}");
         assert!(matches!(
@@ -249,6 +292,10 @@ fn bad_values_name_the_key() {
             "log.keep_age_secs",
         ),
         ("[api]\nmax_body_bytes = 0", "api.max_body_bytes"),
+        ("[fs]\nwatch = [\"\"]", "fs.watch"),
+        ("[fs]\nwatch = [\"/srv\", \"/a\\u0000b\"]", "fs.watch"),
+        ("[fs]\nmtime_interval_ms = 0", "fs.mtime_interval_ms"),
+        ("[fs]\nmtime_interval_ms = 3600001", "fs.mtime_interval_ms"),
         ("[daemon]\ncheckpoint_secs = 0", "daemon.checkpoint_secs"),
     ] {
         assert_eq!(bad_key(text), key, "{text}");
@@ -302,6 +349,24 @@ fn flags_override_the_file_and_are_validated_alike() {
     assert_eq!(c.log.on_full, OnFull::DropOldest);
     assert_eq!(c.log.preallocate, Preallocate::ZeroFill);
 
+    // `--fs-watch` replaces the file's list, as `--devices-filter` does.
+    let mut f = parse("[fs]\nwatch = [\"/srv\", \"/home\"]\nmtime_interval_ms = 9").unwrap();
+    let mut o = ConfigOverrides::default();
+    o.fs_watch = Some(vec!["/data".into()]);
+    f.apply(o);
+    f.validate().unwrap();
+    assert_eq!(f.fs.watch, [std::path::PathBuf::from("/data")]);
+    assert_eq!(
+        f.fs.mtime_interval_ms, 9,
+        "a key without a flag keeps the file's value"
+    );
+    let mut o = ConfigOverrides::default();
+    o.fs_mtime_interval_ms = Some(0);
+    f.apply(o);
+    let e = f.validate().unwrap_err();
+    assert_eq!(e.key(), Some("fs.mtime_interval_ms"));
+    assert!(e.to_string().contains("--fs-mtime-interval-ms"), "{e}");
+
     let mut o = ConfigOverrides::default();
     o.log_ring_slots = Some(3);
     c.apply(o);
@@ -351,8 +416,14 @@ fn the_printed_form_reads_back() {
     c.devices.on_vg_complete = Some("true".to_owned());
     c.log.on_full = OnFull::DropOldest;
     c.log.preallocate = Preallocate::Reserve;
+    c.fs.watch = vec!["/srv".into(), "/home/x y".into()];
+    c.fs.mtime_interval_ms = 40;
     let text = c.to_toml().unwrap();
     assert!(text.contains("socket_mode = \"0640\""), "{text}");
+    assert!(
+        text.contains("[fs]\nwatch = [\"/srv\", \"/home/x y\"]\nmtime_interval_ms = 40\n"),
+        "{text}"
+    );
     assert_eq!(parse(&text).unwrap(), c);
     assert_eq!(
         parse(&Config::default().to_toml().unwrap()).unwrap(),

@@ -1,13 +1,15 @@
 //! How weir's objects look to people and to programs: the JSON and text
 //! forms of log records, consumers, mounts, block devices, PVs, VGs and
-//! LVs, and the lines `weir mounts watch` and `weir devices watch` print
-//! per change.
+//! LVs, the watched directory trees (`weir fs`), and the lines
+//! `weir mounts watch`, `weir devices watch` and `weir fs watch` print per
+//! change.
 //!
 //! The CLI prints them when it works directly, and the daemon serves the
 //! very same bytes over its API, so `weir mounts` gives one answer whether
 //! or not a daemon runs; the LVM listings have one entry point for both,
-//! [`lvm_view::render`], and `weir devices` its own,
-//! [`devices_view::render`]. Everything here is pure formatting: no I/O.
+//! [`lvm_view::render`], `weir devices` its own,
+//! [`devices_view::render`], and `weir fs` [`fs_view::render`].
+//! Everything here is pure formatting: no I/O.
 #![forbid(unsafe_code)]
 
 pub mod bytes;
@@ -18,6 +20,7 @@ pub mod devices_line;
 pub mod devices_view;
 pub mod error;
 pub mod fs_line;
+pub mod fs_view;
 mod json;
 pub mod log_select;
 pub mod log_stats;

@@ -10,8 +10,11 @@
 //! ignored, so the summary leaves out what it cannot show rather than
 //! failing. A `None` serializes as `null`; no field is ever left out.
 
+use std::os::unix::ffi::OsStrExt;
+
 use serde::{Deserialize, Serialize};
 
+use crate::bytes::ByteBuf;
 use crate::json::to_sorted_string;
 
 /// The status object.
@@ -37,6 +40,9 @@ pub struct Status {
     pub mounts: Option<MountsStatus>,
     /// The device tracker; null when devices are not tracked.
     pub devices: Option<DevicesStatus>,
+    /// The filesystem tracker; null when no directory tree is watched
+    /// (`[fs] watch` is empty), or from a daemon that predates it.
+    pub fs: Option<FsStatus>,
     /// The changelog.
     #[serde(default)]
     pub log: LogStatus,
@@ -129,6 +135,105 @@ pub struct DevicesStatus {
     pub reconciled: Option<u64>,
     /// Changes with every change of the inventory.
     pub generation: Option<u64>,
+}
+
+/// The filesystem tracker: its counters (`weir_fs::TrackerStats`) and
+/// each watched root (`weir_fs::RootStatus`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FsStatus {
+    /// Whether the tracker's thread still runs.
+    pub running: Option<bool>,
+    /// Reads of the fanotify group that returned events.
+    pub reads: Option<u64>,
+    /// Events read, on every watched filesystem (inside the roots or not).
+    pub events: Option<u64>,
+    /// Records logged.
+    pub records: Option<u64>,
+    /// Queue overflows, each followed by a comparison of every root with
+    /// a walk.
+    pub overflows: Option<u64>,
+    /// Events dropped while a comparison was due.
+    pub dropped: Option<u64>,
+    /// Barrier rounds (`weir sync`).
+    pub syncs: Option<u64>,
+    /// The watched roots, in the order they were configured.
+    #[serde(default)]
+    pub roots: Vec<FsRootStatus>,
+}
+
+/// One watched root: what `weir fs` lists.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FsRootStatus {
+    /// The root, absolute and without symlinks; bytes (a string when
+    /// UTF-8, else an array of byte values).
+    #[serde(default)]
+    pub path: ByteBuf,
+    /// The root directory's id (fsid and file handle), hex.
+    pub id: Option<String>,
+    /// The filesystem type.
+    pub fstype: Option<String>,
+    /// How its filesystem is marked: `filesystem`, or `btrfs-top-level`
+    /// (a btrfs subvolume, marked through the top level).
+    pub mark: Option<String>,
+    /// The fsid its events carry, `val[0]:val[1]` in hex.
+    pub fsid: Option<String>,
+    /// Entries in the tree below the root (the root not counted).
+    pub entries: Option<u64>,
+    /// Directories in the tree, the root included.
+    pub dirs: Option<u64>,
+    /// Events that concerned the root.
+    pub events: Option<u64>,
+    /// Records logged for it.
+    pub records: Option<u64>,
+    /// Records decided by a look at the live entry (`VERIFIED`).
+    pub verified: Option<u64>,
+    /// Events about the rest of its filesystem, ignored.
+    pub outside: Option<u64>,
+    /// Comparisons with a walk (after lost events).
+    pub compares: Option<u64>,
+    /// Files written and waiting for their MTIME.
+    pub dirty: Option<u64>,
+}
+
+impl FsStatus {
+    /// The tracker's state as the daemon reports it: whether its thread
+    /// runs, its counters and its roots.
+    pub fn new(
+        running: bool,
+        stats: &weir_fs::TrackerStats,
+        roots: &[weir_fs::RootStatus],
+    ) -> FsStatus {
+        FsStatus {
+            running: Some(running),
+            reads: Some(stats.reads),
+            events: Some(stats.events),
+            records: Some(stats.records),
+            overflows: Some(stats.overflows),
+            dropped: Some(stats.dropped),
+            syncs: Some(stats.syncs),
+            roots: roots.iter().map(FsRootStatus::from).collect(),
+        }
+    }
+}
+
+impl From<&weir_fs::RootStatus> for FsRootStatus {
+    fn from(r: &weir_fs::RootStatus) -> FsRootStatus {
+        FsRootStatus {
+            path: ByteBuf(r.path.as_os_str().as_bytes().to_vec()),
+            id: Some(r.id.clone()),
+            fstype: Some(r.fstype.clone()),
+            mark: Some(r.mark.name().to_owned()),
+            fsid: Some(r.fsid.clone()),
+            entries: Some(r.entries),
+            dirs: Some(r.dirs),
+            events: Some(r.events),
+            records: Some(r.records),
+            verified: Some(r.verified),
+            outside: Some(r.outside),
+            compares: Some(r.compares),
+            dirty: Some(r.dirty),
+        }
+    }
 }
 
 /// The changelog (`weir_log::Stats`, and whether it is poisoned).
@@ -254,6 +359,7 @@ mod tests {
         let v: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["mounts"], Value::Null);
         assert_eq!(v["devices"], Value::Null);
+        assert_eq!(v["fs"], Value::Null);
         assert_eq!(v["config"], Value::Null);
         assert_eq!(v["log"]["first_index"], json!(1));
         assert_eq!(v["log"]["committer_cpu_ns"], Value::Null);
@@ -263,6 +369,75 @@ mod tests {
                    "previous_clean": null, "mounts": null, "devices": null})
         );
         assert_eq!(serde_json::from_value::<Status>(v).unwrap(), s);
+    }
+
+    #[test]
+    fn the_fs_section_has_every_figure_and_paths_as_bytes() {
+        let s = Status {
+            fs: Some(FsStatus {
+                running: Some(true),
+                reads: Some(3),
+                events: Some(12),
+                records: Some(10),
+                overflows: Some(0),
+                dropped: Some(0),
+                syncs: Some(2),
+                roots: vec![
+                    FsRootStatus {
+                        path: ByteBuf(b"/srv".to_vec()),
+                        id: Some("0a0b".into()),
+                        fstype: Some("ext4".into()),
+                        mark: Some("filesystem".into()),
+                        fsid: Some("0000fd00:00000000".into()),
+                        entries: Some(5),
+                        dirs: Some(2),
+                        events: Some(12),
+                        records: Some(10),
+                        verified: Some(1),
+                        outside: Some(4),
+                        compares: Some(0),
+                        dirty: Some(0),
+                    },
+                    FsRootStatus {
+                        path: ByteBuf(b"/x\xff".to_vec()),
+                        ..FsRootStatus::default()
+                    },
+                ],
+            }),
+            ..Status::default()
+        };
+        let text = s.to_json();
+        let v: Value = serde_json::from_str(&text).unwrap();
+        let fs = &v["fs"];
+        let keys: Vec<&String> = fs.as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys,
+            [
+                "dropped",
+                "events",
+                "overflows",
+                "reads",
+                "records",
+                "roots",
+                "running",
+                "syncs"
+            ]
+        );
+        assert_eq!(
+            fs["roots"][0],
+            json!({"path": "/srv", "id": "0a0b", "fstype": "ext4", "mark": "filesystem",
+                   "fsid": "0000fd00:00000000", "entries": 5, "dirs": 2, "events": 12,
+                   "records": 10, "verified": 1, "outside": 4, "compares": 0, "dirty": 0})
+        );
+        // A path that is not UTF-8 is an array of its bytes; a figure not
+        // reported is a null, never left out.
+        assert_eq!(fs["roots"][1]["path"], json!([47, 120, 255]));
+        assert_eq!(fs["roots"][1]["entries"], Value::Null);
+        assert_eq!(fs["roots"][1].as_object().unwrap().len(), 13);
+        assert_eq!(serde_json::from_value::<Status>(v).unwrap(), s);
+        // A daemon that reports no roots, or an older one without them.
+        let bare: FsStatus = serde_json::from_value(json!({"running": false})).unwrap();
+        assert_eq!((bare.running, bare.roots.len()), (Some(false), 0));
     }
 
     #[test]
@@ -280,6 +455,7 @@ mod tests {
         assert_eq!((m.backend.as_deref(), m.count), (Some("mountinfo"), None));
         assert_eq!((s.log.first_index, s.log.last_index), (None, Some(9)));
         assert_eq!(s.reconcile, None);
+        assert_eq!(s.fs, None);
         assert_eq!(s.api, ApiStatus::default());
     }
 }

@@ -7,6 +7,8 @@
 //! socket:     /run/weir/weir.sock
 //! mounts:     fanotify; 31 mounts; 12 events, 0 overflows, 3 readings, 12 changes, 0 reconciled
 //! devices:    kernel uevents; 107 devices, 2 PVs, 1 VGs; 40 uevents seen, 3 changes, 0 reconciled
+//! fs:         1 roots; 40 events, 38 records, 0 overflows, 2 syncs
+//!   /srv: ext4, filesystem mark; 120 entries, 14 dirs; 12 events, 10 records, 1 verified, 0 compares
 //! log:        indexes 1-5120 (durable to 5120); 1 segments, 8388608 bytes
 //! consumers:  1
 //!   indexer (id 1): cleared 5100, lag 20, mask all
@@ -15,13 +17,17 @@
 //!
 //! A source the daemon does not run shows as `off`; a figure it does not
 //! report is left out, or shown as `?` where the line needs a word. The
-//! daemon's strings are shown with control characters escaped, so that
-//! they cannot forge lines or move the cursor on the terminal.
+//! daemon's strings are shown with control characters escaped, and a
+//! watched root's path with the log's byte escaping, so that they cannot
+//! forge lines or move the cursor on the terminal.
 
 use std::fmt::{Display, Write as _};
 
+use crate::bytes::escape;
 use crate::consumer::Consumer;
-use crate::status::{DevicesStatus, LogStatus, MountsStatus, ReconcileReport, Status};
+use crate::status::{
+    DevicesStatus, FsRootStatus, FsStatus, LogStatus, MountsStatus, ReconcileReport, Status,
+};
 
 /// The summary, each line ending in `\n`.
 pub fn summary(v: &Status, consumers: Option<&[Consumer]>) -> String {
@@ -37,6 +43,10 @@ pub fn summary(v: &Status, consumers: Option<&[Consumer]>) -> String {
     let _ = writeln!(s, "socket:     {}", words(v.socket.as_deref()));
     let _ = writeln!(s, "mounts:     {}", mounts(v.mounts.as_ref()));
     let _ = writeln!(s, "devices:    {}", devices(v.devices.as_ref()));
+    let _ = writeln!(s, "fs:         {}", fs(v.fs.as_ref()));
+    for r in v.fs.iter().flat_map(|f| &f.roots) {
+        let _ = writeln!(s, "  {}", fs_root(r));
+    }
     let _ = writeln!(s, "log:        {}", log(&v.log));
     match consumers {
         Some(list) => {
@@ -105,6 +115,41 @@ fn devices(d: Option<&DevicesStatus>) -> String {
             (d.uevents_seen, "uevents seen"),
             (d.changes, "changes"),
             (d.reconciled, "reconciled"),
+        ]),
+    ])
+}
+
+fn fs(f: Option<&FsStatus>) -> String {
+    let Some(f) = f else {
+        return "off".to_owned();
+    };
+    groups(&[
+        source_head(f.running, format!("{} roots", f.roots.len())),
+        figures(&[
+            (f.events, "events"),
+            (f.records, "records"),
+            (f.overflows, "overflows"),
+            (f.syncs, "syncs"),
+        ]),
+    ])
+}
+
+/// A watched root's line: where, on what, how big, and what it logged.
+fn fs_root(r: &FsRootStatus) -> String {
+    let head = format!(
+        "{}: {}, {} mark",
+        escape(&r.path.0),
+        words(r.fstype.as_deref()),
+        words(r.mark.as_deref())
+    );
+    groups(&[
+        head,
+        figures(&[(r.entries, "entries"), (r.dirs, "dirs")]),
+        figures(&[
+            (r.events, "events"),
+            (r.records, "records"),
+            (r.verified, "verified"),
+            (r.compares, "compares"),
         ]),
     ])
 }
@@ -274,14 +319,15 @@ mod tests {
              30 mounts; 5 events"
         );
         assert_eq!(lines[4], "devices:    off");
+        assert_eq!(lines[5], "fs:         off");
         assert_eq!(
-            lines[5],
+            lines[6],
             "log:        indexes 1-9 (durable to 8); 1 segments, 4096 bytes"
         );
-        assert_eq!(lines[6], "consumers:  1");
-        assert_eq!(lines[7], "  ix (id 1): cleared 5, lag 4, mask all");
+        assert_eq!(lines[7], "consumers:  1");
+        assert_eq!(lines[8], "  ix (id 1): cleared 5, lag 4, mask all");
         assert_eq!(
-            lines[8],
+            lines[9],
             "restart:    checkpoint_used=true devices=none mounts=2 \
              not_used_reason=none previous_clean=none"
         );
@@ -293,17 +339,72 @@ mod tests {
         w.log.durable_sleeps = Some(3);
         w.log.durable_poll_shuts = Some(0);
         assert_eq!(
-            summary(&w, None).lines().nth(5),
+            summary(&w, None).lines().nth(6),
             Some(
                 "log:        indexes 1-9 (durable to 8); 1 segments, 4096 bytes; \
                  40 durable waits (3 slept, polling shut 0 times)"
             )
         );
         w.log.durable_waits = Some(0);
-        assert_eq!(summary(&w, None).lines().nth(5), Some(lines[5]));
+        assert_eq!(summary(&w, None).lines().nth(6), Some(lines[6]));
         assert_eq!(
             summary(&Status::default(), None).lines().next(),
             Some("weir ?, pid ?, up ?")
+        );
+    }
+
+    #[test]
+    fn a_line_per_watched_root() {
+        let root = |path: &[u8], fstype: &str| FsRootStatus {
+            path: crate::bytes::ByteBuf(path.to_vec()),
+            fstype: Some(fstype.into()),
+            mark: Some("filesystem".into()),
+            entries: Some(120),
+            dirs: Some(14),
+            events: Some(12),
+            records: Some(10),
+            verified: Some(1),
+            compares: Some(0),
+            ..FsRootStatus::default()
+        };
+        let v = Status {
+            fs: Some(FsStatus {
+                running: Some(true),
+                events: Some(40),
+                records: Some(38),
+                overflows: Some(0),
+                syncs: Some(2),
+                roots: vec![root(b"/srv", "ext4"), root(b"/x\n\xff", "tmpfs")],
+                ..FsStatus::default()
+            }),
+            ..Status::default()
+        };
+        let s = summary(&v, None);
+        let lines: Vec<&str> = s.lines().collect();
+        assert_eq!(
+            lines[5],
+            "fs:         2 roots; 40 events, 38 records, 0 overflows, 2 syncs"
+        );
+        assert_eq!(
+            lines[6],
+            "  /srv: ext4, filesystem mark; 120 entries, 14 dirs; \
+             12 events, 10 records, 1 verified, 0 compares"
+        );
+        // The path cannot break the line.
+        assert!(
+            lines[7].starts_with("  /x\\x0a\\xff: tmpfs, filesystem mark; "),
+            "{}",
+            lines[7]
+        );
+        assert!(lines[8].starts_with("log:"), "{}", lines[8]);
+        let mut stopped = v.clone();
+        if let Some(f) = &mut stopped.fs {
+            f.running = Some(false);
+            f.roots.clear();
+        }
+        assert_eq!(
+            summary(&stopped, None).lines().nth(5),
+            Some("fs:         0 roots (stopped); 40 events, 38 records, 0 overflows, 2 syncs")
         );
     }
 }

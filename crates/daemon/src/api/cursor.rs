@@ -10,6 +10,7 @@
 //! stream sees every record that passes its mask once, in order.
 
 use weir_log::{Log, Reader, TypeMask};
+use weir_view::log_select::PathPrefix;
 use weir_view::record::{record_json, record_line};
 
 use super::query::Format;
@@ -62,6 +63,7 @@ impl Cursor {
             pass: Pass {
                 mask: mask.filter(|m| !m.is_all()),
                 times: None,
+                path: None,
             },
             format,
             remaining: limit,
@@ -76,6 +78,14 @@ impl Cursor {
     /// the epoch).
     pub(crate) fn with_times(mut self, since: u64, until: u64) -> Cursor {
         self.pass.times = Some((since, until));
+        self
+    }
+
+    /// Shows only the records about the subtree `p` (`path` or `spath`
+    /// under it): the reader decodes every record of the mask and times,
+    /// and those of other trees are dropped here, within the scan budget.
+    pub(crate) fn with_path(mut self, p: PathPrefix) -> Cursor {
+        self.pass.path = Some(p);
         self
     }
 
@@ -154,6 +164,11 @@ impl Cursor {
             };
             self.pos = Reader::position(reader);
             self.chase_oldest = false;
+            // The reader skipped other types and times from their frame
+            // headers; a subtree needs the decoded fields.
+            if self.pass.path.as_ref().is_some_and(|p| !p.matches(&rec)) {
+                continue;
+            }
             let line = match self.format {
                 Format::Json => record_json(&rec),
                 Format::Text => record_line(&rec),
@@ -279,6 +294,46 @@ mod tests {
         // Records 10..=30 at most, two types of three: some, not all.
         let n = shown.lines().count();
         assert!((1..=21).contains(&n), "{n}:\n{shown}");
+    }
+
+    #[test]
+    fn a_subtree_holds_on_the_log_and_in_the_window() {
+        let (_d, log) = open();
+        // Records under `a`, under `ab` (not `a`'s), renames out of `a`,
+        // and MARKs without a path.
+        for i in 1..=40u64 {
+            let name = format!("r{i}");
+            let (kind, key, path) = match i % 4 {
+                0 => (RecordType::CREAT, "path", format!("a/f{i}")),
+                1 => (RecordType::CREAT, "path", format!("ab/f{i}")),
+                2 => (RecordType::RENME, "spath", format!("a/g{i}")),
+                _ => (RecordType::MARK, "root", "/srv".to_owned()),
+            };
+            let fields = [weir_log::Field {
+                key,
+                value: path.as_bytes(),
+            }];
+            let _ = log
+                .append(&Record::new(kind).name(name.as_bytes()).fields(&fields))
+                .unwrap();
+        }
+        grow(&log, 40);
+        let w = Window::new(21);
+        feed(&w, &log, 21, 40);
+        let prefix = PathPrefix::new(b"/a/");
+        let mut c = Cursor::new(1, None, Format::Json, None, false).with_path(prefix.clone());
+        let mut out = Vec::new();
+        drain(&mut c, &log, &w, true, &mut out);
+        assert_eq!(c.position(), 41);
+        let want: String = log
+            .reader(1)
+            .map(Result::unwrap)
+            .filter(|r| prefix.matches(r))
+            .map(|r| format!("{}\n", record_json(&r)))
+            .collect();
+        let shown = String::from_utf8(out).unwrap();
+        assert_eq!(shown, want);
+        assert_eq!(shown.lines().count(), 20, "{shown}");
     }
 
     #[test]

@@ -8,8 +8,9 @@
 //! - Every request passes `gate` first: the route table (`routes`), the
 //!   access rule (`access`) and the request counters.
 //! - Handlers: `inventory` (mounts, devices, PVs, VGs, rendered by
-//!   weir-view and cached by generation in `cache`), `records` and
-//!   `tail` (reading, following, appending), `consumers`, `sync`,
+//!   weir-view and cached by generation in `cache`), `fs` (the watched
+//!   directory trees), `records` and `tail` (reading, following,
+//!   appending; a subtree's records filtered here), `consumers`, `sync`,
 //!   `status`, `metrics`, `openapi`.
 //! - Hostile input: query strings ([`query`]) and bodies (`body`,
 //!   [`requests`]) are bounded and strictly parsed; every refusal is a
@@ -26,6 +27,7 @@ mod consumers;
 mod context;
 mod cursor;
 mod error;
+mod fs;
 mod gate;
 pub mod head;
 mod inventory;
@@ -75,6 +77,7 @@ fn build(ctx: Arc<Ctx>) -> Router {
         .route("/v1/lvm/pvs", get(inventory::pvs))
         .route("/v1/lvm/lvs", get(inventory::lvs))
         .route("/v1/lvm/vgs", get(inventory::vgs))
+        .route("/v1/fs", get(fs::list))
         .route("/v1/log/records", get(records::read).post(records::append))
         .route("/v1/log/stats", get(status::log_stats))
         .route(

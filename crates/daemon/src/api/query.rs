@@ -3,7 +3,8 @@
 //!
 //! Parsing is strict so that a typo is an error, not silently ignored: an
 //! unknown or repeated parameter, a bad percent escape, bytes that are not
-//! UTF-8 and values of the wrong type are all a [`QueryError`]. The
+//! UTF-8 (but in a parameter that takes bytes: a path) and values of the
+//! wrong type are all a [`QueryError`]. The
 //! number of parameters is bounded before anything is allocated per pair.
 
 use std::str::FromStr;
@@ -11,6 +12,7 @@ use std::str::FromStr;
 use weir_log::TypeMask;
 use weir_view::devices_columns::DevColumns;
 use weir_view::devices_view::DevicesOptions;
+use weir_view::log_select::PathPrefix;
 use weir_view::lvm_columns::Columns as LvmColumns;
 use weir_view::lvm_units::Units;
 use weir_view::lvm_view::{Listing, TextOptions};
@@ -54,6 +56,15 @@ pub enum QueryError {
 /// Decodes `a=1&b=2` into pairs (`+` is a space; an empty item is
 /// skipped; a name without `=` has an empty value).
 pub fn parse_pairs(query: &str) -> Result<Vec<(String, String)>, QueryError> {
+    raw_pairs(query)?
+        .into_iter()
+        .map(|(k, v)| Ok((k, String::from_utf8(v).map_err(|_| QueryError::NotUtf8)?)))
+        .collect()
+}
+
+/// [`parse_pairs`] with each value left as bytes: names are UTF-8, values
+/// need not be until a route says they must.
+fn raw_pairs(query: &str) -> Result<Vec<(String, Vec<u8>)>, QueryError> {
     let items = query.split('&').filter(|s| !s.is_empty());
     if items.clone().count() > MAX_PARAMS {
         return Err(QueryError::TooMany);
@@ -61,13 +72,14 @@ pub fn parse_pairs(query: &str) -> Result<Vec<(String, String)>, QueryError> {
     items
         .map(|item| {
             let (k, v) = item.split_once('=').unwrap_or((item, ""));
-            Ok((decode(k)?, decode(v)?))
+            let k = String::from_utf8(decode(k)?).map_err(|_| QueryError::NotUtf8)?;
+            Ok((k, decode(v)?))
         })
         .collect()
 }
 
-/// Percent-decodes one name or value.
-fn decode(s: &str) -> Result<String, QueryError> {
+/// Percent-decodes one name or value into its bytes.
+fn decode(s: &str) -> Result<Vec<u8>, QueryError> {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
@@ -87,15 +99,27 @@ fn decode(s: &str) -> Result<String, QueryError> {
         }
         i += 1;
     }
-    String::from_utf8(out).map_err(|_| QueryError::NotUtf8)
+    Ok(out)
 }
 
-/// The pairs of a query, each taken at most once by name.
-struct Params(Vec<(String, Option<String>)>);
+/// The pairs of a query, each taken at most once by name. Every value is
+/// UTF-8 but those of the parameters a route takes as bytes.
+struct Params(Vec<(String, Option<Vec<u8>>)>);
 
 impl Params {
     fn parse(query: Option<&str>) -> Result<Params, QueryError> {
-        let pairs = parse_pairs(query.unwrap_or(""))?;
+        Params::parse_with_bytes(query, &[])
+    }
+
+    /// As [`Params::parse`], the values of `bytes` left as bytes that
+    /// need not be UTF-8 (a path).
+    fn parse_with_bytes(query: Option<&str>, bytes: &[&str]) -> Result<Params, QueryError> {
+        let pairs = raw_pairs(query.unwrap_or(""))?;
+        for (k, v) in &pairs {
+            if !bytes.contains(&k.as_str()) && std::str::from_utf8(v).is_err() {
+                return Err(QueryError::NotUtf8);
+            }
+        }
         for (i, (k, _)) in pairs.iter().enumerate() {
             if pairs[..i].iter().any(|(o, _)| o == k) {
                 return Err(QueryError::Repeated(k.clone()));
@@ -108,6 +132,14 @@ impl Params {
 
     /// Takes the value of `name`, if given.
     fn take(&mut self, name: &str) -> Option<String> {
+        // UTF-8 unless the route took `name` as bytes (then lossy, which
+        // no route does).
+        self.take_bytes(name)
+            .map(|v| String::from_utf8_lossy(&v).into_owned())
+    }
+
+    /// Takes the value of `name` as bytes, if given.
+    fn take_bytes(&mut self, name: &str) -> Option<Vec<u8>> {
         self.0
             .iter_mut()
             .find(|(k, _)| k == name)
@@ -281,6 +313,23 @@ impl DevicesQuery {
     }
 }
 
+/// `GET /v1/fs`: `format`, as `weir fs [--json]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FsQuery {
+    /// JSON or text.
+    pub format: Format,
+}
+
+impl FsQuery {
+    /// Parses the query of `GET /v1/fs`.
+    pub fn parse(query: Option<&str>) -> Result<FsQuery, QueryError> {
+        let mut p = Params::parse(query)?;
+        let format = format(&mut p)?;
+        p.done()?;
+        Ok(FsQuery { format })
+    }
+}
+
 /// A query that takes nothing.
 pub fn parse_empty(query: Option<&str>) -> Result<(), QueryError> {
     Params::parse(query)?.done()
@@ -303,6 +352,9 @@ pub struct RecordsQuery {
     /// Only records of these times, `since..=until` in ns since the epoch
     /// (`weir log tail --since/--until`, resolved by the client).
     pub times: Option<(u64, u64)>,
+    /// Only records about this subtree of a watched root (`weir log tail
+    /// --path`): bytes, which need not be UTF-8.
+    pub path: Option<PathPrefix>,
     /// JSON lines or text lines.
     pub format: Format,
 }
@@ -310,7 +362,7 @@ pub struct RecordsQuery {
 impl RecordsQuery {
     /// Parses the query of `GET /v1/log/records`.
     pub fn parse(query: Option<&str>) -> Result<RecordsQuery, QueryError> {
-        let mut p = Params::parse(query)?;
+        let mut p = Params::parse_with_bytes(query, &["path"])?;
         let from = p.take("from").map(|v| number("from", &v)).transpose()?;
         let mask = p
             .take("mask")
@@ -340,6 +392,7 @@ impl RecordsQuery {
             (None, None) => None,
             (since, until) => Some((since.unwrap_or(0), until.unwrap_or(u64::MAX))),
         };
+        let path = p.take_bytes("path").map(|v| PathPrefix::new(&v));
         let format = format(&mut p)?;
         p.done()?;
         Ok(RecordsQuery {
@@ -349,6 +402,7 @@ impl RecordsQuery {
             follow,
             limit,
             times,
+            path,
             format,
         })
     }
@@ -393,6 +447,24 @@ mod tests {
         let d = RecordsQuery::parse(None).unwrap();
         assert_eq!((d.from, d.follow, d.format), (None, false, Format::Json));
         assert_eq!(d.times, None);
+        assert_eq!(d.path, None);
+
+        // A path is bytes: percent escapes of any byte, UTF-8 or not,
+        // normalized as `weir log tail --path` takes it.
+        let path = |q: &str| RecordsQuery::parse(Some(q)).unwrap().path;
+        assert_eq!(path("path=docs%2Fa"), Some(PathPrefix::new(b"docs/a")));
+        assert_eq!(
+            path("path=%2Fdocs%2F%2Fcaf%E9%2F"),
+            Some(PathPrefix::new(b"docs/caf\xe9"))
+        );
+        assert_eq!(path("path="), Some(PathPrefix::new(b"")));
+        // Other parameters stay UTF-8.
+        assert_eq!(
+            RecordsQuery::parse(Some("path=%ff&consumer=%ff")).unwrap_err(),
+            QueryError::NotUtf8
+        );
+        assert!(RecordsQuery::parse(Some("path=a&path=b")).is_err());
+        assert!(RecordsQuery::parse(Some("path=%zz")).is_err());
 
         // A time window: either end alone is open at the other.
         let t = |q: &str| RecordsQuery::parse(Some(q)).unwrap().times;
@@ -508,6 +580,15 @@ mod tests {
         assert!(e.to_string().contains("more than 64 columns"), "{e}");
         assert!(DevicesQuery::parse(Some("columns=ID")).is_err());
         assert!(parse_empty(Some("x=1")).is_err());
+        assert!(parse_empty(Some("x=%ff")).is_err());
+        assert_eq!(
+            FsQuery::parse(Some("format=text")).unwrap().format,
+            Format::Text
+        );
+        assert_eq!(FsQuery::parse(None).unwrap().format, Format::Json);
+        for bad in ["format=xml", "json=true", "format=json&format=json"] {
+            assert!(FsQuery::parse(Some(bad)).is_err(), "{bad}");
+        }
         assert!(parse_empty(Some("&&")).is_ok());
     }
 }

@@ -2,7 +2,9 @@
 //! `POST /v1/log/records` (append).
 //!
 //! A read starts at `from`, or after a consumer's cleared index with its
-//! mask (narrowed by `mask`), or at the oldest record. Its range is
+//! mask (narrowed by `mask`), or at the oldest record; `since_ns`,
+//! `until_ns` and `path` (a subtree of the watched trees) narrow what it
+//! shows. Its range is
 //! checked before the answer starts, so a bad one is a 400, not a broken
 //! stream.
 
@@ -75,6 +77,9 @@ pub(crate) async fn read(
     );
     if let Some((since, until)) = q.times {
         cursor = cursor.with_times(since, until);
+    }
+    if let Some(p) = q.path {
+        cursor = cursor.with_path(p);
     }
     let tail = Tail::new(ctx.clone(), cursor, follow);
     let kind = match q.format {

@@ -21,6 +21,8 @@ pub struct ApiState {
     pub mounts: Option<Arc<weir_mounts::Tracker>>,
     /// The device and LVM tracker, `None` when devices are not tracked.
     pub devices: Option<Arc<weir_devices::Tracker>>,
+    /// The filesystem tracker, `None` when no directory tree is watched.
+    pub fs: Option<Arc<weir_fs::Tracker>>,
     /// Who may read and who may change.
     pub access: Access,
     /// Facts about this daemon, for `/v1/status`.

@@ -1,5 +1,6 @@
 //! `GET /v1/status` (what runs, with which backends, and its counters:
-//! weir-view's [`Status`], which `weir status` reads back) and
+//! weir-view's [`Status`], which `weir status` reads back; the watched
+//! trees in its `fs` section, which `GET /v1/fs` lists) and
 //! `GET /v1/log/stats` (weir-view's [`LogStats`], the object
 //! `weir log stats --json` prints).
 
@@ -11,7 +12,7 @@ use axum::response::Response;
 use weir_view::chain::error_chain;
 use weir_view::consumer::Consumer;
 use weir_view::log_stats::{LogRetention, LogStats};
-use weir_view::status::{ApiStatus, DevicesStatus, LogStatus, MountsStatus, Status};
+use weir_view::status::{ApiStatus, DevicesStatus, FsStatus, LogStatus, MountsStatus, Status};
 use weir_view::time::rfc3339_ns;
 
 use super::context::Ctx;
@@ -50,6 +51,7 @@ pub(crate) async fn status(
         config: info.config.as_ref().map(|p| p.display().to_string()),
         mounts: st.mounts.as_deref().map(mounts),
         devices,
+        fs: st.fs.as_deref().map(fs),
         log: log(&st.log),
         reconcile: Some(st.reconcile.clone()),
         api: ApiStatus {
@@ -125,6 +127,11 @@ fn devices(t: &weir_devices::Tracker) -> DevicesStatus {
         reconciled: Some(s.reconciled),
         generation: Some(t.generation()),
     }
+}
+
+/// The filesystem tracker's counters and roots, as `GET /v1/fs` lists them.
+pub(crate) fn fs(t: &weir_fs::Tracker) -> FsStatus {
+    FsStatus::new(!t.is_finished(), &t.stats(), &t.roots())
 }
 
 fn log(log: &weir_log::Log) -> LogStatus {

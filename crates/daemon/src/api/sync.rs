@@ -1,10 +1,12 @@
 //! `POST /v1/sync`: the barrier. It returns the log index up to which
 //! every change that happened before the call is recorded.
 //!
-//! Both trackers' `sync()` run at once on blocking threads (each returns
-//! once every change before it is applied and appended); then the log is
-//! synced, so that what they appended is committed (and durable) and the
-//! index returned covers it.
+//! Every tracker's `sync()` runs at once on a blocking thread (each returns
+//! once every change before it is applied and appended; the filesystem
+//! tracker's, once a cookie made in each watched root has come back
+//! through the kernel's queue, and its records are durable); then the log
+//! is synced, so that what they appended is committed (and durable) and
+//! the index returned covers it.
 
 use std::sync::Arc;
 
@@ -41,6 +43,11 @@ pub(crate) async fn sync(
         .devices
         .clone()
         .map(|t| tokio::task::spawn_blocking(move || t.sync()));
+    let fs = ctx
+        .state
+        .fs
+        .clone()
+        .map(|t| tokio::task::spawn_blocking(move || t.sync()));
     if let Some(h) = mounts {
         h.await
             .map_err(|e| ApiError::join(&e))?
@@ -50,6 +57,11 @@ pub(crate) async fn sync(
         h.await
             .map_err(|e| ApiError::join(&e))?
             .map_err(|e| failed("device", &e))?;
+    }
+    if let Some(h) = fs {
+        h.await
+            .map_err(|e| ApiError::join(&e))?
+            .map_err(|e| failed("filesystem", &e))?;
     }
     let log = ctx.state.log.clone();
     let index = tokio::task::spawn_blocking(move || {

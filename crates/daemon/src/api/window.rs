@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use weir_log::{LogRecord, TypeMask};
+use weir_view::log_select::PathPrefix;
 use weir_view::record::{record_json, record_line};
 
 use super::query::Format;
@@ -26,13 +27,17 @@ const MAX_RECORDS: usize = 8192;
 const MAX_BYTES: usize = 8 << 20;
 
 /// Which records a stream shows: those of its types and, when given, of
-/// its time window (`since..=until`, ns since the epoch, both ends in).
+/// its time window (`since..=until`, ns since the epoch, both ends in) and
+/// about its subtree (`path`, judged by weir-view's [`PathPrefix`], the
+/// test `weir log tail --path` applies to what it reads itself).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Pass {
     /// `None`: every type.
     pub(crate) mask: Option<TypeMask>,
     /// `None`: any time.
     pub(crate) times: Option<(u64, u64)>,
+    /// `None`: any record, with a path or not.
+    pub(crate) path: Option<PathPrefix>,
 }
 
 impl Pass {
@@ -41,6 +46,7 @@ impl Pass {
     pub(crate) const ALL: Pass = Pass {
         mask: None,
         times: None,
+        path: None,
     };
 
     /// Whether `rec` is shown.
@@ -49,6 +55,7 @@ impl Pass {
             && self
                 .times
                 .is_none_or(|(since, until)| (since..=until).contains(&rec.time_ns))
+            && self.path.as_ref().is_none_or(|p| p.matches(rec))
     }
 }
 
@@ -367,7 +374,7 @@ mod tests {
         out.clear();
         let creat = Pass {
             mask: Some(TypeMask::parse("CREAT").unwrap()),
-            times: None,
+            ..Pass::ALL
         };
         assert_eq!(
             w.take(6, &creat, Format::Json, &mut out, 1 << 20, Some(2)),

@@ -8,7 +8,7 @@
 //! - `validate`: the checks of values and of keys against each other;
 //! - `render`: the configuration written back out as TOML;
 //! - `options`: what each section becomes (weir-log `Options`, the
-//!   trackers' options);
+//!   trackers' options, weir-fs's for `[fs]`);
 //! - `error`: [`ConfigError`] itself.
 //!
 //! Flags are named after keys: `--SECTION-KEY` with `_` as `-`
@@ -54,6 +54,9 @@ pub struct Config {
     pub mounts: MountsConfig,
     /// The device and LVM tracker.
     pub devices: DevicesConfig,
+    /// The filesystem tracker: the directory trees whose changes are
+    /// logged.
+    pub fs: FsConfig,
     /// The changelog.
     pub log: LogConfig,
     /// The HTTP API's limits.
@@ -151,6 +154,28 @@ impl Default for DevicesConfig {
             filter: Vec::new(),
             on_vg_complete: None,
         }
+    }
+}
+
+/// `[fs]`: the filesystem change journal (weir-fs). With no roots, which
+/// is the default, no filesystem tracker runs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct FsConfig {
+    /// The directories whose trees are watched: every change to them is
+    /// logged (CREAT, UNLNK, RENME, ...). They may share a filesystem but
+    /// not overlap. Each needs a fanotify filesystem mark, so root; a
+    /// root that cannot be watched stops the daemon's start.
+    pub watch: Vec<PathBuf>,
+    /// A file kept open and written gets an MTIME record at most this
+    /// often, in milliseconds; one closed after writing gets it at the
+    /// close.
+    pub mtime_interval_ms: u64,
+}
+
+impl Default for FsConfig {
+    fn default() -> Self {
+        options::fs_defaults()
     }
 }
 

@@ -1,13 +1,14 @@
 //! What each section becomes: weir-log's `Options`, the trackers' options.
-//! The defaults of `[log]` and `[mounts]` are read from those crates'
-//! own defaults, so the two cannot drift apart; but for the log's floor,
-//! which weir-log leaves off and a host sets (see [`HOST_KEEP_MIB`]).
+//! The defaults of `[log]`, `[mounts]` and `[fs]` are read from those
+//! crates' own defaults, so the two cannot drift apart; but for the log's
+//! floor, which weir-log leaves off and a host sets (see
+//! [`HOST_KEEP_MIB`]).
 
 use std::time::Duration;
 
 use weir_log::{FullPolicy, Options, Preallocation, Retention};
 
-use super::{ConfigError, DevicesConfig, LogConfig, MountsConfig, OnFull, Preallocate};
+use super::{ConfigError, DevicesConfig, FsConfig, LogConfig, MountsConfig, OnFull, Preallocate};
 
 const MIB: u64 = 1 << 20;
 
@@ -52,6 +53,15 @@ pub(super) fn log_defaults() -> LogConfig {
         },
         max_idle_records: r.max_idle_records.unwrap_or(0),
         max_idle_secs: r.max_idle_time.map_or(0, |d| d.as_secs()),
+    }
+}
+
+/// `[fs]`'s defaults, from weir-fs's: no roots.
+pub(super) fn fs_defaults() -> FsConfig {
+    let t = weir_fs::TrackerOptions::default();
+    FsConfig {
+        watch: t.roots,
+        mtime_interval_ms: u64::try_from(t.mtime_interval.as_millis()).unwrap_or(u64::MAX),
     }
 }
 
@@ -122,6 +132,22 @@ impl DevicesConfig {
             filter,
             on_vg_complete,
             ..weir_devices::TrackerOptions::default()
+        })
+    }
+}
+
+impl FsConfig {
+    /// The filesystem tracker's options; `None` when no root is watched,
+    /// and so no tracker runs. A daemon resumes: a root whose whole tree
+    /// the log describes (one first watched empty) is compared with that
+    /// description, and what changed while no daemon watched is logged
+    /// flagged `RECONCILED`; any other root is watched afresh.
+    pub fn tracker_options(&self) -> Option<weir_fs::TrackerOptions> {
+        (!self.watch.is_empty()).then(|| weir_fs::TrackerOptions {
+            roots: self.watch.clone(),
+            mtime_interval: Duration::from_millis(self.mtime_interval_ms),
+            resume: true,
+            ..weir_fs::TrackerOptions::default()
         })
     }
 }

@@ -39,6 +39,10 @@ pub struct ConfigOverrides {
     pub devices_filter: Option<Vec<String>>,
     /// `devices.on_vg_complete`.
     pub devices_on_vg_complete: Option<String>,
+    /// `fs.watch`: replaces the file's whole list.
+    pub fs_watch: Option<Vec<PathBuf>>,
+    /// `fs.mtime_interval_ms`.
+    pub fs_mtime_interval_ms: Option<u64>,
     /// `log.flush_ms`.
     pub log_flush_ms: Option<u64>,
     /// `log.sync_ms`.
@@ -97,6 +101,8 @@ impl Config {
             &mut d.on_vg_complete,
             o.devices_on_vg_complete.map(non_empty),
         );
+        set(&mut self.fs.watch, o.fs_watch);
+        set(&mut self.fs.mtime_interval_ms, o.fs_mtime_interval_ms);
         let l = &mut self.log;
         set(&mut l.flush_ms, o.log_flush_ms);
         set(&mut l.sync_ms, o.log_sync_ms);

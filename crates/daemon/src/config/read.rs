@@ -23,6 +23,7 @@ const UINT: &str = "a non-negative integer";
 const NUMBER: &str = "a number";
 const STRING: &str = "a string";
 const STRINGS: &str = "an array of strings";
+const PATHS: &str = "an array of paths (strings)";
 const TABLE: &str = "a table";
 
 impl Config {
@@ -109,6 +110,15 @@ impl Config {
             set(
                 &mut d.on_vg_complete,
                 s.take("devices.on_vg_complete", STRING)?.map(non_empty),
+            );
+            s.finish()?;
+        }
+        if let Some(mut s) = root.section("fs")? {
+            let f = &mut c.fs;
+            set(&mut f.watch, s.take("fs.watch", PATHS)?);
+            set(
+                &mut f.mtime_interval_ms,
+                s.take("fs.mtime_interval_ms", UINT)?,
             );
             s.finish()?;
         }

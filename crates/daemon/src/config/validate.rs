@@ -14,6 +14,9 @@ const MAX_GROUP_NAME: usize = 256;
 const DAY_SECS: u64 = 24 * 3600;
 /// A century: "never" is 0, and more than this is a mistake.
 const CENTURY_SECS: u64 = 100 * 365 * DAY_SECS;
+/// The most directory trees one daemon watches: each root costs a walk at
+/// start and a cookie per barrier; thousands are a mistake, not a plan.
+const MAX_FS_ROOTS: usize = 1024;
 
 fn bad(key: &'static str, reason: &'static str) -> Result<(), ConfigError> {
     Err(ConfigError::Invalid { key, reason })
@@ -52,6 +55,7 @@ impl Config {
         }
         self.validate_access()?;
         self.validate_sources()?;
+        self.validate_fs()?;
         self.validate_log()?;
         let a = &self.api;
         within(
@@ -138,6 +142,32 @@ impl Config {
             );
         }
         Ok(())
+    }
+
+    /// The roots are checked for what the text alone shows; whether each
+    /// exists, is a directory, can be marked and overlaps no other is
+    /// the tracker's to find when it starts, with the path in its error.
+    fn validate_fs(&self) -> Result<(), ConfigError> {
+        let f = &self.fs;
+        if f.watch.len() > MAX_FS_ROOTS {
+            return bad("fs.watch", "must list at most 1024 directories");
+        }
+        for p in &f.watch {
+            let b = p.as_os_str().as_bytes();
+            if b.is_empty() {
+                return bad("fs.watch", "must not hold an empty path");
+            }
+            if b.contains(&0) {
+                return bad("fs.watch", "must not hold a path with a NUL byte");
+            }
+        }
+        within(
+            "fs.mtime_interval_ms",
+            f.mtime_interval_ms,
+            1,
+            3_600_000,
+            "must be between 1 and 3600000 (an hour)",
+        )
     }
 
     fn validate_log(&self) -> Result<(), ConfigError> {

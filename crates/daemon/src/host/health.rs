@@ -112,6 +112,7 @@ mod tests {
         Sources {
             mounts: None,
             devices: None,
+            fs: None,
         }
     }
 

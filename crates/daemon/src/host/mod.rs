@@ -9,7 +9,9 @@
 //! 3. the log in `<state-dir>/log` (its writer lock makes this the only
 //!    daemon on that state directory), and a `weir started` MARK;
 //! 4. the last run's inventory (`previous`) and the trackers started from
-//!    it (`sources`), which log what changed while no daemon watched;
+//!    it (`sources`), which log what changed while no daemon watched; the
+//!    filesystem tracker, when `[fs] watch` names roots, resumes from the
+//!    log's own description of each tree instead;
 //! 5. the checkpointer (`checkpointer`), the API server, the watchdog
 //!    (`health`), then `READY=1`.
 //!

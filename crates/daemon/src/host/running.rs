@@ -94,6 +94,7 @@ impl Running {
             log: log.clone(),
             mounts: sources.mounts.clone(),
             devices: sources.devices.clone(),
+            fs: sources.fs.clone(),
             access: Access {
                 group,
                 public_read: config.access.public_read,

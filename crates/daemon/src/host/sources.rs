@@ -1,6 +1,8 @@
 //! The sources the daemon hosts: the mount tracker and the device tracker,
-//! started from the configuration and the last run's inventory, shared with
-//! the API and the checkpointer, and stopped at the end.
+//! started from the configuration and the last run's inventory, and the
+//! filesystem tracker, which resumes from the log itself (each root's last
+//! description there), not from the checkpoint; all shared with the API
+//! and the checkpointer, and stopped at the end.
 
 use std::sync::Arc;
 
@@ -20,6 +22,8 @@ pub(crate) struct Sources {
     pub(crate) mounts: Option<Arc<weir_mounts::Tracker>>,
     /// The device and LVM tracker.
     pub(crate) devices: Option<Arc<weir_devices::Tracker>>,
+    /// The filesystem tracker: `None` when `[fs] watch` lists no root.
+    pub(crate) fs: Option<Arc<weir_fs::Tracker>>,
 }
 
 impl Sources {
@@ -72,7 +76,32 @@ impl Sources {
         } else {
             None
         };
-        Ok(Sources { mounts, devices })
+        // No fallback for a root that cannot be watched (no privilege, a
+        // filesystem without file handles): a tree the configuration
+        // names but nothing logs would be silently missing. On failure
+        // the trackers above stop as they are dropped here.
+        let fs = match config.fs.tracker_options() {
+            Some(opts) => {
+                let t =
+                    weir_fs::Tracker::start(Some(log.clone()), opts, None).map_err(Error::Fs)?;
+                for r in t.roots() {
+                    info!(
+                        root = %r.path.display(),
+                        fstype = %r.fstype,
+                        mark = %r.mark,
+                        entries = r.entries,
+                        "watching a directory tree"
+                    );
+                }
+                Some(Arc::new(t))
+            }
+            None => None,
+        };
+        Ok(Sources {
+            mounts,
+            devices,
+            fs,
+        })
     }
 
     /// The name of a tracker whose thread has ended, if one has.
@@ -83,11 +112,15 @@ impl Sources {
         if self.devices.as_ref().is_some_and(|t| t.is_finished()) {
             return Some("devices");
         }
+        if self.fs.as_ref().is_some_and(|t| t.is_finished()) {
+            return Some("fs");
+        }
         None
     }
 
-    /// The trackers' generations: when they are unchanged, so is the
-    /// inventory.
+    /// The inventory trackers' generations: when they are unchanged, so is
+    /// the inventory. The filesystem tracker has none: its state is the
+    /// log's, and it is no part of the checkpoint.
     pub(crate) fn generations(&self) -> (Option<u64>, Option<u64>) {
         (
             self.mounts.as_ref().map(|t| t.generation()),
@@ -121,11 +154,14 @@ impl Sources {
             .devices
             .as_ref()
             .map(|t| t.with_inventory(|inv| (inv.devices().count(), inv.vgs().len())));
-        crate::notify::status_line(mounts, devices)
+        let trees = self.fs.as_ref().map(|t| t.roots().len());
+        crate::notify::status_line(mounts, devices, trees)
     }
 
-    /// Stops both trackers; every other holder (the API, the checkpointer)
-    /// must have let go. Returns the first failure, after stopping both.
+    /// Stops every tracker; every other holder (the API, the checkpointer)
+    /// must have let go. The filesystem tracker's stop first logs every
+    /// change made before it (its own barrier). Returns the first failure,
+    /// after stopping them all.
     pub(crate) fn stop(self) -> Result<()> {
         let mounts = self.mounts.map(|t| match Arc::try_unwrap(t) {
             Ok(t) => t.stop().map_err(Error::Mounts),
@@ -142,7 +178,17 @@ impl Sources {
                 Ok(())
             }
         });
-        mounts.unwrap_or(Ok(())).and(devices.unwrap_or(Ok(())))
+        let fs = self.fs.map(|t| match Arc::try_unwrap(t) {
+            Ok(t) => t.stop().map_err(Error::Fs),
+            Err(_) => {
+                warn!("the filesystem tracker is still in use; it stops when released");
+                Ok(())
+            }
+        });
+        mounts
+            .unwrap_or(Ok(()))
+            .and(devices.unwrap_or(Ok(())))
+            .and(fs.unwrap_or(Ok(())))
     }
 }
 

@@ -18,13 +18,19 @@ use weir_log::{Log, Options};
 pub struct Fixture {
     pub dir: tempfile::TempDir,
     pub state: Arc<ApiState>,
+    /// The directory the filesystem tracker watches, with real trackers
+    /// (dropped after the state, so the tree outlives its tracker).
+    pub tree: Option<tempfile::TempDir>,
 }
 
 /// Which trackers to run.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Trackers {
     None,
-    /// Real mount and device trackers (root only; the caller checks).
+    /// Real mount, device and filesystem trackers (root only; the caller
+    /// checks). The filesystem tracker watches a fresh directory on
+    /// /dev/shm (a tmpfs, so the events of a build on the disk stay out
+    /// of its queue), or in the temporary directory without one.
     Real,
 }
 
@@ -52,16 +58,34 @@ pub fn fixture_with_log(
             )),
         ),
     };
+    let (tree, fs) = match trackers {
+        Trackers::None => (None, None),
+        Trackers::Real => {
+            let tree = tempfile::tempdir_in("/dev/shm")
+                .or_else(|_| tempfile::tempdir())
+                .unwrap();
+            std::fs::create_dir(tree.path().join("sub")).unwrap();
+            std::fs::write(tree.path().join("sub/a"), b"a").unwrap();
+            let opts = weir_fs::TrackerOptions {
+                roots: vec![tree.path().to_owned()],
+                ..Default::default()
+            };
+            let t = weir_fs::Tracker::start(None, opts, None)
+                .unwrap_or_else(|e| panic!("watching {}: {e}", tree.path().display()));
+            (Some(tree), Some(Arc::new(t)))
+        }
+    };
     let state = Arc::new(ApiState {
         log,
         mounts,
         devices,
+        fs,
         access,
         info: DaemonInfo::current(dir.path().to_owned(), dir.path().join("weir.sock"), None),
         limits,
         reconcile: ReconcileReport::default(),
     });
-    Fixture { dir, state }
+    Fixture { dir, state, tree }
 }
 
 /// `docs/openapi.yaml`, parsed once per test binary.

@@ -1,6 +1,11 @@
 //! The sources' families: events, changes, overflows and reconciled
 //! changes per source, the mount tracker's table size, CPU time and
-//! reading budget, and the device tracker's watches on device nodes.
+//! reading budget, the device tracker's watches on device nodes, and the
+//! filesystem tracker's counters and roots (`weir_fs_*`, a sample per root
+//! labelled with its path).
+
+use weir_view::bytes::escape;
+use weir_view::status::{FsRootStatus, FsStatus};
 
 use super::Ctx;
 use super::text::{Out, seconds};
@@ -9,36 +14,47 @@ use super::text::{Out, seconds};
 pub(super) fn write(o: &mut Out, ctx: &Ctx) {
     let m = ctx.state.mounts.as_ref().map(|t| (t.stats(), t.len()));
     let d = ctx.state.devices.as_ref().map(|t| t.stats());
-    // One family per counter, a sample per running source.
-    let families: [(&str, &str, Option<u64>, Option<u64>); 4] = [
+    let f = ctx.state.fs.as_deref().map(super::super::status::fs);
+    // One family per counter, a sample per running source. The filesystem
+    // tracker logs what it reconciles at start with the rest of its
+    // records and counts it with them.
+    let families: [(&str, &str, [Option<u64>; 3]); 4] = [
         (
             "weir_source_events_total",
-            "Events read per source: fanotify events (mounts), uevent messages (devices).",
-            m.map(|(s, _)| s.events),
-            d.map(|s| s.messages),
+            "Events read per source: fanotify events (mounts, fs), uevent messages (devices).",
+            [
+                m.map(|(s, _)| s.events),
+                d.map(|s| s.messages),
+                f.as_ref().and_then(|f| f.events),
+            ],
         ),
         (
             "weir_source_changes_total",
             "Changes found and logged per source.",
-            m.map(|(s, _)| s.changes),
-            d.map(|s| s.changes),
+            [
+                m.map(|(s, _)| s.changes),
+                d.map(|s| s.changes),
+                f.as_ref().and_then(|f| f.records),
+            ],
         ),
         (
             "weir_source_overflows_total",
             "Lost events per source (each followed by a whole re-read).",
-            m.map(|(s, _)| s.overflows),
-            d.map(|s| s.overflows),
+            [
+                m.map(|(s, _)| s.overflows),
+                d.map(|s| s.overflows),
+                f.as_ref().and_then(|f| f.overflows),
+            ],
         ),
         (
             "weir_source_reconciled_total",
             "Changes logged as reconciled at start, per source.",
-            m.map(|(s, _)| s.reconciled),
-            d.map(|s| s.reconciled),
+            [m.map(|(s, _)| s.reconciled), d.map(|s| s.reconciled), None],
         ),
     ];
-    for (name, help, mounts, devices) in families {
+    for (name, help, values) in families {
         o.family(name, "counter", help);
-        for (source, v) in [("mounts", mounts), ("devices", devices)] {
+        for (source, v) in ["mounts", "devices", "fs"].into_iter().zip(values) {
             if let Some(v) = v {
                 o.sample(name, &[("source", source)], v);
             }
@@ -68,6 +84,113 @@ pub(super) fn write(o: &mut Out, ctx: &Ctx) {
     }
     if let Some(s) = d {
         writes(o, &s);
+    }
+    if let Some(f) = &f {
+        fs(o, f);
+    }
+}
+
+/// One figure of a watched root.
+type RootFigure = fn(&FsRootStatus) -> Option<u64>;
+
+/// The filesystem tracker: its counters, then a sample per watched root,
+/// labelled `root` with the root's path (its bytes shown as `weir fs`
+/// shows them, escaped, so that every label value is UTF-8 and no two
+/// paths share one).
+fn fs(o: &mut Out, f: &FsStatus) {
+    let zero = |v: Option<u64>| v.unwrap_or(0);
+    o.one(
+        "weir_fs_roots",
+        "gauge",
+        "Directory trees watched.",
+        f.roots.len(),
+    );
+    for (name, help, v) in [
+        (
+            "weir_fs_reads_total",
+            "Reads of the fanotify group that returned events.",
+            f.reads,
+        ),
+        (
+            "weir_fs_events_total",
+            "Events read on the watched filesystems, inside the roots or not.",
+            f.events,
+        ),
+        ("weir_fs_records_total", "Records logged.", f.records),
+        (
+            "weir_fs_overflows_total",
+            "Queue overflows, each followed by a comparison of every root with a walk.",
+            f.overflows,
+        ),
+        (
+            "weir_fs_dropped_events_total",
+            "Events dropped while a comparison was due.",
+            f.dropped,
+        ),
+        (
+            "weir_fs_syncs_total",
+            "Barrier rounds (a cookie through every root).",
+            f.syncs,
+        ),
+    ] {
+        o.one(name, "counter", help, zero(v));
+    }
+    let per_root: [(&str, &str, &str, RootFigure); 8] = [
+        (
+            "weir_fs_root_events_total",
+            "counter",
+            "Events that concerned the root.",
+            |r| r.events,
+        ),
+        (
+            "weir_fs_root_records_total",
+            "counter",
+            "Records logged for the root.",
+            |r| r.records,
+        ),
+        (
+            "weir_fs_root_verified_total",
+            "counter",
+            "Records decided by a look at the live entry (VERIFIED).",
+            |r| r.verified,
+        ),
+        (
+            "weir_fs_root_compares_total",
+            "counter",
+            "Comparisons of the root with a walk.",
+            |r| r.compares,
+        ),
+        (
+            "weir_fs_root_outside_events_total",
+            "counter",
+            "Events about the rest of the root's filesystem, ignored.",
+            |r| r.outside,
+        ),
+        (
+            "weir_fs_root_entries",
+            "gauge",
+            "Entries in the root's tree, the root not counted.",
+            |r| r.entries,
+        ),
+        (
+            "weir_fs_root_dirs",
+            "gauge",
+            "Directories in the root's tree, the root included.",
+            |r| r.dirs,
+        ),
+        (
+            "weir_fs_root_dirty_files",
+            "gauge",
+            "Files written and waiting for their MTIME record.",
+            |r| r.dirty,
+        ),
+    ];
+    let labels: Vec<String> = f.roots.iter().map(|r| escape(&r.path.0)).collect();
+    for (name, kind, help, value) in per_root {
+        o.family(name, kind, help);
+        for (r, root) in f.roots.iter().zip(&labels) {
+            o.sample(name, &[("root", root)], zero(value(r)));
+        }
     }
 }
 

@@ -1,0 +1,155 @@
+//! `weir fs`: the directory trees the daemon's filesystem tracker watches,
+//! as a table or a JSON array, from the roots of [`FsStatus`] (the `fs`
+//! section of `GET /v1/status`).
+//!
+//! [`render`] is the one function from the roots to the bytes: the daemon
+//! serves them at `GET /v1/fs` and `weir fs` prints them, so the listing
+//! and the status object can never disagree on a figure.
+//!
+//! ```text
+//! PATH FSTYPE MARK       ENTRIES DIRS EVENTS RECORDS VERIFIED COMPARES DIRTY
+//! /srv ext4   filesystem     120   14     12      10        1        0     0
+//! ```
+//!
+//! Paths use the log's text escaping ([`escape`]), so that a row stays one
+//! row; in JSON a path is a string when UTF-8, else an array of its bytes.
+//!
+//! [`FsStatus`]: crate::status::FsStatus
+
+use std::fmt::Display;
+
+use crate::bytes::escape;
+use crate::json::to_sorted_string;
+use crate::lvm_view::Format;
+use crate::status::FsRootStatus;
+use crate::table::{Align, render as table};
+
+/// The table's columns, in order.
+const HEADERS: [(&str, Align); 10] = [
+    ("PATH", Align::Left),
+    ("FSTYPE", Align::Left),
+    ("MARK", Align::Left),
+    ("ENTRIES", Align::Right),
+    ("DIRS", Align::Right),
+    ("EVENTS", Align::Right),
+    ("RECORDS", Align::Right),
+    ("VERIFIED", Align::Right),
+    ("COMPARES", Align::Right),
+    ("DIRTY", Align::Right),
+];
+
+/// The roots in `format`: a JSON array with one object per line (keys in
+/// the order of their names, every one there, a figure not known as
+/// `null`), or the table, each ending in `\n`.
+pub fn render(roots: &[FsRootStatus], format: Format) -> String {
+    match format {
+        Format::Json => json(roots),
+        Format::Text => text(roots),
+    }
+}
+
+fn json(roots: &[FsRootStatus]) -> String {
+    let mut out = String::from("[\n");
+    for (i, r) in roots.iter().enumerate() {
+        out.push_str(&to_sorted_string(r));
+        out.push_str(if i + 1 < roots.len() { ",\n" } else { "\n" });
+    }
+    out.push_str("]\n");
+    out
+}
+
+fn text(roots: &[FsRootStatus]) -> String {
+    let rows: Vec<Vec<String>> = roots
+        .iter()
+        .map(|r| {
+            vec![
+                escape(&r.path.0),
+                word(r.fstype.as_deref()),
+                word(r.mark.as_deref()),
+                figure(r.entries),
+                figure(r.dirs),
+                figure(r.events),
+                figure(r.records),
+                figure(r.verified),
+                figure(r.compares),
+                figure(r.dirty),
+            ]
+        })
+        .collect();
+    table(&HEADERS, &rows)
+}
+
+/// A word of the daemon's, escaped as a path is (a filesystem type is the
+/// kernel's bytes), or `?` when it did not say.
+fn word(w: Option<&str>) -> String {
+    w.map_or_else(|| "?".to_owned(), |w| escape(w.as_bytes()))
+}
+
+fn figure<T: Display>(v: Option<T>) -> String {
+    v.map_or_else(|| "?".to_owned(), |v| v.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bytes::ByteBuf;
+    use serde_json::{Value, json};
+
+    fn root(path: &[u8]) -> FsRootStatus {
+        FsRootStatus {
+            path: ByteBuf(path.to_vec()),
+            id: Some("0a0b".into()),
+            fstype: Some("ext4".into()),
+            mark: Some("filesystem".into()),
+            fsid: Some("0000fd00:00000000".into()),
+            entries: Some(120),
+            dirs: Some(14),
+            events: Some(12),
+            records: Some(10),
+            verified: Some(1),
+            outside: Some(3),
+            compares: Some(0),
+            dirty: Some(0),
+        }
+    }
+
+    #[test]
+    fn a_table_row_per_root() {
+        let t = render(&[root(b"/srv"), root(b"/a\nb")], Format::Text);
+        assert_eq!(
+            t,
+            "PATH    FSTYPE MARK       ENTRIES DIRS EVENTS RECORDS VERIFIED COMPARES DIRTY\n\
+             /srv    ext4   filesystem     120   14     12      10        1        0     0\n\
+             /a\\x0ab ext4   filesystem     120   14     12      10        1        0     0\n"
+        );
+        // Nothing watched: the header alone.
+        assert_eq!(render(&[], Format::Text).lines().count(), 1);
+        let unknown = FsRootStatus {
+            path: ByteBuf(b"/x".to_vec()),
+            ..FsRootStatus::default()
+        };
+        let t = render(&[unknown], Format::Text);
+        assert_eq!(
+            t.lines().nth(1),
+            Some("/x   ?      ?          ?    ?      ?       ?        ?        ?     ?")
+        );
+    }
+
+    #[test]
+    fn a_json_object_per_line_that_reads_back() {
+        let roots = [root(b"/srv"), root(b"/x\xff")];
+        let j = render(&roots, Format::Json);
+        let lines: Vec<&str> = j.lines().collect();
+        assert_eq!((lines[0], lines[3]), ("[", "]"));
+        assert!(
+            lines[1].starts_with(r#"{"compares":0,"dirs":14,"dirty":0,"#),
+            "{}",
+            lines[1]
+        );
+        let v: Value = serde_json::from_str(&j).unwrap();
+        assert_eq!(v[1]["path"], json!([47, 120, 255]));
+        let back: Vec<FsRootStatus> = serde_json::from_value(v).unwrap();
+        assert_eq!(back, roots);
+        assert_eq!(render(&[], Format::Json), "[\n]\n");
+    }
+}
