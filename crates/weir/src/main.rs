@@ -6,7 +6,7 @@
 //! directly in `daemon`, and each command family in its own module under
 //! `cmd`. Every error ends here, printed as `weir: error: <message>:
 //! <cause>...` with exit status 1; usage errors exit 2 (clap's convention);
-//! `weir status` without a daemon exits 3.
+//! `weir status` and `weir fs` without a daemon exit 3.
 #![forbid(unsafe_code)]
 
 #[cfg(test)]
@@ -44,8 +44,8 @@ fn main() -> ExitCode {
         // an error. Only stdout's broken pipe: the daemon's socket breaking
         // is one. `log write` turns its own into an error (it stops appending).
         Err(e) if stdout::is_closed(&e) => ExitCode::SUCCESS,
-        // `weir status` without a daemon: status 3, as `systemctl status`
-        // gives for a unit that is not running.
+        // `weir status` (or `weir fs`) without a daemon: status 3, as
+        // `systemctl status` gives for a unit that is not running.
         Err(e) if e.downcast_ref::<cmd::NoDaemon>().is_some() => {
             eprintln!("weir: {e}");
             ExitCode::from(3)
@@ -72,7 +72,10 @@ fn init_tracing(command: &cli::Command) {
             Some(cli::DevicesCommand::Watch(_)) => "info",
             None => "warn",
         },
-        cli::Command::Fs { .. } => "info",
+        cli::Command::Fs(f) => match f.command {
+            Some(cli::FsCommand::Watch(_)) => "info",
+            None => "warn",
+        },
         cli::Command::Pvs(_)
         | cli::Command::Vgs(_)
         | cli::Command::Lvs(_)

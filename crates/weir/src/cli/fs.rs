@@ -1,10 +1,30 @@
-//! The options of `weir fs watch`: the filesystem change journal in the
-//! foreground.
+//! The options of `weir fs` (the daemon's watched directory trees, listed)
+//! and `weir fs watch` (the filesystem change journal in the foreground).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
+
+/// `weir fs [--json]` lists; `weir fs watch` watches. The listing's
+/// option belongs to the listing only, hence the conflict with
+/// subcommands (as `weir mounts` and `weir devices` have it).
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub(crate) struct FsArgs {
+    #[command(subcommand)]
+    pub(crate) command: Option<FsCommand>,
+
+    #[command(flatten)]
+    pub(crate) list: FsListArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct FsListArgs {
+    /// Print a JSON array, one object per watched root.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum FsCommand {

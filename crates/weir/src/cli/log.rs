@@ -1,9 +1,13 @@
 //! The options of `weir log`: writing, tailing (journalctl's choices:
-//! `-n`, `-e`, `--since`, `--until`, matches) and the consumers.
+//! `-n`, `-e`, `--since`, `--until`, matches; and `--path`, a subtree of
+//! the watched directory trees) and the consumers.
 
+use std::os::unix::ffi::OsStrExt;
+
+use clap::builder::{OsStringValueParser, TypedValueParser};
 use clap::{Args, Subcommand};
 use weir_log::{RecordType, TypeMask};
-use weir_view::log_select::Match;
+use weir_view::log_select::{Match, PathPrefix};
 
 use super::JsonArg;
 
@@ -83,6 +87,12 @@ pub(crate) struct TailArgs {
     #[arg(long, value_name = "DEV", value_parser = parse_device)]
     pub(crate) device: Vec<Match>,
 
+    /// Records about this subtree of the watched directory trees: those
+    /// whose `path` (or, for a rename, `spath`) is PREFIX or under it,
+    /// by whole components; relative to the root, as records hold paths.
+    #[arg(long, value_name = "PREFIX", value_parser = path_parser())]
+    pub(crate) path: Option<PathPrefix>,
+
     /// Matches: `KEY=VALUE` on a field (`vg=vg0`), a `/dev/...` device or a
     /// mount point. The same key ORs, different keys AND.
     #[arg(value_name = "MATCH", value_parser = parse_match)]
@@ -129,6 +139,11 @@ fn parse_match(s: &str) -> Result<Match, String> {
         return parse_device(s);
     }
     Match::parse(s).map_err(|e| e.to_string())
+}
+
+/// Any bytes: a path need not be UTF-8, and every prefix is one.
+fn path_parser() -> impl TypedValueParser<Value = PathPrefix> {
+    OsStringValueParser::new().map(|s| PathPrefix::new(s.as_bytes()))
 }
 
 fn parse_mount(s: &str) -> Result<Match, String> {

@@ -20,7 +20,7 @@ use clap::{Args, Parser, Subcommand};
 use weir_mounts::BackendChoice;
 
 pub(crate) use devices::{DevicesArgs, DevicesCommand, DevicesWatchArgs, FilterArgs, LvmListArgs};
-pub(crate) use fs::{FsCommand, FsWatchArgs};
+pub(crate) use fs::{FsArgs, FsCommand, FsListArgs, FsWatchArgs};
 pub(crate) use log::{ConsumerCommand, LogCommand, TailArgs, WriteArgs};
 pub(crate) use lvm::{LvmColumnsArg, LvsArgs, PvsArgs, UnitsArgs, VgsArgs};
 pub(crate) use mounts::{MountsArgs, MountsCommand, MountsListArgs, MountsWatchArgs};
@@ -57,8 +57,9 @@ pub(crate) struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
-    /// Run the daemon: host the changelog, the mount and device trackers
-    /// and the API on a Unix socket, until SIGTERM or SIGINT.
+    /// Run the daemon: host the changelog, the mount, device and
+    /// filesystem trackers and the API on a Unix socket, until SIGTERM or
+    /// SIGINT.
     Run(Box<RunArgs>),
     /// Work with the changelog.
     Log {
@@ -69,11 +70,10 @@ pub(crate) enum Command {
     Mounts(MountsArgs),
     /// List block devices (lsblk-like), or watch them and LVM's VGs change.
     Devices(DevicesArgs),
-    /// The change journal of directory trees (fanotify with file ids).
-    Fs {
-        #[command(subcommand)]
-        command: FsCommand,
-    },
+    /// The change journal of directory trees (fanotify with file ids):
+    /// list the trees the daemon watches, or watch trees in the
+    /// foreground.
+    Fs(FsArgs),
     /// List LVM physical volumes, read from the devices' labels.
     Pvs(PvsArgs),
     /// List LVM volume groups, assembled from the devices' metadata.

@@ -1,6 +1,8 @@
 //! The options of `weir run`: every key of the configuration file as a
 //! flag.
 
+use std::path::PathBuf;
+
 use clap::Args;
 use weir_mounts::BackendChoice;
 
@@ -53,6 +55,16 @@ pub(crate) struct RunArgs {
     /// Run `CMD VGNAME` each time a VG becomes complete; "" for none.
     #[arg(long, value_name = "CMD", help_heading = "Devices")]
     pub(crate) devices_on_vg_complete: Option<String>,
+
+    /// Watch this directory tree: log every change to it (CREAT, UNLNK,
+    /// RENME, ...); repeatable; replaces the file's list. Needs root; a
+    /// root that cannot be watched stops the start [default: none].
+    #[arg(long, value_name = "PATH", help_heading = "Filesystem")]
+    pub(crate) fs_watch: Vec<PathBuf>,
+    /// A file kept open and written gets an MTIME record at most this
+    /// often [default: 1000].
+    #[arg(long, value_name = "MS", help_heading = "Filesystem")]
+    pub(crate) fs_mtime_interval_ms: Option<u64>,
 
     /// Appended records reach the OS within this many ms [default: 10].
     #[arg(long, value_name = "MS", help_heading = "Log")]

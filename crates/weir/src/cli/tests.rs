@@ -179,3 +179,99 @@ fn parses_mounts_options() {
         assert!(Cli::try_parse_from(bad).is_err(), "{bad:?}");
     }
 }
+
+#[test]
+fn parses_fs_listing_and_watch() {
+    let fs = |args: &[&str]| {
+        let cli = Cli::try_parse_from(["weir", "fs"].iter().chain(args)).unwrap();
+        let Command::Fs(f) = cli.command else {
+            panic!("not fs: {:?}", cli.command);
+        };
+        f
+    };
+    let f = fs(&[]);
+    assert!(f.command.is_none() && !f.list.json);
+    assert!(fs(&["--json"]).list.json);
+    let f = fs(&[
+        "watch",
+        "/srv",
+        "/home",
+        "--fresh",
+        "-q",
+        "--mtime-interval-ms",
+        "50",
+    ]);
+    let Some(FsCommand::Watch(w)) = f.command else {
+        panic!("not watch: {:?}", f.command);
+    };
+    assert_eq!(w.roots.len(), 2);
+    assert!(w.fresh && w.quiet);
+    assert_eq!(w.mtime_interval(), std::time::Duration::from_millis(50));
+    for bad in [
+        &["weir", "fs", "--json", "watch", "/srv"][..],
+        &["weir", "fs", "watch"],
+        &["weir", "fs", "--bogus"],
+        &["weir", "fs", "watch", "/srv", "--mtime-interval-ms", "0"],
+    ] {
+        assert!(Cli::try_parse_from(bad).is_err(), "{bad:?}");
+    }
+}
+
+#[test]
+fn parses_a_path_prefix_of_any_bytes() {
+    use std::ffi::OsString;
+    use std::os::unix::ffi::OsStringExt;
+    use weir_view::log_select::PathPrefix;
+    assert_eq!(
+        tail_args(&["--path", "/docs//a/"]).path,
+        Some(PathPrefix::new(b"docs/a"))
+    );
+    assert_eq!(tail_args(&[]).path, None);
+    let raw = OsString::from_vec(b"caf\xe9/x".to_vec());
+    let cli = Cli::try_parse_from([
+        OsString::from("weir"),
+        "log".into(),
+        "tail".into(),
+        "--path".into(),
+        raw,
+    ])
+    .unwrap();
+    let Command::Log {
+        command: LogCommand::Tail(t),
+    } = cli.command
+    else {
+        panic!("not tail");
+    };
+    assert_eq!(t.path.unwrap().as_bytes(), b"caf\xe9/x");
+}
+
+#[test]
+fn parses_the_daemons_fs_flags() {
+    let cli = Cli::try_parse_from([
+        "weir",
+        "run",
+        "--fs-watch",
+        "/srv",
+        "--fs-watch",
+        "/home",
+        "--fs-mtime-interval-ms",
+        "250",
+    ])
+    .unwrap();
+    let Command::Run(r) = cli.command else {
+        panic!("not run: {:?}", cli.command);
+    };
+    assert_eq!(
+        r.fs_watch,
+        [
+            std::path::PathBuf::from("/srv"),
+            std::path::PathBuf::from("/home")
+        ]
+    );
+    assert_eq!(r.fs_mtime_interval_ms, Some(250));
+    let cli = Cli::try_parse_from(["weir", "run"]).unwrap();
+    let Command::Run(r) = cli.command else {
+        panic!("not run");
+    };
+    assert!(r.fs_watch.is_empty() && r.fs_mtime_interval_ms.is_none());
+}

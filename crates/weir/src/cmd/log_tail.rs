@@ -8,10 +8,11 @@
 //! ends the command quietly (see `main`); SIGINT or SIGTERM stop `-f` after
 //! the current record.
 //!
-//! journalctl's choices (`-n`, `-e`, `--since`, `--until`, matches) are one
-//! [`Selection`] on both paths: through the daemon, the records come as
-//! JSON, are read back and go through it as the directly read ones do, so
-//! the two print the same bytes.
+//! journalctl's choices (`-n`, `-e`, `--since`, `--until`, matches) and
+//! `--path` are one [`Selection`] on both paths: through the daemon, the
+//! records come as JSON, are read back and go through it as the directly
+//! read ones do, so the two print the same bytes. The daemon is handed the
+//! time window and the subtree too, so that it sends only what passes them.
 
 use std::io::Write;
 use std::path::Path;
@@ -129,6 +130,9 @@ fn selection(args: &TailArgs) -> Result<Option<Selection>> {
     if let Some(t) = until {
         filter = filter.until(t);
     }
+    if let Some(p) = &args.path {
+        filter = filter.path(p.clone());
+    }
     let last = args.lines.or(args.pager_end.then_some(PAGER_END_LINES));
     if filter.is_all() && last.is_none() {
         return Ok(None);
@@ -141,8 +145,10 @@ fn selection(args: &TailArgs) -> Result<Option<Selection>> {
 /// second, from just after the last record the first one saw.
 fn via_daemon_selected(client: &mut Client, args: &TailArgs, mut sel: Selection) -> Result<()> {
     // The daemon steps over records outside the times itself, from their
-    // frame headers: they never cross the socket.
+    // frame headers, and drops those of other trees by the same test as
+    // `sel`'s: they never cross the socket.
     let window = sel.filter().time_window();
+    let path = sel.filter().path_prefix().cloned();
     let target = |from: Option<u64>, follow: bool| {
         let q = PathQuery::new("/v1/log/records")
             .param("format", "json")
@@ -151,6 +157,10 @@ fn via_daemon_selected(client: &mut Client, args: &TailArgs, mut sel: Selection)
             .param_opt("until_ns", window.map(|w| w.1))
             .param_opt("consumer", args.consumer.as_ref())
             .param_opt("mask", args.mask.as_ref());
+        let q = match &path {
+            Some(p) => q.param_bytes("path", p.as_bytes()),
+            None => q,
+        };
         if follow { q.param("follow", "true") } else { q }
     };
     let mut out = std::io::BufWriter::new(crate::stdout::lock());

@@ -4,6 +4,7 @@
 mod devices;
 mod devices_watch;
 mod foreground;
+mod fs;
 mod fs_watch;
 pub(crate) mod generate;
 mod log_consumer;
@@ -56,8 +57,9 @@ pub(crate) fn dispatch(cli: Cli) -> Result<()> {
             None => devices::list(&route, &d),
             Some(DevicesCommand::Watch(a)) => devices_watch::watch(&state?, &a),
         },
-        Command::Fs { command } => match command {
-            FsCommand::Watch(a) => fs_watch::watch(&state?, &a),
+        Command::Fs(f) => match f.command {
+            None => fs::list(&route, &f.list),
+            Some(FsCommand::Watch(a)) => fs_watch::watch(&state?, &a),
         },
         Command::Pvs(a) => lvm::list(&route, Listing::Pvs, &a.list, a.columns.as_ref(), &a.units),
         Command::Vgs(a) => lvm::list(&route, Listing::Vgs, &a.list, a.columns.as_ref(), &a.units),

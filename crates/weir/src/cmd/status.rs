@@ -22,11 +22,19 @@ use weir_view::status_text::summary;
 
 use crate::daemon::{Route, print_json_line};
 
-/// No daemon answers on the socket: `weir status` exits 3 for it.
+/// No daemon answers on the socket: `weir status` (and `weir fs`, which
+/// has only the daemon to ask) exits 3 for it.
 #[derive(Debug)]
 pub(crate) struct NoDaemon {
     /// The sockets tried: "A" or "A or B".
     tried: String,
+}
+
+impl NoDaemon {
+    /// Nothing answered on `tried` ("A" or "A or B").
+    pub(crate) fn new(tried: String) -> NoDaemon {
+        NoDaemon { tried }
+    }
 }
 
 impl std::fmt::Display for NoDaemon {
@@ -42,10 +50,7 @@ pub(super) fn status(route: &Route, json: bool) -> Result<()> {
         bail!("weir status reports on the daemon; it has no --direct form");
     }
     let Some(mut client) = route.client()? else {
-        return Err(NoDaemon {
-            tried: route.tried(),
-        }
-        .into());
+        return Err(NoDaemon::new(route.tried()).into());
     };
     // As a map first: `--json` prints every field the daemon sent, those
     // of a newer daemon included.
