@@ -1,0 +1,216 @@
+//! `weir fs watch` under the two failures the journal must survive, on a
+//! random multi-process workload: the watcher stopped (SIGSTOP) long
+//! enough for the kernel's queue to overflow, and the watcher killed
+//! (SIGKILL) twenty times during a storm, each time started again. After
+//! either, the log's records replayed over the empty root give the live
+//! tree exactly.
+//!
+//! The scratch filesystems, the workload and the comparison are weir-fs's
+//! own test support, shared here by path. Needs root, unshare and
+//! mkfs.ext4; skipped (with a message) otherwise.
+
+#[path = "../../fs/tests/support/mod.rs"]
+mod support;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use support::journal::compare;
+use support::scratch::{FsKind, scratch};
+
+support::workload_child_test!();
+
+const WEIR: &str = env!("CARGO_BIN_EXE_weir");
+
+/// A running `weir fs watch`, killed on drop.
+struct Watcher(std::process::Child);
+
+impl Watcher {
+    /// Starts it and waits for its "watching" line (marks placed, trees
+    /// read and, after a kill, reconciled).
+    fn start(state: &Path, root: &Path) -> Watcher {
+        let mut child = Command::new(WEIR)
+            .arg("--state-dir")
+            .arg(state)
+            .args(["fs", "watch", "--quiet"])
+            .arg(root)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn weir fs watch");
+        let err = child.stderr.take().expect("stderr");
+        let mut r = std::io::BufReader::new(err);
+        let mut seen = String::new();
+        loop {
+            let mut line = String::new();
+            let n = std::io::BufRead::read_line(&mut r, &mut line).expect("read stderr");
+            assert!(n > 0, "weir fs watch ended before it was ready:\n{seen}");
+            seen.push_str(&line);
+            if line.starts_with("weir: watching") {
+                break;
+            }
+        }
+        // Keep draining stderr so the child never blocks on it.
+        std::thread::spawn(move || std::io::copy(&mut r, &mut std::io::sink()));
+        Watcher(child)
+    }
+
+    fn signal(&self, sig: rustix::process::Signal) {
+        let pid = rustix::process::Pid::from_child(&self.0);
+        rustix::process::kill_process(pid, sig).expect("signal the watcher");
+    }
+
+    /// SIGTERM, then its exit status must be success: the stop logs
+    /// everything before it.
+    fn stop(mut self) {
+        self.signal(rustix::process::Signal::TERM);
+        let st = self.0.wait().expect("wait");
+        assert!(st.success(), "weir fs watch exited with {st}");
+    }
+
+    fn kill(mut self) {
+        self.signal(rustix::process::Signal::KILL);
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Sets a sysctl for the life of the guard.
+struct Sysctl {
+    path: &'static str,
+    old: String,
+}
+
+impl Sysctl {
+    fn set(path: &'static str, value: &str) -> Sysctl {
+        let old = std::fs::read_to_string(path).expect("read the sysctl");
+        std::fs::write(path, value).expect("write the sysctl");
+        Sysctl { path, old }
+    }
+}
+
+impl Drop for Sysctl {
+    fn drop(&mut self) {
+        let _ = std::fs::write(self.path, self.old.trim());
+    }
+}
+
+fn open_log(state: &Path) -> weir_log::Log {
+    weir_log::Log::open(state.join("log"), weir_log::Options::default()).expect("open the log")
+}
+
+fn count_marks(log: &weir_log::Log, name: &[u8]) -> usize {
+    support::journal::records_from(log, 1)
+        .iter()
+        .filter(|r| r.kind == weir_log::RecordType::MARK && r.name == name)
+        .count()
+}
+
+#[test]
+fn a_stopped_watcher_overflows_and_recovers() {
+    support::run_in_private_ns("inner_a_stopped_watcher_overflows_and_recovers");
+}
+
+#[test]
+#[ignore = "run by its outer test in a private mount namespace"]
+fn inner_a_stopped_watcher_overflows_and_recovers() {
+    let Some(base) = support::private_base() else {
+        return;
+    };
+    let Some(s) = scratch(FsKind::Ext4, base.path()) else {
+        return;
+    };
+    let state = base.mkdir("state");
+    // A small queue, read by fanotify_init only: the watcher's group gets
+    // it, and the host's value comes back at once.
+    let w = {
+        let _q = Sysctl::set("/proc/sys/fs/fanotify/max_queued_events", "512");
+        Watcher::start(&state, s.root())
+    };
+    w.signal(rustix::process::Signal::STOP);
+    let report = support::workload::run(s.root(), 11, 4, 1500);
+    w.signal(rustix::process::Signal::CONT);
+    w.stop();
+    let log = open_log(&state);
+    assert!(
+        count_marks(&log, b"fs events lost: tree compared") >= 1,
+        "the queue of 512 events did not overflow under {} operations",
+        report.total()
+    );
+    let problems = compare(&log, s.root());
+    assert!(
+        problems.is_empty(),
+        "after an overflow:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn twenty_kills_during_a_storm_lose_nothing() {
+    support::run_in_private_ns("inner_twenty_kills_during_a_storm_lose_nothing");
+}
+
+#[test]
+#[ignore = "run by its outer test in a private mount namespace"]
+fn inner_twenty_kills_during_a_storm_lose_nothing() {
+    let Some(base) = support::private_base() else {
+        return;
+    };
+    let Some(s) = scratch(FsKind::Ext4, base.path()) else {
+        return;
+    };
+    let state = base.mkdir("state");
+    let root = s.root().to_path_buf();
+    let mut w = Watcher::start(&state, &root);
+    // The storm: rounds of the workload until the kills are done.
+    let done = Arc::new(AtomicBool::new(false));
+    let storm = {
+        let (done, root) = (done.clone(), root.clone());
+        std::thread::spawn(move || {
+            let mut seed = 100;
+            while !done.load(Ordering::Relaxed) {
+                support::workload::run(&root, seed, 3, 400);
+                seed += 1;
+            }
+            seed - 100
+        })
+    };
+    let mut rng = support::rng::Rng::new(7);
+    for _ in 0..20 {
+        std::thread::sleep(Duration::from_millis(20 + rng.below(60) as u64));
+        w.kill();
+        w = Watcher::start(&state, &root);
+    }
+    done.store(true, Ordering::Relaxed);
+    let rounds = storm.join().expect("the storm");
+    w.stop();
+    let log = open_log(&state);
+    let marks: Vec<String> = support::journal::records_from(&log, 1)
+        .iter()
+        .filter(|r| r.kind == weir_log::RecordType::MARK)
+        .map(support::journal::describe)
+        .collect();
+    assert_eq!(
+        count_marks(&log, b"fs tree reconciled"),
+        20,
+        "one reconciliation per restart; the MARKs:\n{}",
+        marks.join("\n")
+    );
+    assert!(rounds >= 1);
+    let problems = compare(&log, &root);
+    assert!(
+        problems.is_empty(),
+        "after 20 kills:\n{}",
+        problems.join("\n")
+    );
+}
