@@ -190,20 +190,7 @@ pub fn with_record<R>(c: &Change, how: How, paths: &Paths, f: impl FnOnce(&Recor
             if exchanged.is_some() {
                 flags |= FLAG_EXCHANGE;
             }
-            fields.push(Field {
-                key: "sparent",
-                value: hex_a.as_bytes(),
-            });
-            fields.push(Field {
-                key: "sname",
-                value: sname,
-            });
-            if !paths.spath.is_empty() {
-                fields.push(Field {
-                    key: "spath",
-                    value: &paths.spath,
-                });
-            }
+            fields.source(&hex_a, sname, &paths.spath);
             if entry.kind.is_dir() {
                 fields.push(Field {
                     key: "type",
@@ -248,20 +235,7 @@ pub fn with_record<R>(c: &Change, how: How, paths: &Paths, f: impl FnOnce(&Recor
             } else {
                 FLAG_IN
             };
-            fields.push(Field {
-                key: "sparent",
-                value: hex_a.as_bytes(),
-            });
-            fields.push(Field {
-                key: "sname",
-                value: sname,
-            });
-            if !paths.spath.is_empty() {
-                fields.push(Field {
-                    key: "spath",
-                    value: &paths.spath,
-                });
-            }
+            fields.source(&hex_a, sname, &paths.spath);
             fields.push(Field {
                 key: "type",
                 value: entry.kind.name().as_bytes(),
@@ -310,6 +284,25 @@ impl<'a> FieldBuf<'a> {
         if let Some(slot) = self.fields.get_mut(self.len) {
             *slot = f;
             self.len += 1;
+        }
+    }
+
+    /// A move's old place: `sparent` (hex), `sname`, and `spath` when
+    /// known.
+    fn source(&mut self, sparent: &'a str, sname: &'a [u8], spath: &'a [u8]) {
+        self.push(Field {
+            key: "sparent",
+            value: sparent.as_bytes(),
+        });
+        self.push(Field {
+            key: "sname",
+            value: sname,
+        });
+        if !spath.is_empty() {
+            self.push(Field {
+                key: "spath",
+                value: spath,
+            });
         }
     }
 
