@@ -50,7 +50,7 @@ enum Cmd {
     Lvm(lvm::Args),
     /// weir run queried and followed through its socket: latency, 100 consumers in a storm, restart (needs root, lvm2).
     Daemon(daemon::Args),
-    /// Filesystem watchers on an mdtest-like load (ext4 and tmpfs): weir fs watch vs fsnotifywait, inotifywait, watchman and a fanotify floor (needs root).
+    /// Filesystem watchers on ext4 and tmpfs: overhead on an mdtest-like load (weir fs watch vs fsnotifywait, inotifywait, watchman and a fanotify floor), start on a big tree, a create storm replayed against the tree, create-to-record latency (needs root).
     Fs(fs::Args),
     /// Internal: `daemon`, run inside a private mount namespace.
     #[command(hide = true)]

@@ -85,6 +85,11 @@ impl Proc {
         })
     }
 
+    /// Its pid, for `/proc` (read only while it has not been seen exited).
+    pub(crate) fn pid(&self) -> u32 {
+        self.pid
+    }
+
     /// When and how it exited, if it has.
     pub(crate) fn exited(&self) -> Exit {
         *self.exit.0.lock().unwrap_or_else(|p| p.into_inner())
@@ -145,10 +150,22 @@ impl Proc {
     /// Waits until a line of its stderr satisfies `ready`, at most `limit`;
     /// fails, with its last words, if it exits first or takes longer.
     pub(crate) fn wait_ready(&self, ready: impl Fn(&str) -> bool, limit: Duration) -> Result<()> {
-        let t = Instant::now();
+        self.wait_line(ready, Instant::now(), limit, Duration::from_millis(1))
+            .map(drop)
+    }
+
+    /// As [`Proc::wait_ready`], looking every `poll`, with `limit` counted
+    /// from `since`; the line.
+    pub(crate) fn wait_line(
+        &self,
+        ready: impl Fn(&str) -> bool,
+        since: Instant,
+        limit: Duration,
+        poll: Duration,
+    ) -> Result<String> {
         loop {
-            if self.stderr_text().lines().any(&ready) {
-                return Ok(());
+            if let Some(l) = self.stderr_text().lines().find(|l| ready(l)) {
+                return Ok(l.to_owned());
             }
             if let Some((_, st)) = self.exited() {
                 bail!(
@@ -157,7 +174,7 @@ impl Proc {
                     self.last_words("")
                 );
             }
-            if t.elapsed() > limit {
+            if since.elapsed() > limit {
                 bail!(
                     "{} not ready after {} s: {}",
                     self.what,
@@ -165,7 +182,7 @@ impl Proc {
                     self.last_words("")
                 );
             }
-            std::thread::sleep(Duration::from_millis(1));
+            std::thread::sleep(poll);
         }
     }
 

@@ -18,15 +18,31 @@
 //! not installed (or, for weir, whose binary has no `fs watch` yet) is
 //! reported unavailable with the reason, and the rest still run.
 //!
+//! That is the `overhead` part. Three more (see [`parts`]; `--parts`
+//! picks) measure weir alone where the issue sets it targets: `start` (a
+//! big warm tree on ext4: time to ready and RSS, beside inotifywait's
+//! time and kernel memory and watchman's crawl), `storm` (a million
+//! creates, then the log replayed against the live tree) and `latency`
+//! (create to readable record, at rest). `--quick` scales them down.
+//!
 //! The steps live in submodules: [`setup`] (the filesystems), [`load`],
 //! [`child`] (watcher processes: reaping, readiness, CPU), [`floor`] (the
-//! hidden floor reader), [`watchers`], [`rounds`] and [`summary`].
+//! hidden floor reader), [`watchers`], [`rounds`] and [`summary`]; for the
+//! other parts [`parts`], [`journal`] (weir runs, its log, replay against
+//! a walk), [`bigtree`], [`kmem`], [`start`], [`storm`] and [`latency`].
 
+mod bigtree;
 mod child;
 pub(crate) mod floor;
+mod journal;
+mod kmem;
+mod latency;
 mod load;
+mod parts;
 mod rounds;
 mod setup;
+mod start;
+mod storm;
 mod summary;
 pub(crate) mod watchers;
 
@@ -41,6 +57,7 @@ use crate::lvm::stop::Stop;
 use crate::report;
 use crate::steal;
 use load::LoadKind;
+use parts::Part;
 use rounds::{Cell, Round};
 use setup::{FsKind, Workspace};
 use summary::Results;
@@ -51,9 +68,36 @@ const BENCH: &str = "fs";
 /// Options of `fs`.
 #[derive(clap::Args, Debug, Clone)]
 pub(crate) struct Args {
-    /// Short run (under a minute): N = 1 and 2, 0.15 s rounds, 3 rounds.
+    /// Short run (a minute or two): N = 1 and 2, 0.15 s rounds, 3 rounds;
+    /// a start tree of 20,000 files in 2,000 directories, 50,000 creates
+    /// in the storm.
     #[arg(long)]
     quick: bool,
+    /// Parts to run: overhead (the rounds of weir and its peers under the
+    /// loads), start (weir's start on a big tree, beside inotifywait and
+    /// watchman), storm (creates, then the log's replay against the live
+    /// tree), latency (create to readable record) [default: all].
+    #[arg(long, value_enum, value_delimiter = ',')]
+    parts: Option<Vec<Part>>,
+    /// Files in the start part's tree [default: 1,000,000, or 20,000 with
+    /// --quick].
+    #[arg(long)]
+    start_files: Option<u64>,
+    /// Directories in the start part's tree [default: 100,000, or 2,000
+    /// with --quick].
+    #[arg(long)]
+    start_dirs: Option<u64>,
+    /// weir starts measured in the start part [default: 3, or 2 with
+    /// --quick].
+    #[arg(long)]
+    start_runs: Option<usize>,
+    /// Creates in the storm part [default: 1,000,000, or 50,000 with
+    /// --quick].
+    #[arg(long)]
+    storm_files: Option<u64>,
+    /// Creates in the latency part, 50 ms apart [default: 200].
+    #[arg(long)]
+    latency_creates: Option<usize>,
     /// Thread counts [default: 1,2,4,8; 1,2 with --quick].
     #[arg(long, value_delimiter = ',')]
     threads: Option<Vec<usize>>,
@@ -116,6 +160,33 @@ impl Args {
         self.loads.clone().unwrap_or(LoadKind::ALL.to_vec())
     }
 
+    fn parts(&self) -> Vec<Part> {
+        let mut p = self.parts.clone().unwrap_or(Part::ALL.to_vec());
+        p.sort();
+        p.dedup();
+        p
+    }
+
+    fn sizes(&self) -> parts::Sizes {
+        let mut s = parts::default_sizes(self.quick);
+        if let Some(n) = self.start_files {
+            s.start.shape.files = n;
+        }
+        if let Some(n) = self.start_dirs {
+            s.start.shape.dirs = n;
+        }
+        if let Some(n) = self.start_runs {
+            s.start.runs = n;
+        }
+        if let Some(n) = self.storm_files {
+            s.storm_files = n;
+        }
+        if let Some(n) = self.latency_creates {
+            s.latency_creates = n;
+        }
+        s
+    }
+
     /// The watchers asked for, in the report's order (none aside).
     fn watchers(&self) -> Vec<Case> {
         Case::ALL
@@ -150,6 +221,14 @@ pub(crate) fn run(a: Args) -> Result<()> {
     }
     if a.rounds() == 0 || a.seconds() <= 0.0 {
         bail!("--rounds and --seconds must be positive");
+    }
+    let sizes = a.sizes();
+    let shape = sizes.start.shape;
+    if shape.files == 0 || shape.dirs == 0 || sizes.start.runs == 0 {
+        bail!("--start-files, --start-dirs and --start-runs must be positive");
+    }
+    if sizes.storm_files < storm::THREADS as u64 || sizes.latency_creates == 0 {
+        bail!("--storm-files must be at least 4 and --latency-creates positive");
     }
     if !a.no_install {
         install_peers(&a.watchers());
@@ -288,33 +367,78 @@ pub(crate) fn inner(ia: InnerArgs) -> Result<()> {
     let threads = a.threads();
     let (secs, rounds) = (a.seconds(), a.rounds());
     let (filesystems, loads, asked) = (a.filesystems(), a.loads(), a.watchers());
+    let (parts, sizes) = (a.parts(), a.sizes());
+    let overhead = parts.contains(&Part::Overhead);
 
     println!(
-        "fs: what a filesystem watcher costs an mdtest-like load, watched / unwatched in the same round"
+        "fs: filesystem watchers; parts: {}",
+        parts
+            .iter()
+            .map(|p| p.name())
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     println!(
-        "  filesystems: ext4 on a loop device (1 GiB image on a tmpfs) | tmpfs; in a private mount namespace"
+        "  filesystems: ext4 on a loop device (image on a tmpfs) | tmpfs; in a private mount namespace"
     );
-    for l in &loads {
+    if overhead {
         println!(
-            "  load {}: {} per op, counted as {} filesystem event(s) per op",
-            l.name(),
-            l.describe(),
-            l.events_per_op()
+            "  overhead: what a filesystem watcher costs an mdtest-like load, watched / unwatched in the same round"
+        );
+        for l in &loads {
+            println!(
+                "  load {}: {} per op, counted as {} filesystem event(s) per op",
+                l.name(),
+                l.describe(),
+                l.events_per_op()
+            );
+        }
+        println!(
+            "  threads {threads:?}, each in its own directory; {secs} s of load per round, {rounds} rounds per cell;"
+        );
+        println!(
+            "  each round runs every watcher once (and none), in an order rotated each round; a watcher is"
+        );
+        println!(
+            "  started fresh and ready before its round's load, and stopped after it went idle"
         );
     }
-    println!(
-        "  threads {threads:?}, each in its own directory; {secs} s of load per round, {rounds} rounds per cell;"
-    );
-    println!(
-        "  each round runs every watcher once (and none), in an order rotated each round; a watcher is"
-    );
-    println!("  started fresh and ready before its round's load, and stopped after it went idle");
+    if parts.contains(&Part::Latency) {
+        println!(
+            "  latency: {} single creates {} ms apart, at rest; create's return until its CREAT is readable in the log",
+            sizes.latency_creates,
+            latency::INTERVAL.as_millis()
+        );
+    }
+    if parts.contains(&Part::Start) {
+        let s = sizes.start;
+        println!(
+            "  start (ext4): {} files in {} directories, warm; weir started {} times (RSS again after {} s idle), inotifywait -r -m, watchman watch-project + clock",
+            s.shape.files,
+            s.shape.dirs,
+            s.runs,
+            s.idle.as_secs()
+        );
+    }
+    if parts.contains(&Part::Storm) {
+        println!(
+            "  storm: {} creates by {} threads into a watched empty root, SIGTERM, then the log replayed against a walk",
+            sizes.storm_files,
+            storm::THREADS
+        );
+    }
     let max_threads = threads.iter().copied().max().unwrap_or(1);
     eprintln!("  making the filesystems");
-    let ws = Workspace::new(&filesystems, max_threads, &outer_ns)?;
+    let ws = Workspace::new(
+        &filesystems,
+        max_threads,
+        sizes.extra_inodes(&parts),
+        &outer_ns,
+    )?;
     let avail = availability(&a, &ws)?;
-    for &c in &asked {
+    // The other parts run weir, and in `start` inotifywait and watchman.
+    let used = |c: Case| overhead || matches!(c, Case::Weir | Case::Inotifywait | Case::Watchman);
+    for &c in asked.iter().filter(|&&c| used(c)) {
         match avail.missing.get(&c) {
             Some(why) => println!("  {:<12} unavailable: {why}", c.name()),
             None if c == Case::Weir && !a.weir_args.is_empty() => println!(
@@ -322,58 +446,128 @@ pub(crate) fn inner(ia: InnerArgs) -> Result<()> {
                 c.name(),
                 a.weir_args.join(" ")
             ),
-            None => println!("  {:<12} {}", c.name(), c.describe(a.peer_all_events)),
+            None if overhead || c == Case::Weir => {
+                println!("  {:<12} {}", c.name(), c.describe(a.peer_all_events));
+            }
+            // The peers then run only in the start part, as it says.
+            None => println!("  {:<12} available", c.name()),
         }
     }
     println!("  {}", report::host_note());
     let cpu0 = steal::CpuTimes::now();
     let t_run = std::time::Instant::now();
 
-    // Watchers that failed on a filesystem are left out there from then on.
-    let mut dropped: BTreeMap<(FsKind, Case), String> = BTreeMap::new();
-    let mut failures: Vec<String> = Vec::new();
-    let mut results = Results::default();
-    let run = (|| -> Result<()> {
-        for target in &ws.targets {
-            for &kind in &loads {
-                for &n in &threads {
-                    let cell = Cell {
-                        tools: &avail.tools,
-                        ws: &ws,
-                        target,
-                        kind,
-                        dirs: (0..n).map(|t| target.thread_dir(t)).collect(),
-                        secs,
-                    };
-                    // One unwatched run first, unrecorded: in the first runs
-                    // of this benchmark, a cell's first round was often the
-                    // slowest by far (up to 3x), whatever its watcher.
-                    stop.check()?;
-                    load::run(kind, &cell.dirs, secs)?;
-                    for r in 0..rounds {
-                        let done = one_round(
-                            &cell,
-                            n,
-                            r,
-                            &asked,
-                            &avail,
-                            &mut dropped,
-                            &mut failures,
-                            &stop,
-                        )?;
-                        progress(target.kind, kind, n, r, &done);
-                        results.add((target.kind, kind, n), done);
-                    }
-                }
-            }
-        }
-        Ok(())
+    let run = (|| -> Result<(Map<String, Value>, Map<String, Value>)> {
+        let over = if overhead {
+            run_overhead(&a, &ws, &avail, &stop)?
+        } else {
+            let why = "not asked for (--parts)";
+            Map::from_iter([
+                ("cells".to_owned(), json!({})),
+                ("targets".to_owned(), json!({"measured": false, "why": why})),
+            ])
+        };
+        let others = parts::run(&parts, &sizes, &ws, &avail.tools, &avail.missing, &stop)?;
+        Ok((over, others))
     })();
     if let Some(w) = avail.tools.watchman {
         w.shutdown();
     }
     drop(ws);
-    run?;
+    let (over, others) = run?;
+    let steal_pct = steal::pct_since(cpu0);
+    println!();
+    println!("  {}", report::steal_note(steal_pct));
+    println!("  measured in {:.0} s", t_run.elapsed().as_secs_f64());
+
+    let events: Map<String, Value> = loads
+        .iter()
+        .map(|l| (l.name().to_owned(), json!(l.events_per_op())))
+        .collect();
+    let mut out = Map::from_iter([
+        ("bench".to_owned(), json!(BENCH)),
+        ("quick".to_owned(), json!(a.quick)),
+        (
+            "parts".to_owned(),
+            json!(parts.iter().map(|p| p.name()).collect::<Vec<_>>()),
+        ),
+        ("seconds".to_owned(), json!(secs)),
+        ("rounds".to_owned(), json!(rounds)),
+        ("threads".to_owned(), json!(threads)),
+        (
+            "filesystems".to_owned(),
+            json!(filesystems.iter().map(|f| f.name()).collect::<Vec<_>>()),
+        ),
+        (
+            "loads".to_owned(),
+            json!(loads.iter().map(|l| l.name()).collect::<Vec<_>>()),
+        ),
+        ("events_per_op".to_owned(), Value::Object(events)),
+        (
+            "peer_events".to_owned(),
+            json!(if a.peer_all_events {
+                "all"
+            } else {
+                "weir's set"
+            }),
+        ),
+        ("weir_args".to_owned(), json!(a.weir_args)),
+    ]);
+    out.extend(over);
+    out.extend(others);
+    out.insert("host_steal_pct".into(), report::num(steal_pct, 1));
+    report::emit(&Value::Object(out));
+    Ok(())
+}
+
+/// The overhead part: every cell's rounds, then its tables and targets;
+/// its JSON fields (`watchers`, `cells`, `targets`, `failures`).
+fn run_overhead(
+    a: &Args,
+    ws: &Workspace,
+    avail: &Availability,
+    stop: &Stop,
+) -> Result<Map<String, Value>> {
+    let threads = a.threads();
+    let (secs, rounds) = (a.seconds(), a.rounds());
+    let (filesystems, loads, asked) = (a.filesystems(), a.loads(), a.watchers());
+    // Watchers that failed on a filesystem are left out there from then on.
+    let mut dropped: BTreeMap<(FsKind, Case), String> = BTreeMap::new();
+    let mut failures: Vec<String> = Vec::new();
+    let mut results = Results::default();
+    for target in &ws.targets {
+        for &kind in &loads {
+            for &n in &threads {
+                let cell = Cell {
+                    tools: &avail.tools,
+                    ws,
+                    target,
+                    kind,
+                    dirs: (0..n).map(|t| target.thread_dir(t)).collect(),
+                    secs,
+                };
+                // One unwatched run first, unrecorded: in the first runs
+                // of this benchmark, a cell's first round was often the
+                // slowest by far (up to 3x), whatever its watcher.
+                stop.check()?;
+                load::run(kind, &cell.dirs, secs)?;
+                for r in 0..rounds {
+                    let done = one_round(
+                        &cell,
+                        n,
+                        r,
+                        &asked,
+                        avail,
+                        &mut dropped,
+                        &mut failures,
+                        stop,
+                    )?;
+                    progress(target.kind, kind, n, r, &done);
+                    results.add((target.kind, kind, n), done);
+                }
+            }
+        }
+    }
 
     let watchers: Vec<Case> = asked
         .iter()
@@ -397,9 +591,6 @@ pub(crate) fn inner(ia: InnerArgs) -> Result<()> {
         })
         .unwrap_or_default();
     let targets = results.targets(weir_ran, &why_not);
-    let steal_pct = steal::pct_since(cpu0);
-    println!("  {}", report::steal_note(steal_pct));
-    println!("  measured in {:.0} s", t_run.elapsed().as_secs_f64());
 
     let mut status = Map::new();
     for &c in &asked {
@@ -419,28 +610,12 @@ pub(crate) fn inner(ia: InnerArgs) -> Result<()> {
         };
         status.insert(c.name().into(), json!(s));
     }
-    let events: Map<String, Value> = loads
-        .iter()
-        .map(|l| (l.name().to_owned(), json!(l.events_per_op())))
-        .collect();
-    report::emit(&json!({
-        "bench": BENCH,
-        "quick": a.quick,
-        "seconds": secs,
-        "rounds": rounds,
-        "threads": threads,
-        "filesystems": filesystems.iter().map(|f| f.name()).collect::<Vec<_>>(),
-        "loads": loads.iter().map(|l| l.name()).collect::<Vec<_>>(),
-        "events_per_op": events,
-        "peer_events": if a.peer_all_events { "all" } else { "weir's set" },
-        "weir_args": a.weir_args,
-        "watchers": status,
-        "cells": results.json(&watchers),
-        "targets": targets,
-        "failures": failures,
-        "host_steal_pct": report::num(steal_pct, 1),
-    }));
-    Ok(())
+    Ok(Map::from_iter([
+        ("watchers".to_owned(), Value::Object(status)),
+        ("cells".to_owned(), results.json(&watchers)),
+        ("targets".to_owned(), targets),
+        ("failures".to_owned(), json!(failures)),
+    ]))
 }
 
 /// Round `r` of `cell` (`n` threads): every case not unavailable or

@@ -164,7 +164,7 @@ impl WatchmanServer {
 
     /// Runs `watchman --sockname S --no-spawn --no-pretty ARGS` (with
     /// `json` on stdin and `-j` if given); fails on an error answer.
-    fn client(&self, args: &[&str], json: Option<&str>) -> Result<String> {
+    pub(crate) fn client(&self, args: &[&str], json: Option<&str>) -> Result<String> {
         let mut cmd = Command::new(&self.tool);
         cmd.arg("--sockname")
             .arg(&self.sock)
@@ -195,6 +195,11 @@ impl WatchmanServer {
             );
         }
         Ok(text)
+    }
+
+    /// The server's process, for its memory and CPU.
+    pub(crate) fn proc(&self) -> &Proc {
+        &self.proc
     }
 
     /// The log's length now, to read what a round adds.
