@@ -3,7 +3,8 @@
 //! Each subcommand prints how it measured and its figures in readable form,
 //! then ends with exactly one JSON line on stdout, so scripts can take the
 //! last line. Progress goes to stderr. Every subcommand has `--quick`, which
-//! finishes in under a minute. A benchmark that cannot run here (no root, a
+//! finishes in a minute or two (`fs`, which makes trees and runs four
+//! peers, takes the longest). A benchmark that cannot run here (no root, a
 //! missing tool) says why and prints `{"bench":..,"skipped":".."}`.
 #![forbid(unsafe_code)]
 

@@ -27,6 +27,8 @@ use crate::{Error, Result};
 
 /// The read buffer: a few hundred events.
 const READ_BUF: usize = 256 * 1024;
+/// How long a stop may take to log what happened before it.
+const STOP_LIMIT: Duration = Duration::from_secs(60);
 /// After lost events, how long the queue may keep coming before the
 /// comparison starts anyway.
 const LOST_SETTLE: Duration = Duration::from_millis(100);
@@ -120,14 +122,18 @@ impl Worker {
                 // The last round: what happened before the stop is logged.
                 let (stx, srx) = mpsc::channel();
                 self.start_sync(stx)?;
-                let deadline = Instant::now() + Duration::from_secs(10);
+                // Bounded, so that a stop cannot hang: a cookie is read
+                // within a queue's drain and a comparison within a walk.
+                let deadline = Instant::now() + STOP_LIMIT;
                 while !self.waits.is_empty() && Instant::now() < deadline {
                     self.drain()?;
                     if !self.waits.is_empty() {
                         self.wait(Some(Duration::from_millis(1)), true);
                     }
                 }
-                let r = srx.try_recv().unwrap_or(Ok(()));
+                // Not answered in time: the stop did not log everything
+                // before it, and says so.
+                let r = srx.try_recv().unwrap_or(Err(Error::SyncFailed));
                 self.publish();
                 let _ = tx.send(r);
                 return Ok(());
@@ -184,9 +190,11 @@ impl Worker {
         let r = self.drain_into(&mut buf);
         self.buf = buf;
         r?;
-        if let Some(since) = self.lost {
-            let due = self.next_compare.is_none_or(|t| Instant::now() >= t);
-            if due && since.elapsed() >= LOST_SETTLE.min(Duration::from_millis(1)) {
+        if self.lost.is_some() {
+            // The budget spaces comparisons out, but a sync whose cookies
+            // are all read waits for none: it needs the comparison now.
+            let asked = self.waits.iter().any(|w| w.pending == 0);
+            if asked || self.next_compare.is_none_or(|t| Instant::now() >= t) {
                 self.recover_lost();
             }
         }
