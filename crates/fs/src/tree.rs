@@ -263,6 +263,9 @@ impl Tree {
     ) -> Result<(), TreeError> {
         let ea = self.lookup(a.0, a.1).cloned().ok_or(TreeError::NoSource)?;
         let eb = self.lookup(b.0, b.1).cloned().ok_or(TreeError::NoSource)?;
+        if a == b {
+            return Ok(());
+        }
         if (ea.kind.is_dir() && self.is_ancestor(&ea.id, b.0))
             || (eb.kind.is_dir() && self.is_ancestor(&eb.id, a.0))
         {

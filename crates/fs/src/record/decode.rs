@@ -11,12 +11,26 @@ use crate::id::ObjectId;
 use crate::kind::Kind;
 use crate::tree::Entry;
 
+/// Whether `name` can name a directory entry: 1 to 255 bytes, none of
+/// them `/` or NUL, and not `.` or `..`.
+pub fn entry_name(name: &[u8]) -> bool {
+    (1..=255).contains(&name.len())
+        && !name.iter().any(|&b| b == b'/' || b == 0)
+        && name != b"."
+        && name != b".."
+}
+
 /// The change a CREAT ... MTIME record describes; `None` for another type
-/// or a record that does not have this source's layout.
+/// or a record that does not have this source's layout (an entry's name
+/// that no directory could hold included).
 pub fn change(r: &LogRecord) -> Option<Change> {
     let id = ObjectId::from_bytes(&r.target)?;
     let parent = ObjectId::from_bytes(&r.parent)?;
     let name = r.name.clone();
+    // Only a root's own SATTR or MTIME names no entry.
+    if !matches!(r.kind, RecordType::SATTR | RecordType::MTIME) && !entry_name(&name) {
+        return None;
+    }
     let typed = |default: Kind| match r.field("type") {
         Some(t) => Kind::from_name(t),
         None => Some(default),
@@ -56,7 +70,7 @@ pub fn change(r: &LogRecord) -> Option<Change> {
         },
         RecordType::RENME => {
             let sparent = hex("sparent")?;
-            let sname = r.field("sname")?.to_vec();
+            let sname = r.field("sname").filter(|n| entry_name(n))?.to_vec();
             let kind = typed(Kind::File)?;
             let entry = Entry { id, kind };
             if r.flags & FLAG_OUT != 0 {

@@ -53,6 +53,7 @@ fn names() -> impl Strategy<Value = Vec<u8>> {
         any::<u8>().prop_filter("no / or NUL", |b| *b != b'/' && *b != 0),
         1..=255,
     )
+    .prop_filter("not . or ..", |n| n != b"." && n != b"..")
 }
 
 fn changes() -> impl Strategy<Value = Change> {
