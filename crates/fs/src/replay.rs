@@ -44,15 +44,12 @@ pub fn view(log: &Log, path: &Path, root: Option<&ObjectId>) -> weir_log::Result
 
 /// As [`view`], from the records `reader` gives.
 pub fn view_from(
-    mut reader: Reader,
+    reader: Reader,
     path: &Path,
     root: Option<&ObjectId>,
 ) -> weir_log::Result<Option<View>> {
     let path = path.as_os_str().as_encoded_bytes();
-    let mut reader = {
-        reader = reader.with_mask(record::mask());
-        reader
-    };
+    let mut reader = reader.with_mask(record::mask());
     let mut view: Option<View> = None;
     while let Some(r) = reader.next_record()? {
         if r.kind == RecordType::MARK {

@@ -21,7 +21,7 @@ mod verify;
 mod worker;
 
 use std::os::fd::{AsFd, OwnedFd};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -32,8 +32,6 @@ use weir_sys::fanotify::fid::{AT_EMPTY_PATH, FidGroup, name_to_handle_at};
 
 use crate::change::How;
 use crate::id::ObjectId;
-use crate::probe::Probe;
-use crate::tree::Tree;
 use crate::{Error, Result};
 
 pub use mark::MarkKind;
@@ -157,19 +155,15 @@ impl Tracker {
         let mut watched = Vec::with_capacity(roots.len());
         for path in &roots {
             let m = mark::mark(&group, path)?;
-            let (h, _) = name_to_handle_at(m.fd.as_fd(), c"", AT_EMPTY_PATH)
-                .map_err(|e| mark_err(path, &m.fstype, e))?;
+            let (h, _) = name_to_handle_at(m.fd.as_fd(), c"", AT_EMPTY_PATH).map_err(|source| {
+                Error::Root {
+                    path: path.clone(),
+                    what: "taking the root's file handle",
+                    source,
+                }
+            })?;
             let id = ObjectId::from_handle(m.fsid, &h);
-            let probe = Probe::new(m.fd, m.fsid);
-            let mut root = Root::new(
-                m.path,
-                id.clone(),
-                m.fsid,
-                m.fstype,
-                m.mark,
-                Tree::new(id),
-                probe,
-            );
+            let mut root = Root::new(m, id);
             start_root(&mut root, log.as_deref(), opts.resume, &mut sink)?;
             watched.push(root);
         }
@@ -351,14 +345,6 @@ fn start_root(
         }
     }
     Ok(())
-}
-
-fn mark_err(path: &Path, _fstype: &str, e: weir_sys::Error) -> Error {
-    Error::Root {
-        path: path.to_owned(),
-        what: "taking the root's file handle",
-        source: e,
-    }
 }
 
 /// The roots as absolute, symlink-free paths, refused if they overlap.

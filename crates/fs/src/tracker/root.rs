@@ -14,7 +14,7 @@ use std::time::Instant;
 use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 
-use super::mark::MarkKind;
+use super::mark::{MarkKind, Marked};
 use super::sink::Sink;
 use crate::change::{Change, How};
 use crate::id::ObjectId;
@@ -95,17 +95,19 @@ pub(crate) struct Root {
 }
 
 impl Root {
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn new(
-        path: PathBuf,
-        id: ObjectId,
-        fsid: [u32; 2],
-        fstype: String,
-        mark: MarkKind,
-        tree: Tree,
-        probe: Probe,
-    ) -> Root {
+    /// A root marked (`m`) whose directory's id is `id`, with an empty
+    /// tree until its first walk.
+    pub(crate) fn new(m: Marked, id: ObjectId) -> Root {
+        let Marked {
+            path,
+            fd,
+            fstype,
+            mark,
+            fsid,
+        } = m;
         Root {
+            tree: Tree::new(id.clone()),
+            probe: Probe::new(fd, fsid),
             id_hex: id.hex(),
             fsid_text: format!("{:08x}:{:08x}", fsid[0], fsid[1]),
             path,
@@ -113,8 +115,6 @@ impl Root {
             fsid,
             fstype,
             mark,
-            tree,
-            probe,
             dirty: Map::default(),
             touches: Map::default(),
             doubtful: Vec::new(),
