@@ -236,3 +236,28 @@ fn inner_unprivileged_filesystem_mark_is_eperm() {
         .expect_err("an unprivileged filesystem mark");
     assert_eq!(e.errno(), Some(Errno::PERM), "{e}");
 }
+
+#[test]
+fn queued_counts_the_events_not_yet_read() {
+    support::run_in_private_ns("inner_queued_counts_the_events_not_yet_read");
+}
+
+#[test]
+#[ignore = "run by its outer test in a private mount namespace"]
+fn inner_queued_counts_the_events_not_yet_read() {
+    let Some(base) = support::private_base() else {
+        return;
+    };
+    let root = base.path().to_path_buf();
+    let mut g = FidGroup::open().expect("fanotify_init with file ids (5.17+)");
+    g.mark_filesystem(&root, MASK)
+        .expect("filesystem mark on tmpfs");
+    assert_eq!(g.queued().expect("FIONREAD"), 0);
+    // Distinct names, so that no event merges into another: one each.
+    for i in 0..37 {
+        std::fs::create_dir(root.join(format!("d{i}"))).unwrap();
+    }
+    assert_eq!(g.queued().expect("FIONREAD"), 37);
+    assert_eq!(drain(&mut g).len(), 37);
+    assert_eq!(g.queued().expect("FIONREAD"), 0);
+}

@@ -183,6 +183,19 @@ impl FidGroup {
         .map_err(Error::syscall("fanotify_mark"))
     }
 
+    /// How many events are queued, not yet read: `ioctl(FIONREAD)`,
+    /// for which fanotify counts `FAN_EVENT_METADATA_LEN` bytes per event
+    /// whatever its info records, so the count is exact. It walks the
+    /// queue under the group's lock: call it now and then, not per read.
+    pub fn queued(&self) -> Result<u64> {
+        rustix::io::ioctl_fionread(&self.fd)
+            .map(|bytes| bytes / super::decode::METADATA_LEN as u64)
+            .map_err(|errno| Error::Syscall {
+                call: "ioctl(FIONREAD)",
+                errno,
+            })
+    }
+
     /// One `read(2)` of whatever is queued into `buf`, for
     /// [`decode_fid_events`]. Non-blocking: `Ok(0)` when nothing is queued
     /// (`EAGAIN`). The kernel copies whole events only; a `buf` too small
