@@ -265,12 +265,15 @@ async fn the_budget_state_is_shown_with_the_mount_tracker() {
     assert_eq!(value(&fams, "weir_fs_roots"), 1.0);
     assert_eq!(fams["weir_fs_events_total"].kind, "counter");
     assert_eq!(fams["weir_fs_overflows_total"].kind, "counter");
+    assert_eq!(fams["weir_fs_backlog_events"].kind, "gauge");
+    assert!(value(&fams, "weir_fs_backlog_events") >= 0.0);
     let root = std::fs::canonicalize(fx.tree.as_ref().unwrap().path()).unwrap();
     for name in [
         "weir_fs_root_events_total",
         "weir_fs_root_records_total",
         "weir_fs_root_verified_total",
         "weir_fs_root_entries",
+        "weir_fs_root_reading",
     ] {
         let f = &fams[name];
         assert_eq!(f.samples.len(), 1, "{name}");
@@ -283,6 +286,8 @@ async fn the_budget_state_is_shown_with_the_mount_tracker() {
     // sub and sub/a.
     assert_eq!(fams["weir_fs_root_entries"].samples[0].value, 2.0);
     assert_eq!(fams["weir_fs_root_entries"].kind, "gauge");
+    // Two entries are read within the start's budget.
+    assert_eq!(fams["weir_fs_root_reading"].samples[0].value, 0.0);
 }
 
 #[tokio::test]

@@ -9,6 +9,7 @@
 
 use std::ffi::CStr;
 use std::os::fd::{AsFd, BorrowedFd};
+use std::time::Instant;
 
 use rustix::fs::{AtFlags, Dir, FileType, OFlags, StatxFlags};
 use rustix::io::Errno;
@@ -61,66 +62,113 @@ pub fn walk(
     root_id: &ObjectId,
     fsid: [u32; 2],
 ) -> Result<(Tree, WalkStats), weir_sys::Error> {
-    let top = rustix::fs::statx(
-        root,
-        c"",
-        AtFlags::EMPTY_PATH,
-        StatxFlags::TYPE | StatxFlags::from_bits_retain(weir_sys::statx::STATX_MNT_ID_UNIQUE),
-    )
-    .map_err(|errno| weir_sys::Error::Syscall {
-        call: "statx",
-        errno,
-    })?;
-    // Subvolumes of one btrfs have devices of their own, so only the mount
-    // tells where the tree ends.
-    let mnt = top.stx_mnt_id;
-    let start = from.unwrap_or(root_id);
-    let mut tree = Tree::new(start.clone());
-    let mut stats = WalkStats::default();
-    let mut stack = vec![start.clone()];
-    let mut cname = Vec::with_capacity(256);
-    while let Some(dir_id) = stack.pop() {
-        let fd = if &dir_id == root_id {
-            match rustix::fs::openat(
-                root,
-                c".",
-                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-                rustix::fs::Mode::empty(),
-            ) {
-                Ok(fd) => fd,
-                Err(errno) => {
-                    return Err(weir_sys::Error::Syscall {
-                        call: "openat",
-                        errno,
-                    });
-                }
-            }
-        } else {
-            match open_by_handle_at(
-                root,
-                &dir_id.handle(),
-                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            ) {
-                Ok(fd) => fd,
-                Err(e) if matches!(e.errno(), Some(Errno::STALE | Errno::NOENT)) => {
-                    stats.skipped += 1;
-                    continue;
-                }
-                Err(e) => return Err(e),
-            }
-        };
-        stats.dirs += 1;
-        let dir = Dir::read_from(&fd).map_err(|errno| weir_sys::Error::Syscall {
-            call: "getdents64",
+    let mut w = Walk::new(root, from, root_id, fsid)?;
+    w.step(root, None)?;
+    Ok(w.finish())
+}
+
+/// How many entries a walk reads between looks at the clock.
+const CLOCK_EVERY: u32 = 32;
+
+/// A walk that can stop at a deadline and go on later, as [`walk`] does in
+/// one go: the tracker's first reading of a root, so that a start need not
+/// wait for a tree of any size. Its state is the directories left to read
+/// and the one being read; every step takes the root's fd again, so a walk
+/// can wait in another thread.
+#[derive(Debug)]
+pub struct Walk {
+    root_id: ObjectId,
+    fsid: [u32; 2],
+    /// The root's mount: the walk stays on it.
+    mnt: u64,
+    tree: Tree,
+    stats: WalkStats,
+    stack: Vec<ObjectId>,
+    /// The directory being read, and its id.
+    open: Option<(ObjectId, Dir)>,
+    cname: Vec<u8>,
+}
+
+impl Walk {
+    /// A walk of the tree below `from` (the root when `None`), nothing read
+    /// yet; the arguments are [`walk`]'s.
+    pub fn new(
+        root: BorrowedFd<'_>,
+        from: Option<&ObjectId>,
+        root_id: &ObjectId,
+        fsid: [u32; 2],
+    ) -> Result<Walk, weir_sys::Error> {
+        let top = rustix::fs::statx(
+            root,
+            c"",
+            AtFlags::EMPTY_PATH,
+            StatxFlags::TYPE | StatxFlags::from_bits_retain(weir_sys::statx::STATX_MNT_ID_UNIQUE),
+        )
+        .map_err(|errno| weir_sys::Error::Syscall {
+            call: "statx",
             errno,
         })?;
-        for de in dir {
-            let de = match de {
-                Ok(de) => de,
+        let start = from.unwrap_or(root_id);
+        Ok(Walk {
+            root_id: root_id.clone(),
+            fsid,
+            // Subvolumes of one btrfs have devices of their own, so only
+            // the mount tells where the tree ends.
+            mnt: top.stx_mnt_id,
+            tree: Tree::new(start.clone()),
+            stats: WalkStats::default(),
+            stack: vec![start.clone()],
+            open: None,
+            cname: Vec::with_capacity(256),
+        })
+    }
+
+    /// What the walk has counted so far.
+    pub fn stats(&self) -> WalkStats {
+        self.stats
+    }
+
+    /// Reads on until the walk is done (`true`) or `until` has passed
+    /// (`false`: call again). `root` is the fd [`Walk::new`] was given.
+    pub fn step(
+        &mut self,
+        root: BorrowedFd<'_>,
+        until: Option<Instant>,
+    ) -> Result<bool, weir_sys::Error> {
+        let mut since_clock = 0u32;
+        loop {
+            if let Some(t) = until {
+                since_clock += 1;
+                if since_clock >= CLOCK_EVERY {
+                    since_clock = 0;
+                    if Instant::now() >= t {
+                        return Ok(false);
+                    }
+                }
+            }
+            let Some((dir_id, dir)) = self.open.as_mut() else {
+                let Some(next) = self.stack.pop() else {
+                    return Ok(true);
+                };
+                if let Some(d) = self.open_dir(root, &next)? {
+                    self.stats.dirs += 1;
+                    self.open = Some((next, d));
+                }
+                continue;
+            };
+            let de = match dir.next() {
+                None => {
+                    self.open = None;
+                    continue;
+                }
+                Some(Ok(de)) => de,
                 // The directory was removed while read: its entries go
                 // with it.
-                Err(Errno::NOENT | Errno::STALE) => break,
-                Err(errno) => {
+                Some(Err(Errno::NOENT | Errno::STALE)) => {
+                    self.open = None;
+                    continue;
+                }
+                Some(Err(errno)) => {
                     return Err(weir_sys::Error::Syscall {
                         call: "getdents64",
                         errno,
@@ -131,29 +179,75 @@ pub fn walk(
             if name == b"." || name == b".." {
                 continue;
             }
-            if &dir_id == root_id && crate::tracker::is_cookie(name) {
+            if *dir_id == self.root_id && crate::tracker::is_cookie(name) {
                 continue;
             }
-            stats.entries += 1;
-            cname.clear();
-            cname.extend_from_slice(name);
-            cname.push(0);
-            let Ok(c) = CStr::from_bytes_with_nul(&cname) else {
+            self.stats.entries += 1;
+            self.cname.clear();
+            self.cname.extend_from_slice(name);
+            self.cname.push(0);
+            let Ok(c) = CStr::from_bytes_with_nul(&self.cname) else {
                 continue;
             };
-            let Some(entry) = entry_at(fd.as_fd(), c, fsid, mnt)? else {
-                stats.skipped += 1;
+            let fd = dir.fd().map_err(|errno| weir_sys::Error::Syscall {
+                call: "getdents64",
+                errno,
+            })?;
+            let Some(entry) = entry_at(fd, c, self.fsid, self.mnt)? else {
+                self.stats.skipped += 1;
                 continue;
             };
             if entry.kind.is_dir() {
-                stack.push(entry.id.clone());
+                self.stack.push(entry.id.clone());
             }
             // The parent is in the tree: it was inserted before it was
             // pushed, so this cannot fail.
-            let _ = tree.insert(&dir_id, name, entry);
+            let _ = self.tree.insert(dir_id, name, entry);
         }
     }
-    Ok((tree, stats))
+
+    /// The tree read, and what the walk counted.
+    pub fn finish(self) -> (Tree, WalkStats) {
+        (self.tree, self.stats)
+    }
+
+    /// Opens directory `dir_id` for reading; `None` when it is gone.
+    fn open_dir(
+        &self,
+        root: BorrowedFd<'_>,
+        dir_id: &ObjectId,
+    ) -> Result<Option<Dir>, weir_sys::Error> {
+        let fd = if *dir_id == self.root_id {
+            rustix::fs::openat(
+                root,
+                c".",
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                rustix::fs::Mode::empty(),
+            )
+            .map_err(|errno| weir_sys::Error::Syscall {
+                call: "openat",
+                errno,
+            })?
+        } else {
+            match open_by_handle_at(
+                root,
+                &dir_id.handle(),
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            ) {
+                Ok(fd) => fd,
+                Err(e) if matches!(e.errno(), Some(Errno::STALE | Errno::NOENT)) => {
+                    return Ok(None);
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        Dir::new(fd)
+            .map(Some)
+            .map_err(|errno| weir_sys::Error::Syscall {
+                call: "getdents64",
+                errno,
+            })
+    }
 }
 
 /// The entry `name` of `dir`; `None` when it is gone or on another mount.

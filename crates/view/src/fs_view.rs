@@ -7,8 +7,8 @@
 //! and the status object can never disagree on a figure.
 //!
 //! ```text
-//! PATH FSTYPE MARK       ENTRIES DIRS EVENTS RECORDS VERIFIED COMPARES DIRTY
-//! /srv ext4   filesystem     120   14     12      10        1        0     0
+//! PATH FSTYPE MARK       STATE    ENTRIES DIRS EVENTS RECORDS VERIFIED COMPARES DIRTY BACKLOG
+//! /srv ext4   filesystem watching     120   14     12      10        1        0     0       0
 //! ```
 //!
 //! Paths use the log's text escaping ([`escape`]), so that a row stays one
@@ -25,10 +25,11 @@ use crate::status::FsRootStatus;
 use crate::table::{Align, render as table};
 
 /// The table's columns, in order.
-const HEADERS: [(&str, Align); 10] = [
+const HEADERS: [(&str, Align); 12] = [
     ("PATH", Align::Left),
     ("FSTYPE", Align::Left),
     ("MARK", Align::Left),
+    ("STATE", Align::Left),
     ("ENTRIES", Align::Right),
     ("DIRS", Align::Right),
     ("EVENTS", Align::Right),
@@ -36,6 +37,7 @@ const HEADERS: [(&str, Align); 10] = [
     ("VERIFIED", Align::Right),
     ("COMPARES", Align::Right),
     ("DIRTY", Align::Right),
+    ("BACKLOG", Align::Right),
 ];
 
 /// The roots in `format`: a JSON array with one object per line (keys in
@@ -66,6 +68,7 @@ fn text(roots: &[FsRootStatus]) -> String {
                 escape(&r.path.0),
                 word(r.fstype.as_deref()),
                 word(r.mark.as_deref()),
+                word(r.state.as_deref()),
                 figure(r.entries),
                 figure(r.dirs),
                 figure(r.events),
@@ -73,6 +76,7 @@ fn text(roots: &[FsRootStatus]) -> String {
                 figure(r.verified),
                 figure(r.compares),
                 figure(r.dirty),
+                figure(r.backlog),
             ]
         })
         .collect();
@@ -102,6 +106,7 @@ mod tests {
             fstype: Some("ext4".into()),
             mark: Some("filesystem".into()),
             fsid: Some("0000fd00:00000000".into()),
+            state: Some("watching".into()),
             entries: Some(120),
             dirs: Some(14),
             events: Some(12),
@@ -110,6 +115,7 @@ mod tests {
             outside: Some(3),
             compares: Some(0),
             dirty: Some(0),
+            backlog: Some(7),
         }
     }
 
@@ -118,9 +124,9 @@ mod tests {
         let t = render(&[root(b"/srv"), root(b"/a\nb")], Format::Text);
         assert_eq!(
             t,
-            "PATH    FSTYPE MARK       ENTRIES DIRS EVENTS RECORDS VERIFIED COMPARES DIRTY\n\
-             /srv    ext4   filesystem     120   14     12      10        1        0     0\n\
-             /a\\x0ab ext4   filesystem     120   14     12      10        1        0     0\n"
+            "PATH    FSTYPE MARK       STATE    ENTRIES DIRS EVENTS RECORDS VERIFIED COMPARES DIRTY BACKLOG\n\
+             /srv    ext4   filesystem watching     120   14     12      10        1        0     0       7\n\
+             /a\\x0ab ext4   filesystem watching     120   14     12      10        1        0     0       7\n"
         );
         // Nothing watched: the header alone.
         assert_eq!(render(&[], Format::Text).lines().count(), 1);
@@ -131,7 +137,9 @@ mod tests {
         let t = render(&[unknown], Format::Text);
         assert_eq!(
             t.lines().nth(1),
-            Some("/x   ?      ?          ?    ?      ?       ?        ?        ?     ?")
+            Some(
+                "/x   ?      ?    ?           ?    ?      ?       ?        ?        ?     ?       ?"
+            )
         );
     }
 
@@ -142,7 +150,7 @@ mod tests {
         let lines: Vec<&str> = j.lines().collect();
         assert_eq!((lines[0], lines[3]), ("[", "]"));
         assert!(
-            lines[1].starts_with(r#"{"compares":0,"dirs":14,"dirty":0,"#),
+            lines[1].starts_with(r#"{"backlog":7,"compares":0,"dirs":14,"dirty":0,"#),
             "{}",
             lines[1]
         );

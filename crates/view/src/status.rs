@@ -156,6 +156,8 @@ pub struct FsStatus {
     pub dropped: Option<u64>,
     /// Barrier rounds (`weir sync`).
     pub syncs: Option<u64>,
+    /// Events the kernel has queued and the tracker not yet read.
+    pub backlog: Option<u64>,
     /// The watched roots, in the order they were configured.
     #[serde(default)]
     pub roots: Vec<FsRootStatus>,
@@ -177,7 +179,11 @@ pub struct FsRootStatus {
     pub mark: Option<String>,
     /// The fsid its events carry, `val[0]:val[1]` in hex.
     pub fsid: Option<String>,
-    /// Entries in the tree below the root (the root not counted).
+    /// `reading` while the tree is read for the first time (its changes
+    /// wait in the queue), then `watching`.
+    pub state: Option<String>,
+    /// Entries in the tree below the root (the root not counted; while
+    /// reading, those read so far).
     pub entries: Option<u64>,
     /// Directories in the tree, the root included.
     pub dirs: Option<u64>,
@@ -193,6 +199,9 @@ pub struct FsRootStatus {
     pub compares: Option<u64>,
     /// Files written and waiting for their MTIME.
     pub dirty: Option<u64>,
+    /// Events queued for the tracker and not yet read: one queue serves
+    /// every root, so each root shows the same figure.
+    pub backlog: Option<u64>,
 }
 
 impl FsStatus {
@@ -211,7 +220,14 @@ impl FsStatus {
             overflows: Some(stats.overflows),
             dropped: Some(stats.dropped),
             syncs: Some(stats.syncs),
-            roots: roots.iter().map(FsRootStatus::from).collect(),
+            backlog: Some(stats.backlog),
+            roots: roots
+                .iter()
+                .map(|r| FsRootStatus {
+                    backlog: Some(stats.backlog),
+                    ..FsRootStatus::from(r)
+                })
+                .collect(),
         }
     }
 }
@@ -224,6 +240,7 @@ impl From<&weir_fs::RootStatus> for FsRootStatus {
             fstype: Some(r.fstype.clone()),
             mark: Some(r.mark.name().to_owned()),
             fsid: Some(r.fsid.clone()),
+            state: Some(if r.reading { "reading" } else { "watching" }.to_owned()),
             entries: Some(r.entries),
             dirs: Some(r.dirs),
             events: Some(r.events),
@@ -232,6 +249,7 @@ impl From<&weir_fs::RootStatus> for FsRootStatus {
             outside: Some(r.outside),
             compares: Some(r.compares),
             dirty: Some(r.dirty),
+            backlog: None,
         }
     }
 }
@@ -382,6 +400,7 @@ mod tests {
                 overflows: Some(0),
                 dropped: Some(0),
                 syncs: Some(2),
+                backlog: Some(0),
                 roots: vec![
                     FsRootStatus {
                         path: ByteBuf(b"/srv".to_vec()),
@@ -389,6 +408,7 @@ mod tests {
                         fstype: Some("ext4".into()),
                         mark: Some("filesystem".into()),
                         fsid: Some("0000fd00:00000000".into()),
+                        state: Some("watching".into()),
                         entries: Some(5),
                         dirs: Some(2),
                         events: Some(12),
@@ -397,6 +417,7 @@ mod tests {
                         outside: Some(4),
                         compares: Some(0),
                         dirty: Some(0),
+                        backlog: Some(0),
                     },
                     FsRootStatus {
                         path: ByteBuf(b"/x\xff".to_vec()),
@@ -413,6 +434,7 @@ mod tests {
         assert_eq!(
             keys,
             [
+                "backlog",
                 "dropped",
                 "events",
                 "overflows",
@@ -426,14 +448,15 @@ mod tests {
         assert_eq!(
             fs["roots"][0],
             json!({"path": "/srv", "id": "0a0b", "fstype": "ext4", "mark": "filesystem",
-                   "fsid": "0000fd00:00000000", "entries": 5, "dirs": 2, "events": 12,
-                   "records": 10, "verified": 1, "outside": 4, "compares": 0, "dirty": 0})
+                   "fsid": "0000fd00:00000000", "state": "watching", "entries": 5, "dirs": 2,
+                   "events": 12, "records": 10, "verified": 1, "outside": 4, "compares": 0,
+                   "dirty": 0, "backlog": 0})
         );
         // A path that is not UTF-8 is an array of its bytes; a figure not
         // reported is a null, never left out.
         assert_eq!(fs["roots"][1]["path"], json!([47, 120, 255]));
         assert_eq!(fs["roots"][1]["entries"], Value::Null);
-        assert_eq!(fs["roots"][1].as_object().unwrap().len(), 13);
+        assert_eq!(fs["roots"][1].as_object().unwrap().len(), 15);
         assert_eq!(serde_json::from_value::<Status>(v).unwrap(), s);
         // A daemon that reports no roots, or an older one without them.
         let bare: FsStatus = serde_json::from_value(json!({"running": false})).unwrap();

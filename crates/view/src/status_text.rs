@@ -7,7 +7,7 @@
 //! socket:     /run/weir/weir.sock
 //! mounts:     fanotify; 31 mounts; 12 events, 0 overflows, 3 readings, 12 changes, 0 reconciled
 //! devices:    kernel uevents; 107 devices, 2 PVs, 1 VGs; 40 uevents seen, 3 changes, 0 reconciled
-//! fs:         1 roots; 40 events, 38 records, 0 overflows, 2 syncs
+//! fs:         1 roots; 40 events, 38 records, 0 overflows, 2 syncs, 0 queued
 //!   /srv: ext4, filesystem mark; 120 entries, 14 dirs; 12 events, 10 records, 1 verified, 0 compares
 //! log:        indexes 1-5120 (durable to 5120); 1 segments, 8388608 bytes
 //! consumers:  1
@@ -130,18 +130,23 @@ fn fs(f: Option<&FsStatus>) -> String {
             (f.records, "records"),
             (f.overflows, "overflows"),
             (f.syncs, "syncs"),
+            (f.backlog, "queued"),
         ]),
     ])
 }
 
 /// A watched root's line: where, on what, how big, and what it logged.
 fn fs_root(r: &FsRootStatus) -> String {
-    let head = format!(
+    let mut head = format!(
         "{}: {}, {} mark",
         escape(&r.path.0),
         words(r.fstype.as_deref()),
         words(r.mark.as_deref())
     );
+    // Said only while it lasts: the first reading of a big tree.
+    if r.state.as_deref() == Some("reading") {
+        head.push_str(", reading");
+    }
     groups(&[
         head,
         figures(&[(r.entries, "entries"), (r.dirs, "dirs")]),
@@ -374,6 +379,7 @@ mod tests {
                 records: Some(38),
                 overflows: Some(0),
                 syncs: Some(2),
+                backlog: Some(0),
                 roots: vec![root(b"/srv", "ext4"), root(b"/x\n\xff", "tmpfs")],
                 ..FsStatus::default()
             }),
@@ -383,7 +389,7 @@ mod tests {
         let lines: Vec<&str> = s.lines().collect();
         assert_eq!(
             lines[5],
-            "fs:         2 roots; 40 events, 38 records, 0 overflows, 2 syncs"
+            "fs:         2 roots; 40 events, 38 records, 0 overflows, 2 syncs, 0 queued"
         );
         assert_eq!(
             lines[6],
@@ -397,6 +403,17 @@ mod tests {
             lines[7]
         );
         assert!(lines[8].starts_with("log:"), "{}", lines[8]);
+        let mut reading = v.clone();
+        if let Some(f) = &mut reading.fs {
+            f.roots[0].state = Some("reading".into());
+        }
+        assert!(
+            summary(&reading, None).lines().nth(6).is_some_and(
+                |l| l.starts_with("  /srv: ext4, filesystem mark, reading; 120 entries")
+            ),
+            "{}",
+            summary(&reading, None)
+        );
         let mut stopped = v.clone();
         if let Some(f) = &mut stopped.fs {
             f.running = Some(false);
@@ -404,7 +421,10 @@ mod tests {
         }
         assert_eq!(
             summary(&stopped, None).lines().nth(5),
-            Some("fs:         0 roots (stopped); 40 events, 38 records, 0 overflows, 2 syncs")
+            Some(
+                "fs:         0 roots (stopped); 40 events, 38 records, 0 overflows, 2 syncs, \
+                 0 queued"
+            )
         );
     }
 }

@@ -4,7 +4,10 @@
 //! - [`WeirRun`]: `weir --state-dir DIR fs watch --quiet ROOT`, DIR fresh
 //!   on the workspace tmpfs (so its log is never on a watched filesystem),
 //!   timed from just before the spawn to its `weir: watching` line on
-//!   stderr, which it prints once its mark is placed and the tree walked.
+//!   stderr, which it prints once its mark is placed (ready: no change is
+//!   missed from then on), and to the tree read: that line for a small
+//!   tree, a later `weir: read` line for one read after it. A run starts
+//!   its work once the tree is read.
 //!   The line is looked for every 250 µs: fine enough for a 50 ms target,
 //!   and cheap beside weir on a 2-CPU machine. Its stop is timed, and its
 //!   CPU over its whole life is read when it is reaped (see
@@ -34,6 +37,9 @@ use crate::storm::cpu;
 pub(crate) const LOST: &[u8] = b"fs events lost: tree compared";
 /// The line weir prints once it watches a root.
 const READY: &str = "weir: watching";
+/// The line weir prints once it has read a root too big to read before
+/// its ready line.
+const READ: &str = "weir: read ";
 /// How often the ready line is looked for.
 const POLL: Duration = Duration::from_micros(250);
 
@@ -43,7 +49,10 @@ pub(crate) struct WeirRun {
     state: PathBuf,
     /// Seconds from the spawn to its ready line.
     pub(crate) ready_s: f64,
-    /// The entries its ready line says the walk found.
+    /// Seconds from the spawn to the tree read (`ready_s` when the ready
+    /// line said so).
+    pub(crate) read_s: f64,
+    /// The entries the walk found.
     pub(crate) entries: Option<u64>,
 }
 
@@ -86,11 +95,19 @@ impl WeirRun {
         )?;
         let line = proc.wait_line(|l| l.starts_with(READY), t0, limit, POLL)?;
         let ready_s = t0.elapsed().as_secs_f64();
+        let (read_s, entries) = match entries_of(&line) {
+            Some(n) => (ready_s, Some(n)),
+            None => {
+                let line = proc.wait_line(|l| l.starts_with(READ), t0, limit, POLL)?;
+                (t0.elapsed().as_secs_f64(), entries_of(&line))
+            }
+        };
         Ok(WeirRun {
             proc,
             state,
             ready_s,
-            entries: entries_of(&line),
+            read_s,
+            entries,
         })
     }
 
@@ -187,12 +204,12 @@ impl WeirRun {
 }
 
 /// The `N entries` of a ready line `weir: watching ROOT (ext4, filesystem
-/// mark, N entries)`.
+/// mark, N entries)` or of a line `weir: read ROOT (N entries in S s)`.
 fn entries_of(line: &str) -> Option<u64> {
     let rest = line.rsplit_once('(')?.1;
     rest.split(", ")
-        .find_map(|p| p.trim_end_matches(')').strip_suffix(" entries"))
-        .and_then(|n| n.trim().parse().ok())
+        .find_map(|p| p.trim_end_matches(')').split_once(" entries"))
+        .and_then(|(n, _)| n.trim().parse().ok())
 }
 
 /// What a log holds.
@@ -396,5 +413,9 @@ mod tests {
         let l = "weir: watching /tmp/x/start (ext4, filesystem mark, 1100000 entries)";
         assert_eq!(entries_of(l), Some(1_100_000));
         assert_eq!(entries_of("weir: watching /tmp/x"), None);
+        let l = "weir: watching /tmp/x/start (ext4, filesystem mark, reading the tree)";
+        assert_eq!(entries_of(l), None);
+        let l = "weir: read /tmp/x/start (1100000 entries in 6.512 s)";
+        assert_eq!(entries_of(l), Some(1_100_000));
     }
 }

@@ -2,11 +2,13 @@
 //! logs every change to it.
 //!
 //! [`Tracker::start`] marks each root's filesystem (one mark per
-//! filesystem, however many roots it holds), walks each root into its
-//! tree, and logs a MARK per root; changes made from then on are queued by
-//! the kernel and logged by the thread. With `resume`, a root watched
-//! before is compared with the log's last description of it first, and
-//! what changed while nothing watched is logged flagged `RECONCILED`.
+//! filesystem, however many roots it holds) and returns: from then on the
+//! kernel queues every change. Each root is walked into its tree and gets
+//! a MARK, in `start` for a small tree and in the thread for a big one
+//! (`start`'s module), before the thread logs the changes queued. With
+//! `resume`, a root watched before is compared with the log's last
+//! description of it instead, and what changed while nothing watched is
+//! logged flagged `RECONCILED`.
 //!
 //! [`Tracker::sync`] is the barrier: a cookie file made and removed in
 //! each root puts a marker in the kernel's queue; once the thread has read
@@ -17,6 +19,7 @@ mod events;
 mod mark;
 mod root;
 mod sink;
+mod start;
 mod verify;
 mod worker;
 
@@ -24,13 +27,12 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rustix::event::{EventfdFlags, eventfd};
 use weir_log::Log;
 use weir_sys::fanotify::fid::{AT_EMPTY_PATH, FidGroup, name_to_handle_at};
 
-use crate::change::How;
 use crate::id::ObjectId;
 use crate::{Error, Result};
 
@@ -84,8 +86,11 @@ pub struct RootStatus {
     pub mark: MarkKind,
     /// The fsid its events carry, `val[0]:val[1]` in hex.
     pub fsid: String,
-    /// Entries in the tree, and directories (the root included).
+    /// Entries in the tree (while it is first read, those read so far).
     pub entries: u64,
+    /// Whether the tree is still being read for the first time: its
+    /// changes are queued and logged once it is read.
+    pub reading: bool,
     /// Directories in the tree.
     pub dirs: u64,
     /// Events that concerned the root.
@@ -118,12 +123,16 @@ pub struct TrackerStats {
     pub dropped: u64,
     /// Sync rounds.
     pub syncs: u64,
+    /// Events queued by the kernel and not yet read, when last looked
+    /// at (the roots share one queue).
+    pub backlog: u64,
 }
 
 #[derive(Debug, Default)]
 pub(crate) struct Shared {
     pub(crate) stats: worker::Stats,
     pub(crate) records: u64,
+    pub(crate) backlog: u64,
     pub(crate) roots: Vec<RootStatus>,
 }
 
@@ -141,8 +150,9 @@ pub struct Tracker {
 }
 
 impl Tracker {
-    /// Marks and reads every root, logs their MARKs (and, resuming, what
-    /// changed while nothing watched), and starts the thread. With a log,
+    /// Marks every root, starts reading them (what a budget of a few
+    /// milliseconds does not read, the thread reads before anything
+    /// else), and starts the thread: from its return no change is missed. With a log,
     /// every change is appended to it; `on_change` sees each one.
     pub fn start(
         log: Option<Arc<Log>>,
@@ -164,8 +174,14 @@ impl Tracker {
             })?;
             let id = ObjectId::from_handle(m.fsid, &h);
             let mut root = Root::new(m, id);
-            start_root(&mut root, log.as_deref(), opts.resume, &mut sink)?;
+            root.begin_reading(opts.resume)?;
             watched.push(root);
+        }
+        // Small trees are read here, so their MARKs are logged before the
+        // tracker says it runs; the rest is read by the thread.
+        let until = Instant::now() + start::START_BUDGET;
+        for root in &mut watched {
+            root.read_on(until, &mut sink)?;
         }
         // What the start logged (the MARKs, a restart's reconciliation) is
         // durable before the tracker says it runs.
@@ -226,6 +242,7 @@ impl Tracker {
             overflows: s.stats.overflows,
             dropped: s.stats.dropped,
             syncs: s.stats.syncs,
+            backlog: s.backlog,
         })
     }
 
@@ -282,71 +299,6 @@ impl Drop for Tracker {
     }
 }
 
-/// Reads a root for the first time: a walk, then a MARK, or with a view
-/// of it in the log, the comparison with it.
-fn start_root(
-    root: &mut Root,
-    log: Option<&Log>,
-    resume: bool,
-    sink: &mut sink::Sink,
-) -> Result<()> {
-    root.remove_stale_cookies();
-    let (live, stats) = root.walk().map_err(|e| Error::Root {
-        path: root.path.clone(),
-        what: "reading the tree",
-        source: e,
-    })?;
-    let path = root.path.as_os_str().as_encoded_bytes().to_vec();
-    let id = root.id.as_bytes().to_vec();
-    let view = match (resume, log) {
-        (true, Some(log)) => crate::replay::view(log, &root.path, Some(&root.id))?,
-        _ => None,
-    };
-    match view {
-        Some(v) => {
-            root.tree = v.tree;
-            let n = root.compare_with(&live, How::Reconciled, sink);
-            let (since, replayed, changes, entries) = (
-                v.since.to_string(),
-                v.replayed.to_string(),
-                n.to_string(),
-                live.len().to_string(),
-            );
-            sink.mark(
-                crate::replay::RECONCILED,
-                &id,
-                &[
-                    ("root", &path),
-                    ("entries", entries.as_bytes()),
-                    ("since", since.as_bytes()),
-                    ("replayed", replayed.as_bytes()),
-                    ("changes", changes.as_bytes()),
-                ],
-            );
-        }
-        None => {
-            let entries = live.len().to_string();
-            let dirs = stats.dirs.to_string();
-            let fsid = format!("{:08x}:{:08x}", root.fsid[0], root.fsid[1]);
-            let (fstype, mark) = (root.fstype.clone(), root.mark.name());
-            root.tree = live;
-            sink.mark(
-                crate::replay::WATCHED,
-                &id,
-                &[
-                    ("root", &path),
-                    ("fstype", fstype.as_bytes()),
-                    ("mark", mark.as_bytes()),
-                    ("fsid", fsid.as_bytes()),
-                    ("entries", entries.as_bytes()),
-                    ("dirs", dirs.as_bytes()),
-                ],
-            );
-        }
-    }
-    Ok(())
-}
-
 /// The roots as absolute, symlink-free paths, refused if they overlap.
 fn canonical_roots(roots: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut out: Vec<PathBuf> = Vec::with_capacity(roots.len());
@@ -382,7 +334,8 @@ impl Root {
             fstype: self.fstype.clone(),
             mark: self.mark,
             fsid: self.fsid_text.clone(),
-            entries: self.tree.len() as u64,
+            entries: self.read_so_far().unwrap_or(self.tree.len() as u64),
+            reading: self.is_reading(),
             dirs: self.tree.dir_count() as u64,
             events: self.counters.events,
             records: self.counters.records,

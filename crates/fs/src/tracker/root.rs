@@ -92,6 +92,8 @@ pub(crate) struct Root {
     pub(crate) id_hex: String,
     pub(crate) fsid_text: String,
     pub(crate) counters: Counters,
+    /// The first reading, while it goes on.
+    pub(crate) first: Option<super::start::FirstRead>,
 }
 
 impl Root {
@@ -123,6 +125,7 @@ impl Root {
             cookie_seq: 0,
             paths: Paths::default(),
             counters: Counters::default(),
+            first: None,
         }
     }
 

@@ -19,6 +19,7 @@ use weir_sys::fanotify::fid::{FAN_CREATE, FAN_DELETE_SELF, FidEvent, FidGroup, d
 use super::events::Gone;
 use super::root::{Root, is_cookie};
 use super::sink::Sink;
+use super::start::READ_SLICE;
 use super::verify::MAX_TOUCHES;
 use super::{Request, Shared};
 use crate::change::How;
@@ -110,15 +111,21 @@ impl Worker {
     }
 
     fn run_loop(&mut self) -> Result<()> {
+        let mut stop = None;
         loop {
-            let mut stop = None;
             while let Ok(r) = self.requests.try_recv() {
                 match r {
                     Request::Sync(tx) => self.start_sync(tx)?,
                     Request::Stop(tx) => stop = Some(tx),
                 }
             }
-            if let Some(tx) = stop {
+            if self.read_first()? {
+                // Trees still being read: no event is read before they
+                // are, since an event is judged against its tree. A sync
+                // or a stop waits.
+                continue;
+            }
+            if let Some(tx) = stop.take() {
                 // The last round: what happened before the stop is logged.
                 let (stx, srx) = mpsc::channel();
                 self.start_sync(stx)?;
@@ -160,6 +167,20 @@ impl Worker {
                 self.wait(timeout, true);
             }
         }
+    }
+
+    /// Reads on the trees not yet read, for a slice of time; whether some
+    /// are still being read.
+    fn read_first(&mut self) -> Result<bool> {
+        let mut reading = false;
+        let until = Instant::now() + READ_SLICE;
+        for root in &mut self.roots {
+            if root.is_reading() && !root.read_on(until, &mut self.sink)? {
+                reading = true;
+            }
+        }
+        self.publish_now_and_then();
+        Ok(reading)
     }
 
     /// Sleeps in poll on the requests and (with `group`) the events.
@@ -400,6 +421,9 @@ impl Worker {
         };
         s.stats = self.stats;
         s.records = self.sink.records;
+        // FIONREAD fails only on a group that is not one: then nothing is
+        // queued that could be said.
+        s.backlog = self.group.queued().unwrap_or(0);
         s.roots = self.roots.iter().map(Root::status).collect();
     }
 }

@@ -4,13 +4,15 @@
 //! It opens the log as its writer, as `weir run` does, and lets the
 //! tracker append a record for every change; it prints each change as a
 //! line on stdout, flushed at once (unless `--quiet`). Once every root is
-//! marked and read it says so on stderr (`weir: watching ...`): from then
-//! on no change is missed. A stop first logs every change made before it
+//! marked it says so on stderr (`weir: watching ...`): from then on no
+//! change is missed. A tree too big to read within the start's budget is
+//! read after that line, and a line `weir: read ROOT (N entries in S s)`
+//! says when it is; its changes wait in the kernel's queue meanwhile. A stop first logs every change made before it
 //! (the tracker's own barrier), then closes the log durably.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use weir_fs::{OnChange, Tracker, TrackerOptions};
@@ -50,17 +52,36 @@ pub(super) fn watch(state: &StateDir, args: &FsWatchArgs) -> Result<()> {
             return Err(anyhow::Error::new(e).context("starting the filesystem tracker"));
         }
     };
+    let started = Instant::now();
+    let mut reading: Vec<bool> = tracker.roots().iter().map(|r| r.reading).collect();
     for r in tracker.roots() {
+        let size = if r.reading {
+            "reading the tree".to_owned()
+        } else {
+            format!("{} entries", r.entries)
+        };
         eprintln!(
-            "weir: watching {} ({}, {} mark, {} entries)",
+            "weir: watching {} ({}, {} mark, {size})",
             r.path.display(),
             r.fstype,
             r.mark,
-            r.entries
         );
     }
     while !stop.load(Ordering::Relaxed) && !tracker.is_finished() {
         std::thread::sleep(Duration::from_millis(100));
+        if reading.iter().any(|&r| r) {
+            for (i, r) in tracker.roots().iter().enumerate() {
+                if reading.get(i) == Some(&true) && !r.reading {
+                    reading[i] = false;
+                    eprintln!(
+                        "weir: read {} ({} entries in {:.3} s)",
+                        r.path.display(),
+                        r.entries,
+                        started.elapsed().as_secs_f64()
+                    );
+                }
+            }
+        }
     }
     let stopped = tracker.stop().context("the filesystem tracker failed");
     stopped.and(close_log(log))

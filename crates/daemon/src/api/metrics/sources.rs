@@ -135,7 +135,13 @@ fn fs(o: &mut Out, f: &FsStatus) {
     ] {
         o.one(name, "counter", help, zero(v));
     }
-    let per_root: [(&str, &str, &str, RootFigure); 8] = [
+    o.one(
+        "weir_fs_backlog_events",
+        "gauge",
+        "Events the kernel has queued for the tracker, not yet read.",
+        zero(f.backlog),
+    );
+    let per_root: [(&str, &str, &str, RootFigure); 9] = [
         (
             "weir_fs_root_events_total",
             "counter",
@@ -183,6 +189,12 @@ fn fs(o: &mut Out, f: &FsStatus) {
             "gauge",
             "Files written and waiting for their MTIME record.",
             |r| r.dirty,
+        ),
+        (
+            "weir_fs_root_reading",
+            "gauge",
+            "1 while the root's tree is first read (its changes wait in the queue).",
+            |r| r.state.as_deref().map(|s| u64::from(s == "reading")),
         ),
     ];
     let labels: Vec<String> = f.roots.iter().map(|r| escape(&r.path.0)).collect();

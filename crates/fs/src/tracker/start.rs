@@ -1,0 +1,137 @@
+//! A root's first reading: the walk that gives its tree, then a MARK, or
+//! with a view of the root in the log, the comparison with that view.
+//!
+//! A start is ready once every root is marked: from then on the kernel
+//! queues every change. The walk takes the rest of a short budget in
+//! [`Tracker::start`](super::Tracker::start) and, for a tree too big for
+//! it, goes on in the tracker's thread before any event is read, so that
+//! a start takes the same few milliseconds whatever the tree's size. A
+//! change made while the walk runs is either seen by it (and in the tree
+//! the MARK starts) or in the queue, and logged after the MARK; the
+//! queue's events that the walk already saw are skipped as the tree
+//! already reflects them, as after a comparison.
+
+use std::time::{Duration, Instant};
+
+use super::root::Root;
+use super::sink::Sink;
+use crate::change::How;
+use crate::walk::Walk;
+use crate::{Error, Result};
+
+/// How long [`Tracker::start`](super::Tracker::start) reads trees before
+/// it leaves the rest to the thread.
+pub(crate) const START_BUDGET: Duration = Duration::from_millis(20);
+
+/// How long the thread reads before it looks at its requests again.
+pub(crate) const READ_SLICE: Duration = Duration::from_millis(50);
+
+/// A first reading under way.
+#[derive(Debug)]
+pub(crate) struct FirstRead {
+    walk: Walk,
+    /// Whether a view of the root in the log is compared with the walk.
+    resume: bool,
+    started: Instant,
+}
+
+impl Root {
+    /// Begins the first reading (removing the sync cookies a killed weir
+    /// left first, so that the walk does not see them).
+    pub(crate) fn begin_reading(&mut self, resume: bool) -> Result<()> {
+        self.remove_stale_cookies();
+        let walk = Walk::new(self.probe.mount(), None, &self.id, self.fsid)
+            .map_err(|e| self.read_error(e))?;
+        self.first = Some(FirstRead {
+            walk,
+            resume,
+            started: Instant::now(),
+        });
+        Ok(())
+    }
+
+    /// Whether the first reading is still under way.
+    pub(crate) fn is_reading(&self) -> bool {
+        self.first.is_some()
+    }
+
+    /// Entries the first reading has seen so far.
+    pub(crate) fn read_so_far(&self) -> Option<u64> {
+        self.first.as_ref().map(|f| f.walk.stats().entries)
+    }
+
+    /// Reads on until `until`; once the walk is done, logs the MARK (or
+    /// the comparison with the log's view) and returns `true`.
+    pub(crate) fn read_on(&mut self, until: Instant, sink: &mut Sink) -> Result<bool> {
+        let Some(f) = self.first.as_mut() else {
+            return Ok(true);
+        };
+        let done = f
+            .walk
+            .step(self.probe.mount(), Some(until))
+            .map_err(|e| self.read_error(e))?;
+        if !done {
+            return Ok(false);
+        }
+        let Some(f) = self.first.take() else {
+            return Ok(true);
+        };
+        let took = f.started.elapsed();
+        let (live, stats) = f.walk.finish();
+        let log = sink.log().cloned();
+        let view = match (f.resume, log.as_deref()) {
+            (true, Some(log)) => crate::replay::view(log, &self.path, Some(&self.id))?,
+            _ => None,
+        };
+        let path = self.path.as_os_str().as_encoded_bytes().to_vec();
+        let id = self.id.as_bytes().to_vec();
+        let entries = live.len().to_string();
+        match view {
+            Some(v) => {
+                self.tree = v.tree;
+                let n = self.compare_with(&live, How::Reconciled, sink);
+                let (since, replayed, changes) =
+                    (v.since.to_string(), v.replayed.to_string(), n.to_string());
+                sink.mark(
+                    crate::replay::RECONCILED,
+                    &id,
+                    &[
+                        ("root", &path),
+                        ("entries", entries.as_bytes()),
+                        ("since", since.as_bytes()),
+                        ("replayed", replayed.as_bytes()),
+                        ("changes", changes.as_bytes()),
+                    ],
+                );
+            }
+            None => {
+                let dirs = stats.dirs.to_string();
+                let (fstype, mark) = (self.fstype.clone(), self.mark.name());
+                let fsid = self.fsid_text.clone();
+                self.tree = live;
+                sink.mark(
+                    crate::replay::WATCHED,
+                    &id,
+                    &[
+                        ("root", &path),
+                        ("fstype", fstype.as_bytes()),
+                        ("mark", mark.as_bytes()),
+                        ("fsid", fsid.as_bytes()),
+                        ("entries", entries.as_bytes()),
+                        ("dirs", dirs.as_bytes()),
+                    ],
+                );
+            }
+        }
+        tracing::info!(root = %self.path.display(), entries = self.tree.len(), seconds = took.as_secs_f64(), "read the tree");
+        Ok(true)
+    }
+
+    fn read_error(&self, source: weir_sys::Error) -> Error {
+        Error::Root {
+            path: self.path.clone(),
+            what: "reading the tree",
+            source,
+        }
+    }
+}
