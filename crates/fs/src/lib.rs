@@ -41,5 +41,7 @@ pub use change::{Change, How};
 pub use error::{Error, Result};
 pub use id::ObjectId;
 pub use kind::Kind;
-pub use tracker::{MarkKind, OnChange, RootStatus, Tracker, TrackerOptions, TrackerStats};
+pub use tracker::{
+    MarkKind, OnChange, RootState, RootStatus, Tracker, TrackerOptions, TrackerStats,
+};
 pub use tree::{Entry, Tree, TreeError};

@@ -22,6 +22,10 @@ use crate::tree::Tree;
 pub const WATCHED: &[u8] = b"fs root watched";
 /// The MARK that ends a restart's comparison.
 pub const RECONCILED: &[u8] = b"fs tree reconciled";
+/// The MARK that ends a root's watch: its directory was removed.
+pub const REMOVED: &[u8] = b"fs root removed";
+/// The MARK that ends a root's watch: its directory was moved away.
+pub const MOVED: &[u8] = b"fs root moved";
 
 /// A replayed tree, with where it starts and how many records made it.
 #[derive(Debug)]
@@ -53,10 +57,11 @@ pub fn view_from(
     let mut view: Option<View> = None;
     while let Some(r) = reader.next_record()? {
         if r.kind == RecordType::MARK {
-            if r.field("source") == Some(b"fs")
-                && r.name == WATCHED
-                && r.field("root") == Some(path)
-            {
+            let this_root = r.field("source") == Some(b"fs") && r.field("root") == Some(path);
+            if this_root && (r.name == REMOVED || r.name == MOVED) {
+                // What the path holds now was never described.
+                view = None;
+            } else if this_root && r.name == WATCHED {
                 let id =
                     ObjectId::from_bytes(&r.target).filter(|id| root.is_none_or(|want| want == id));
                 view = id

@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use support::journal::{assert_replay_is_live, describe_all, records_from};
 use support::scratch::{FsKind, Scratch, scratch};
-use weir_fs::{Tracker, TrackerOptions};
+use weir_fs::{RootState, Tracker, TrackerOptions};
 use weir_log::{Log, Options, RecordType};
 
 const DIRS: usize = 300;
@@ -95,7 +95,7 @@ fn first_read_on(kind: FsKind) {
     let log = Arc::new(Log::open(&log_dir, Options::default()).expect("open the log"));
     let first = start(&s, &log, true);
     assert!(
-        !first.roots()[0].reading,
+        first.roots()[0].state == RootState::Watching,
         "{what}: an empty root is read at once"
     );
     make_tree(&s);
@@ -111,7 +111,7 @@ fn first_read_on(kind: FsKind) {
     let second = start(&s, &log, true);
     let status = &second.roots()[0];
     assert!(
-        status.reading,
+        status.state == RootState::Reading,
         "{what}: {} entries were read within the start's budget; the test needs a bigger tree",
         DIRS * FILES_PER_DIR
     );
@@ -120,7 +120,7 @@ fn first_read_on(kind: FsKind) {
     }
     second.sync().expect("sync");
     assert!(
-        !second.roots()[0].reading,
+        second.roots()[0].state == RootState::Watching,
         "{what}: still reading after a sync"
     );
 
@@ -154,7 +154,7 @@ fn first_read_on(kind: FsKind) {
     // its tree ends as big as the live one.
     let third = start(&s, &log, false);
     assert!(
-        third.roots()[0].reading,
+        third.roots()[0].state == RootState::Reading,
         "{what}: a fresh start read at once"
     );
     churn(&s, 3);

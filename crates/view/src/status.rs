@@ -180,7 +180,8 @@ pub struct FsRootStatus {
     /// The fsid its events carry, `val[0]:val[1]` in hex.
     pub fsid: Option<String>,
     /// `reading` while the tree is read for the first time (its changes
-    /// wait in the queue), then `watching`.
+    /// wait in the queue), then `watching`; `removed` or `moved` once the
+    /// root directory went and its watch ended.
     pub state: Option<String>,
     /// Entries in the tree below the root (the root not counted; while
     /// reading, those read so far).
@@ -240,7 +241,7 @@ impl From<&weir_fs::RootStatus> for FsRootStatus {
             fstype: Some(r.fstype.clone()),
             mark: Some(r.mark.name().to_owned()),
             fsid: Some(r.fsid.clone()),
-            state: Some(if r.reading { "reading" } else { "watching" }.to_owned()),
+            state: Some(r.state.name().to_owned()),
             entries: Some(r.entries),
             dirs: Some(r.dirs),
             events: Some(r.events),

@@ -143,9 +143,11 @@ fn fs_root(r: &FsRootStatus) -> String {
         words(r.fstype.as_deref()),
         words(r.mark.as_deref())
     );
-    // Said only while it lasts: the first reading of a big tree.
-    if r.state.as_deref() == Some("reading") {
-        head.push_str(", reading");
+    // Said only when the root is not simply watched: the first reading of
+    // a big tree, or a watch that ended.
+    if let Some(st) = r.state.as_deref().filter(|s| *s != "watching") {
+        head.push_str(", ");
+        head.push_str(&escape(st.as_bytes()));
     }
     groups(&[
         head,

@@ -45,6 +45,9 @@ pub(crate) struct Handled {
     /// The index (among the events after it) of a rename this one was
     /// exchanged with, already handled.
     pub(crate) consumed: Option<usize>,
+    /// Sync rounds whose cookie in this root will never be read: the
+    /// event ended the root's watch.
+    pub(crate) released: Vec<u64>,
 }
 
 /// How far ahead a rename looks for its `RENAME_EXCHANGE` mirror: the
@@ -110,6 +113,13 @@ impl Root {
         sink: &mut Sink,
     ) -> Handled {
         let mut h = Handled::default();
+        if self.ended.is_some() {
+            return h;
+        }
+        if let Some(rounds) = self.ends_with(ev, sink) {
+            h.released = rounds;
+            return h;
+        }
         let isdir = ev.mask & FAN_ONDIR != 0;
         if ev.mask & FAN_RENAME != 0 {
             if let (Some(old), Some(new), Some(t)) = (ev.old, ev.new, ev.target) {

@@ -15,6 +15,7 @@
 //! every root's marker, every change made before the call has been read,
 //! and its records are durable when `sync` returns.
 
+mod end;
 mod events;
 mod mark;
 mod root;
@@ -88,9 +89,8 @@ pub struct RootStatus {
     pub fsid: String,
     /// Entries in the tree (while it is first read, those read so far).
     pub entries: u64,
-    /// Whether the tree is still being read for the first time: its
-    /// changes are queued and logged once it is read.
-    pub reading: bool,
+    /// Whether it is read, watched, or no longer watched.
+    pub state: RootState,
     /// Directories in the tree.
     pub dirs: u64,
     /// Events that concerned the root.
@@ -105,6 +105,39 @@ pub struct RootStatus {
     pub compares: u64,
     /// Files written and waiting for their MTIME.
     pub dirty: u64,
+}
+
+/// Where a root's watch stands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RootState {
+    /// Its tree is being read for the first time: its changes wait in the
+    /// kernel's queue and are logged once it is read.
+    Reading,
+    /// Watched: every change is logged.
+    Watching,
+    /// The root directory was removed (MARK `fs root removed`): nothing
+    /// more is logged for it.
+    Removed,
+    /// The root directory was moved (MARK `fs root moved`), to `to` when
+    /// its new path could be read: nothing more is logged for it, since
+    /// the path watched is no longer this tree.
+    Moved {
+        /// Where it went.
+        to: Option<PathBuf>,
+    },
+}
+
+impl RootState {
+    /// Its name as `weir fs` shows it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            RootState::Reading => "reading",
+            RootState::Watching => "watching",
+            RootState::Removed => "removed",
+            RootState::Moved { .. } => "moved",
+        }
+    }
 }
 
 /// The tracker's counters.
@@ -335,7 +368,11 @@ impl Root {
             mark: self.mark,
             fsid: self.fsid_text.clone(),
             entries: self.read_so_far().unwrap_or(self.tree.len() as u64),
-            reading: self.is_reading(),
+            state: match &self.ended {
+                Some(s) => s.clone(),
+                None if self.is_reading() => RootState::Reading,
+                None => RootState::Watching,
+            },
             dirs: self.tree.dir_count() as u64,
             events: self.counters.events,
             records: self.counters.records,

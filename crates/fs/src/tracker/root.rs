@@ -94,6 +94,9 @@ pub(crate) struct Root {
     pub(crate) counters: Counters,
     /// The first reading, while it goes on.
     pub(crate) first: Option<super::start::FirstRead>,
+    /// How the watch ended (`Removed` or `Moved`), once it has: no event
+    /// is handled and no cookie made after.
+    pub(crate) ended: Option<super::RootState>,
 }
 
 impl Root {
@@ -126,6 +129,7 @@ impl Root {
             paths: Paths::default(),
             counters: Counters::default(),
             first: None,
+            ended: None,
         }
     }
 
@@ -234,8 +238,13 @@ impl Root {
 
     /// Makes and removes a cookie in the root for sync round `round`;
     /// `false` when the filesystem takes no new file (read-only, full,
-    /// not writable by us): then there is nothing to wait for but a drain.
+    /// not writable by us) or the root's watch has ended: then there is
+    /// nothing to wait for but a drain.
     pub(crate) fn cookie(&mut self, round: u64) -> Result<bool, weir_sys::Error> {
+        if self.ended.is_some() {
+            // No longer watched: nothing of it to wait for.
+            return Ok(false);
+        }
         self.cookie_seq += 1;
         let name = format!(
             "{}{}-{}",
@@ -251,7 +260,17 @@ impl Root {
             Mode::from_raw_mode(0o600),
         ) {
             Ok(f) => drop(f),
-            Err(Errno::ROFS | Errno::ACCESS | Errno::PERM | Errno::NOSPC | Errno::DQUOT) => {
+            // ENOENT: the root was removed and its event is not read yet
+            // (it ends the watch). The events before the call are queued
+            // already, so the drain is enough.
+            Err(
+                Errno::ROFS
+                | Errno::ACCESS
+                | Errno::PERM
+                | Errno::NOSPC
+                | Errno::DQUOT
+                | Errno::NOENT,
+            ) => {
                 return Ok(false);
             }
             Err(errno) => {

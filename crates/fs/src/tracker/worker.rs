@@ -283,6 +283,9 @@ impl Worker {
                     if let Some(round) = h.cookie_round {
                         cookie_seen(&mut self.waits, round);
                     }
+                    for round in h.released {
+                        cookie_seen(&mut self.waits, round);
+                    }
                 }
             }
             for root in &mut self.roots {
@@ -331,7 +334,7 @@ impl Worker {
     /// Lost events: a MARK, then each root compared with a walk.
     fn recover_lost(&mut self) {
         let started = Instant::now();
-        for root in &mut self.roots {
+        for root in self.roots.iter_mut().filter(|r| r.ended.is_none()) {
             let idb = root.id.as_bytes().to_vec();
             let path = root.path.as_os_str().as_encoded_bytes().to_vec();
             self.sink

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use weir_fs::{OnChange, Tracker, TrackerOptions};
+use weir_fs::{OnChange, RootState, Tracker, TrackerOptions};
 
 use super::foreground::{close_log, print_line};
 use crate::cli::FsWatchArgs;
@@ -53,9 +53,13 @@ pub(super) fn watch(state: &StateDir, args: &FsWatchArgs) -> Result<()> {
         }
     };
     let started = Instant::now();
-    let mut reading: Vec<bool> = tracker.roots().iter().map(|r| r.reading).collect();
+    let mut reading: Vec<bool> = tracker
+        .roots()
+        .iter()
+        .map(|r| r.state == RootState::Reading)
+        .collect();
     for r in tracker.roots() {
-        let size = if r.reading {
+        let size = if r.state == RootState::Reading {
             "reading the tree".to_owned()
         } else {
             format!("{} entries", r.entries)
@@ -71,7 +75,7 @@ pub(super) fn watch(state: &StateDir, args: &FsWatchArgs) -> Result<()> {
         std::thread::sleep(Duration::from_millis(100));
         if reading.iter().any(|&r| r) {
             for (i, r) in tracker.roots().iter().enumerate() {
-                if reading.get(i) == Some(&true) && !r.reading {
+                if reading.get(i) == Some(&true) && r.state != RootState::Reading {
                     reading[i] = false;
                     eprintln!(
                         "weir: read {} ({} entries in {:.3} s)",
