@@ -175,7 +175,7 @@ fn try_rename(
 /// Removes entry `n` of `p` from `w`, a directory's contents first, and
 /// logs each removal.
 fn remove_bottom_up(w: &mut Tree, p: &ObjectId, n: &[u8], out: &mut Vec<Change>) {
-    let Some(e) = w.lookup(p, n).cloned() else {
+    let Some(e) = w.lookup(p, n) else {
         return;
     };
     if e.kind.is_dir() {

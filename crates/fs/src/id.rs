@@ -19,7 +19,7 @@ use std::hash::{Hash, Hasher};
 use weir_sys::fanotify::fid::{Fid, FileHandle, MAX_HANDLE_SZ};
 
 /// The bytes before the handle.
-const HEADER: usize = 12;
+pub(crate) const HEADER: usize = 12;
 
 /// An object's id: fsid, handle type and handle bytes, as one byte string.
 ///
@@ -76,14 +76,21 @@ impl ObjectId {
     }
 
     fn new(fsid: [u32; 2], handle_type: i32, handle: &[u8]) -> ObjectId {
-        let n = HEADER + handle.len();
         let mut head = [0u8; HEADER];
         head[0..4].copy_from_slice(&fsid[0].to_be_bytes());
         head[4..8].copy_from_slice(&fsid[1].to_be_bytes());
         head[8..12].copy_from_slice(&handle_type.to_be_bytes());
+        ObjectId::from_parts(&head, handle)
+    }
+
+    /// The id whose first [`HEADER`] bytes are `head` and the rest
+    /// `handle` (at most `MAX_HANDLE_SZ`): how a tree gives back an id it
+    /// holds in parts.
+    pub(crate) fn from_parts(head: &[u8; HEADER], handle: &[u8]) -> ObjectId {
+        let n = HEADER + handle.len();
         if n <= INLINE {
             let mut bytes = [0u8; INLINE];
-            bytes[..HEADER].copy_from_slice(&head);
+            bytes[..HEADER].copy_from_slice(head);
             bytes[HEADER..n].copy_from_slice(handle);
             ObjectId(Repr::Inline {
                 len: n as u8,
@@ -91,10 +98,20 @@ impl ObjectId {
             })
         } else {
             let mut b = Vec::with_capacity(n);
-            b.extend_from_slice(&head);
+            b.extend_from_slice(head);
             b.extend_from_slice(handle);
             ObjectId(Repr::Heap(b.into_boxed_slice()))
         }
+    }
+
+    /// The id in two parts: the fsid and handle type, and the handle.
+    pub(crate) fn parts(&self) -> (&[u8; HEADER], &[u8]) {
+        let (head, handle) = self.as_bytes().split_at(HEADER);
+        // Every constructor puts a whole header first.
+        let head = head
+            .try_into()
+            .unwrap_or_else(|_| unreachable!("a header first"));
+        (head, handle)
     }
 
     fn of_bytes(b: &[u8]) -> ObjectId {

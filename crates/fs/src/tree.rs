@@ -4,13 +4,34 @@
 //! One model serves three users: the tracker (what it has logged so far,
 //! to tell what an event changed), a replay of records (a consumer's view,
 //! and the tracker's own view at a restart) and a walk of the live tree
-//! (to compare with). Every directory is a node keyed by its id, holding its
-//! parent, its name and its entries; a non-directory is only an entry, and
-//! the tree counts its names so that a removal knows whether it was the
-//! last. A directory's path is found by walking up, so a rename of a
-//! directory is one update, whatever lies below it.
+//! (to compare with). Every entry is a node holding its parent, its name
+//! and its id; a directory's node also heads the list of its entries, and
+//! the tree counts a non-directory's names so that a removal knows whether
+//! it was the last. A directory's path is found by walking up, so a rename
+//! of a directory is one update, whatever lies below it.
+//!
+//! The tracker holds a tree of every watched file for as long as it runs
+//! (a million files is a common size), so the layout is compact, about 50
+//! bytes an entry where maps of ids and names took over 250:
+//! - nodes are 20 bytes (24 for a directory) in slabs, linked by `u32`
+//!   indexes: to their parent, and to their siblings both ways, so that a
+//!   directory's entries can be listed and any of them unlinked at once;
+//! - names and handle bytes go in one byte arena, side by side, so a
+//!   lookup's comparisons read one place; an id's 12-byte prefix (fsid and
+//!   handle type) is interned in a class table, since a tree has one or two;
+//! - the indexes (by directory and name, by directory id, by file id) are
+//!   hash tables of bare `u32` node indexes, reading their keys from the
+//!   store; a hard link's other names are kept beside its first.
+//!
+//! Garbage is bounded under churn: the arena is copied once half of it is
+//! dead, and the whole tree rebuilt once three quarters of its slots are
+//! free. Limits (each refused with [`TreeError::Full`], never wrapped):
+//! 2^31 - 1 directories and as many other entries, 4 GiB of names and
+//! handles, 65,535 distinct id prefixes; and a name is at most 255 bytes
+//! (Linux's `NAME_MAX`).
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 /// The trees' maps: keyed by ids and names, hashed fast (foldhash, seeded
 /// per process).
@@ -20,6 +41,12 @@ pub(crate) type Set<K> = std::collections::HashSet<K, foldhash::fast::RandomStat
 
 use crate::id::ObjectId;
 use crate::kind::Kind;
+
+mod index;
+mod store;
+
+use index::Index;
+use store::{NAME_MAX, NIL, Ref, Store};
 
 /// An entry: the object a name points at, and what it is.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -43,43 +70,73 @@ pub enum TreeError {
     /// A directory would move below itself.
     #[error("a directory cannot move below itself")]
     IntoItself,
+    /// The name is longer than 255 bytes.
+    #[error("the name is longer than 255 bytes")]
+    NameTooLong,
+    /// The tree holds as many entries, name bytes or id prefixes as it can.
+    #[error("the tree is full")]
+    Full,
 }
 
-#[derive(Clone, Debug)]
-struct Dir {
-    /// `None` for the root.
-    parent: Option<ObjectId>,
-    name: Box<[u8]>,
-    entries: Map<Box<[u8]>, Entry>,
+/// When a tree tidies itself: garbage below these is not worth a copy.
+#[derive(Clone, Copy, Debug)]
+struct Limits {
+    /// Dead arena bytes.
+    garbage: usize,
+    /// Slots, live and free.
+    slots: usize,
 }
+
+const LIMITS: Limits = Limits {
+    garbage: 64 << 10,
+    slots: 4096,
+};
+
+/// The root directory's index.
+const ROOT: u32 = 0;
 
 /// A watched tree: the root directory and everything below it.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Tree {
     root: ObjectId,
-    dirs: Map<ObjectId, Dir>,
-    /// Names of each non-directory in the tree.
-    links: Map<ObjectId, u32>,
+    store: Store,
+    index: Index,
     entries: usize,
+    limits: Limits,
+}
+
+impl fmt::Debug for Tree {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tree")
+            .field("root", &self.root)
+            .field("entries", &self.listing())
+            .finish()
+    }
+}
+
+fn check_name(name: &[u8]) -> Result<(), TreeError> {
+    if name.len() > NAME_MAX {
+        return Err(TreeError::NameTooLong);
+    }
+    Ok(())
 }
 
 impl Tree {
     /// An empty tree whose root directory is `root`.
     pub fn new(root: ObjectId) -> Tree {
-        let mut dirs = Map::default();
-        dirs.insert(
-            root.clone(),
-            Dir {
-                parent: None,
-                name: Box::default(),
-                entries: Map::default(),
-            },
-        );
+        Tree::with_limits(root, LIMITS)
+    }
+
+    fn with_limits(root: ObjectId, limits: Limits) -> Tree {
+        let store = Store::new(&root);
+        let mut index = Index::default();
+        index.add_dir(&store, ROOT);
         Tree {
             root,
-            dirs,
-            links: Map::default(),
+            store,
+            index,
             entries: 0,
+            limits,
         }
     }
 
@@ -90,17 +147,17 @@ impl Tree {
 
     /// Whether `id` is a directory of the tree (the root included).
     pub fn has_dir(&self, id: &ObjectId) -> bool {
-        self.dirs.contains_key(id)
+        self.dir(id).is_some()
     }
 
     /// The entry `name` in directory `parent`.
-    pub fn lookup(&self, parent: &ObjectId, name: &[u8]) -> Option<&Entry> {
-        self.dirs.get(parent)?.entries.get(name)
+    pub fn lookup(&self, parent: &ObjectId, name: &[u8]) -> Option<Entry> {
+        self.find(parent, name).map(|r| self.store.entry(r))
     }
 
     /// How many names the non-directory `id` has in the tree.
     pub fn links(&self, id: &ObjectId) -> u32 {
-        self.links.get(id).copied().unwrap_or(0)
+        self.index.links(&self.store, id)
     }
 
     /// Whether `id` is in the tree, as a directory or under some name.
@@ -120,59 +177,64 @@ impl Tree {
 
     /// The directories, the root included.
     pub fn dir_count(&self) -> usize {
-        self.dirs.len()
+        self.store.dirs()
+    }
+
+    /// The bytes the tree holds on the heap: its slabs', arena's and
+    /// tables' allocations (what a big tree costs).
+    pub fn heap_bytes(&self) -> usize {
+        self.store.heap_bytes() + self.index.heap_bytes()
     }
 
     /// A directory's parent and name; `None` for the root or an unknown id.
-    pub fn location(&self, dir: &ObjectId) -> Option<(&ObjectId, &[u8])> {
-        let d = self.dirs.get(dir)?;
-        Some((d.parent.as_ref()?, &d.name))
+    pub fn location(&self, dir: &ObjectId) -> Option<(ObjectId, &[u8])> {
+        let n = &self.store.dir(self.dir(dir)?).node;
+        if n.parent == NIL {
+            return None;
+        }
+        let parent = self.store.id(&self.store.dir(n.parent).node);
+        Some((parent, self.store.name(n)))
     }
 
     /// The entries of directory `dir` (none for an unknown one).
-    pub fn entries_of(&self, dir: &ObjectId) -> impl Iterator<Item = (&[u8], &Entry)> {
-        self.dirs
-            .get(dir)
-            .into_iter()
-            .flat_map(|d| d.entries.iter().map(|(n, e)| (&**n, e)))
+    pub fn entries_of(&self, dir: &ObjectId) -> impl Iterator<Item = (&[u8], Entry)> {
+        let first = self.dir(dir).map_or(Ref::NONE, |d| self.store.dir(d).child);
+        self.children(first)
+            .map(|r| (self.store.name(self.store.node(r)), self.store.entry(r)))
     }
 
     /// Whether `above` is `dir` or one of its ancestors.
     pub fn is_ancestor(&self, above: &ObjectId, dir: &ObjectId) -> bool {
-        let mut at = Some(dir);
-        while let Some(d) = at {
-            if d == above {
-                return true;
-            }
-            at = self.dirs.get(d).and_then(|n| n.parent.as_ref());
+        if above == dir {
+            return true;
         }
-        false
+        // Only directories are ancestors.
+        match (self.dir(above), self.dir(dir)) {
+            (Some(a), Some(d)) => self.above(a, d),
+            _ => false,
+        }
     }
 
     /// Directory `dir`'s path relative to the root (`""` for the root),
     /// appended to `out`; `false` (and `out` as it was) for an unknown id.
     pub fn dir_path(&self, dir: &ObjectId, out: &mut Vec<u8>) -> bool {
-        let start = out.len();
-        let mut names: Vec<&[u8]> = Vec::new();
-        let mut at = dir;
+        let Some(mut d) = self.dir(dir) else {
+            return false;
+        };
+        let mut chain = Vec::new();
         loop {
-            let Some(d) = self.dirs.get(at) else {
-                out.truncate(start);
-                return false;
-            };
-            match &d.parent {
-                None => break,
-                Some(p) => {
-                    names.push(&d.name);
-                    at = p;
-                }
+            let n = &self.store.dir(d).node;
+            if n.parent == NIL {
+                break;
             }
+            chain.push(d);
+            d = n.parent;
         }
-        for (i, n) in names.iter().rev().enumerate() {
+        for (i, &d) in chain.iter().rev().enumerate() {
             if i > 0 {
                 out.push(b'/');
             }
-            out.extend_from_slice(n);
+            out.extend_from_slice(self.store.name(&self.store.dir(d).node));
         }
         true
     }
@@ -199,33 +261,50 @@ impl Tree {
         name: &[u8],
         entry: Entry,
     ) -> Result<Option<Entry>, TreeError> {
-        if !self.dirs.contains_key(parent) {
-            return Err(TreeError::NoParent);
-        }
-        if entry.kind.is_dir() {
+        let pd = self.dir(parent).ok_or(TreeError::NoParent)?;
+        let moved = if entry.kind.is_dir() {
             if self.is_ancestor(&entry.id, parent) {
                 return Err(TreeError::IntoItself);
             }
-            if let Some((p, n)) = self
-                .location(&entry.id)
-                .map(|(p, n)| (p.clone(), n.to_vec()))
-            {
-                self.detach(&p, &n);
+            self.dir(&entry.id)
+        } else {
+            None
+        };
+        check_name(name)?;
+        let displaced = match moved {
+            Some(x) => {
+                let r = Ref::dir(x);
+                let n = *self.store.node(r);
+                if n.parent == pd && self.store.name(&n) == name {
+                    return Ok(None);
+                }
+                self.store
+                    .reserve(None, name.len() + self.store.handle(&n).len())?;
+                self.unlink(r);
+                let displaced = self.remove_at(pd, name);
+                self.store.rename(r, name);
+                self.link(r, pd);
+                displaced
             }
-        }
-        let displaced = self.remove(parent, name);
-        self.attach(parent, name, entry);
+            None => {
+                let class = self.store.intern(&entry.id)?;
+                let bytes = name.len() + entry.id.parts().1.len();
+                self.store.reserve(Some(entry.kind.is_dir()), bytes)?;
+                let displaced = self.remove_at(pd, name);
+                self.add(pd, name, &entry, class);
+                displaced
+            }
+        };
+        self.tidy();
         Ok(displaced)
     }
 
     /// Removes entry `name` of `parent` (a directory with its subtree) and
     /// returns it.
     pub fn remove(&mut self, parent: &ObjectId, name: &[u8]) -> Option<Entry> {
-        let e = self.detach(parent, name)?;
-        if e.kind.is_dir() {
-            self.drop_subtree(&e.id);
-        }
-        Some(e)
+        let e = self.remove_at(self.dir(parent)?, name);
+        self.tidy();
+        e
     }
 
     /// Moves entry `sname` of `sparent` to `name` in `parent`, replacing
@@ -237,21 +316,23 @@ impl Tree {
         parent: &ObjectId,
         name: &[u8],
     ) -> Result<Option<Entry>, TreeError> {
-        let Some(e) = self.lookup(sparent, sname).cloned() else {
-            return Err(TreeError::NoSource);
-        };
-        if !self.dirs.contains_key(parent) {
-            return Err(TreeError::NoParent);
-        }
-        if e.kind.is_dir() && self.is_ancestor(&e.id, parent) {
+        let r = self.find(sparent, sname).ok_or(TreeError::NoSource)?;
+        let pd = self.dir(parent).ok_or(TreeError::NoParent)?;
+        if r.is_dir() && self.above(r.index(), pd) {
             return Err(TreeError::IntoItself);
         }
         if sparent == parent && sname == name {
             return Ok(None);
         }
-        self.detach(sparent, sname);
-        let displaced = self.remove(parent, name);
-        self.attach(parent, name, e);
+        check_name(name)?;
+        let n = *self.store.node(r);
+        self.store
+            .reserve(None, name.len() + self.store.handle(&n).len())?;
+        self.unlink(r);
+        let displaced = self.remove_at(pd, name);
+        self.store.rename(r, name);
+        self.link(r, pd);
+        self.tidy();
         Ok(displaced)
     }
 
@@ -261,38 +342,45 @@ impl Tree {
         a: (&ObjectId, &[u8]),
         b: (&ObjectId, &[u8]),
     ) -> Result<(), TreeError> {
-        let ea = self.lookup(a.0, a.1).cloned().ok_or(TreeError::NoSource)?;
-        let eb = self.lookup(b.0, b.1).cloned().ok_or(TreeError::NoSource)?;
+        let ra = self.find(a.0, a.1).ok_or(TreeError::NoSource)?;
+        let rb = self.find(b.0, b.1).ok_or(TreeError::NoSource)?;
         if a == b {
             return Ok(());
         }
-        if (ea.kind.is_dir() && self.is_ancestor(&ea.id, b.0))
-            || (eb.kind.is_dir() && self.is_ancestor(&eb.id, a.0))
+        let (na, nb) = (*self.store.node(ra), *self.store.node(rb));
+        if (ra.is_dir() && self.above(ra.index(), nb.parent))
+            || (rb.is_dir() && self.above(rb.index(), na.parent))
         {
             return Err(TreeError::IntoItself);
         }
-        self.detach(a.0, a.1);
-        self.detach(b.0, b.1);
-        self.attach(a.0, a.1, eb);
-        self.attach(b.0, b.1, ea);
+        let bytes =
+            a.1.len() + b.1.len() + self.store.handle(&na).len() + self.store.handle(&nb).len();
+        self.store.reserve(None, bytes)?;
+        self.unlink(ra);
+        self.unlink(rb);
+        self.store.rename(ra, b.1);
+        self.store.rename(rb, a.1);
+        self.link(ra, nb.parent);
+        self.link(rb, na.parent);
+        self.tidy();
         Ok(())
     }
 
     /// Every entry by its path: the form tests and comparisons read.
     pub fn listing(&self) -> BTreeMap<Vec<u8>, Entry> {
         let mut out = BTreeMap::new();
-        let mut stack = vec![(self.root.clone(), Vec::new())];
-        while let Some((dir, path)) = stack.pop() {
-            for (name, e) in self.entries_of(&dir) {
+        let mut stack = vec![(ROOT, Vec::new())];
+        while let Some((d, path)) = stack.pop() {
+            for r in self.children(self.store.dir(d).child) {
                 let mut p = path.clone();
                 if !p.is_empty() {
                     p.push(b'/');
                 }
-                p.extend_from_slice(name);
-                if e.kind.is_dir() {
-                    stack.push((e.id.clone(), p.clone()));
+                p.extend_from_slice(self.store.name(self.store.node(r)));
+                if r.is_dir() {
+                    stack.push((r.index(), p.clone()));
                 }
-                out.insert(p, e.clone());
+                out.insert(p, self.store.entry(r));
             }
         }
         out
@@ -302,78 +390,162 @@ impl Tree {
     /// entry), the order a comparison creates them in.
     pub(crate) fn links_top_down(&self) -> Vec<(ObjectId, Box<[u8]>, Entry, usize)> {
         let mut out = Vec::with_capacity(self.entries);
-        let mut queue = std::collections::VecDeque::from([(self.root.clone(), 0usize)]);
-        while let Some((dir, depth)) = queue.pop_front() {
-            let mut names: Vec<_> = self.entries_of(&dir).collect();
-            names.sort_by(|a, b| a.0.cmp(b.0));
-            for (name, e) in names {
-                if e.kind.is_dir() {
-                    queue.push_back((e.id.clone(), depth + 1));
+        let mut queue = std::collections::VecDeque::from([(ROOT, 0usize)]);
+        let mut names = Vec::new();
+        while let Some((d, depth)) = queue.pop_front() {
+            let dir = self.store.dir(d);
+            let id = self.store.id(&dir.node);
+            names.clear();
+            names.extend(self.children(dir.child));
+            let name = |r: &Ref| self.store.name(self.store.node(*r));
+            names.sort_by(|a, b| name(a).cmp(name(b)));
+            for r in &names {
+                if r.is_dir() {
+                    queue.push_back((r.index(), depth + 1));
                 }
-                out.push((dir.clone(), Box::from(name), e.clone(), depth + 1));
+                out.push((
+                    id.clone(),
+                    Box::from(name(r)),
+                    self.store.entry(*r),
+                    depth + 1,
+                ));
             }
         }
         out
     }
 
-    /// Links `entry` as `name` in `parent`, which exists and has no such
-    /// name.
-    fn attach(&mut self, parent: &ObjectId, name: &[u8], entry: Entry) {
-        if entry.kind.is_dir() {
-            let node = self.dirs.entry(entry.id.clone()).or_insert_with(|| Dir {
-                parent: None,
-                name: Box::default(),
-                entries: Map::default(),
-            });
-            node.parent = Some(parent.clone());
-            node.name = Box::from(name);
-        } else {
-            *self.links.entry(entry.id.clone()).or_insert(0) += 1;
+    /// The directory with id `id`.
+    fn dir(&self, id: &ObjectId) -> Option<u32> {
+        self.index.dir(&self.store, id)
+    }
+
+    /// The node of entry `name` in directory `parent`.
+    fn find(&self, parent: &ObjectId, name: &[u8]) -> Option<Ref> {
+        self.index.name(&self.store, self.dir(parent)?, name)
+    }
+
+    /// The list that starts at `first`.
+    fn children(&self, first: Ref) -> impl Iterator<Item = Ref> + '_ {
+        let some = |r: Ref| (r != Ref::NONE).then_some(r);
+        std::iter::successors(some(first), move |&r| some(self.store.node(r).next))
+    }
+
+    /// Whether directory `a` is directory `d` or one of its ancestors.
+    fn above(&self, a: u32, mut d: u32) -> bool {
+        while d != NIL {
+            if d == a {
+                return true;
+            }
+            d = self.store.dir(d).node.parent;
         }
-        if let Some(d) = self.dirs.get_mut(parent) {
-            d.entries.insert(Box::from(name), entry);
-            self.entries += 1;
+        false
+    }
+
+    /// A new node for `entry`, as `name` in `parent` (which has no such
+    /// name); the store has room.
+    fn add(&mut self, parent: u32, name: &[u8], entry: &Entry, class: u16) {
+        let dir = entry.kind.is_dir();
+        let handle = entry.id.parts().1;
+        let r = self.store.alloc(dir, NIL, class, entry.kind, handle, name);
+        self.link(r, parent);
+        if dir {
+            self.index.add_dir(&self.store, r.index());
+        } else {
+            self.index.add_file(&self.store, r.index());
+        }
+        self.entries += 1;
+    }
+
+    /// Puts node `r` first in directory `d`'s list and in the name index.
+    fn link(&mut self, r: Ref, d: u32) {
+        let first = self.store.dir(d).child;
+        let n = self.store.node_mut(r);
+        n.parent = d;
+        n.prev = Ref::NONE;
+        n.next = first;
+        if first != Ref::NONE {
+            self.store.node_mut(first).prev = r;
+        }
+        self.store.dir_mut(d).child = r;
+        self.index.add_name(&self.store, r);
+    }
+
+    /// Takes node `r` out of its directory's list and the name index,
+    /// keeping it (and a directory's subtree) for a move.
+    fn unlink(&mut self, r: Ref) {
+        self.index.remove_name(&self.store, r);
+        let n = *self.store.node(r);
+        if n.prev == Ref::NONE {
+            self.store.dir_mut(n.parent).child = n.next;
+        } else {
+            self.store.node_mut(n.prev).next = n.next;
+        }
+        if n.next != Ref::NONE {
+            self.store.node_mut(n.next).prev = n.prev;
         }
     }
 
-    /// Unlinks entry `name` of `parent`, keeping a directory's node and
-    /// subtree (for a move).
-    fn detach(&mut self, parent: &ObjectId, name: &[u8]) -> Option<Entry> {
-        let e = self.dirs.get_mut(parent)?.entries.remove(name)?;
-        self.entries -= 1;
-        if !e.kind.is_dir()
-            && let Some(n) = self.links.get_mut(&e.id)
-        {
-            *n -= 1;
-            if *n == 0 {
-                self.links.remove(&e.id);
+    /// Removes entry `name` of directory `d`, a directory with everything
+    /// below it.
+    fn remove_at(&mut self, d: u32, name: &[u8]) -> Option<Entry> {
+        let r = self.index.name(&self.store, d, name)?;
+        let e = self.store.entry(r);
+        self.unlink(r);
+        let mut stack = vec![r];
+        while let Some(r) = stack.pop() {
+            if r.is_dir() {
+                let mut c = self.store.dir(r.index()).child;
+                while c != Ref::NONE {
+                    self.index.remove_name(&self.store, c);
+                    stack.push(c);
+                    c = self.store.node(c).next;
+                }
+                self.index.remove_dir(&self.store, r.index());
+            } else {
+                self.index.remove_file(&self.store, r.index());
             }
+            self.store.free(r);
+            self.entries -= 1;
         }
         Some(e)
     }
 
-    /// Forgets directory `dir`'s node and everything below it.
-    fn drop_subtree(&mut self, dir: &ObjectId) {
-        let mut stack = vec![dir.clone()];
-        while let Some(d) = stack.pop() {
-            if d == self.root {
-                continue;
+    /// After a change: compacts the arena when half of it is garbage, and
+    /// rebuilds the tree (slabs and tables sized to fit) when three
+    /// quarters of its slots are free. Both cost a pass over what is left,
+    /// after at least as many changes, so churn pays a constant for each.
+    fn tidy(&mut self) {
+        let (live, slots) = self.store.occupancy();
+        if slots >= self.limits.slots && live * 4 < slots {
+            if let Some(t) = self.rebuilt() {
+                *self = t;
             }
-            let Some(node) = self.dirs.remove(&d) else {
-                continue;
-            };
-            for (_, e) in node.entries {
-                self.entries -= 1;
-                if e.kind.is_dir() {
-                    stack.push(e.id);
-                } else if let Some(n) = self.links.get_mut(&e.id) {
-                    *n -= 1;
-                    if *n == 0 {
-                        self.links.remove(&e.id);
-                    }
+        } else if self.store.wants_compaction(self.limits.garbage) {
+            self.store.compact();
+        }
+    }
+
+    /// A copy of the tree in fresh storage; `None` only if it cannot hold
+    /// what this one does, which it always can.
+    fn rebuilt(&self) -> Option<Tree> {
+        let mut t = Tree::with_limits(self.root.clone(), self.limits);
+        let mut stack = vec![(ROOT, ROOT)];
+        while let Some((old, new)) = stack.pop() {
+            for r in self.children(self.store.dir(old).child) {
+                let e = self.store.entry(r);
+                let name = self.store.name(self.store.node(r));
+                let class = t.store.intern(&e.id).ok()?;
+                t.store
+                    .reserve(Some(r.is_dir()), name.len() + e.id.parts().1.len())
+                    .ok()?;
+                t.add(new, name, &e, class);
+                if r.is_dir() {
+                    // The node just added is first in its directory.
+                    stack.push((r.index(), t.store.dir(new).child.index()));
                 }
             }
         }
+        Some(t)
     }
 }
 

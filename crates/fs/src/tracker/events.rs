@@ -180,7 +180,7 @@ impl Root {
     /// A CREATE and/or DELETE of an entry of a directory in the tree.
     fn entry_event(&mut self, d: &Dirent<'_>, sink: &mut Sink) {
         let (dir, name, t) = (d.dir, d.name, &d.t);
-        let prior = self.tree.lookup(dir, name).map(|e| e.id.clone());
+        let prior = self.tree.lookup(dir, name).map(|e| e.id);
         match (d.bits, prior) {
             (FAN_CREATE, None) => {
                 self.touch(dir, name, t);
@@ -242,7 +242,7 @@ impl Root {
     /// remaining entries first (a subvolume deleted whole reports only
     /// itself).
     pub(crate) fn remove(&mut self, dir: &ObjectId, name: &[u8], how: How, sink: &mut Sink) {
-        let Some(e) = self.tree.lookup(dir, name).cloned() else {
+        let Some(e) = self.tree.lookup(dir, name) else {
             return;
         };
         if e.kind.is_dir() {
@@ -294,7 +294,7 @@ impl Root {
             Found::Entry(e) => Some(&e.id),
             Found::Absent => None,
         };
-        let mut prior = self.tree.lookup(dir, name).map(|e| e.id.clone());
+        let mut prior = self.tree.lookup(dir, name).map(|e| e.id);
         if let Some(p) = prior.as_ref().filter(|p| *p != t) {
             if live_id == Some(p) {
                 // The tree's entry is the live one: the event is about an
@@ -366,7 +366,7 @@ impl Root {
             return None;
         }
         self.counters.events += 1;
-        let here = |e: Option<&Entry>| e.map(|e| e.id.clone());
+        let here = |e: Option<Entry>| e.map(|e| e.id);
         let prior_old = here(self.tree.lookup(&od, on));
         let prior_new = here(self.tree.lookup(&nd, nn));
         match (in_old, in_new) {
@@ -422,7 +422,7 @@ impl Root {
                 self.touch(&od, on, &t);
                 self.touch(&nd, nn, &t);
                 if prior_old.as_ref() == Some(&t) {
-                    let entry = self.tree.lookup(&od, on).cloned().unwrap_or(Entry {
+                    let entry = self.tree.lookup(&od, on).unwrap_or(Entry {
                         id: t.clone(),
                         kind: Kind::Unknown,
                     });
@@ -434,7 +434,7 @@ impl Root {
                                 && e.new.is_some_and(|n| id(&n.dir) == od && n.name == on)
                         })
                     });
-                    let there = self.tree.lookup(&nd, nn).cloned().filter(|x| x.id != t);
+                    let there = self.tree.lookup(&nd, nn).filter(|x| x.id != t);
                     // The mirror of an exchange may be in the next read:
                     // near the end of this one, the old name holding the
                     // displaced entry says it was one (the mirror is then
@@ -502,7 +502,7 @@ impl Root {
                 (self.id.clone(), Vec::new())
             } else {
                 match self.tree.location(&t) {
-                    Some((p, n)) => (p.clone(), n.to_vec()),
+                    Some((p, n)) => (p, n.to_vec()),
                     None => {
                         self.counters.outside += 1;
                         return;

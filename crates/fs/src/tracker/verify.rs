@@ -84,7 +84,7 @@ impl Root {
                     continue;
                 }
             };
-            let logged = self.tree.lookup(d, n).cloned();
+            let logged = self.tree.lookup(d, n);
             if logged.as_ref().map(|e| &e.id) == live.as_ref().map(|e| &e.id) {
                 continue;
             }
@@ -107,12 +107,12 @@ impl Root {
                 Some(i) => {
                     moved[i] = true;
                     let (sd, sn, se) = gone[i].clone();
-                    if self.tree.lookup(&sd, &sn).map(|x| &x.id) != Some(&se.id)
+                    if self.tree.lookup(&sd, &sn).is_none_or(|x| x.id != se.id)
                         || !self.tree.has_dir(&d)
                     {
                         continue;
                     }
-                    let there = self.tree.lookup(&d, &n).cloned();
+                    let there = self.tree.lookup(&d, &n);
                     if let Some(x) = &there
                         && (x.kind.is_dir() || by_id.contains_key(&x.id))
                     {
@@ -120,7 +120,7 @@ impl Root {
                         // it; here it just goes.
                         self.remove(&d, &n, How::Verified, sink);
                     }
-                    let overwritten = self.tree.lookup(&d, &n).cloned().map(|x| {
+                    let overwritten = self.tree.lookup(&d, &n).map(|x| {
                         let last = self.tree.links(&x.id) <= 1;
                         (x, last)
                     });

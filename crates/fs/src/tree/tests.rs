@@ -89,7 +89,7 @@ fn a_rename_over_an_entry_returns_it_and_a_directory_cannot_go_below_itself() {
     assert_eq!(t.rename(&r, b"nope", &r, b"x"), Err(TreeError::NoSource));
     assert_eq!(t.insert(&oid(9), b"x", file(5)), Err(TreeError::NoParent));
     assert_eq!(t.rename(&r, b"g", &r, b"g"), Ok(None));
-    assert_eq!(t.lookup(&r, b"g"), Some(&file(3)));
+    assert_eq!(t.lookup(&r, b"g"), Some(file(3)));
 }
 
 #[test]
@@ -100,11 +100,141 @@ fn an_exchange_swaps_a_file_and_a_directory() {
     t.insert(&oid(1), b"in", file(2)).unwrap();
     t.insert(&r, b"b", file(3)).unwrap();
     t.exchange((&r, b"a"), (&r, b"b")).unwrap();
-    assert_eq!(t.lookup(&r, b"a"), Some(&file(3)));
-    assert_eq!(t.lookup(&r, b"b"), Some(&dir(1)));
+    assert_eq!(t.lookup(&r, b"a"), Some(file(3)));
+    assert_eq!(t.lookup(&r, b"b"), Some(dir(1)));
     assert_eq!(path(&t, 1, b"in"), b"b/in");
     assert_eq!(
         t.exchange((&r, b"b"), (&oid(1), b"in")),
         Err(TreeError::IntoItself)
     );
 }
+
+#[test]
+fn hostile_names_are_held_as_given() {
+    let r = oid(0);
+    let mut t = Tree::new(r.clone());
+    let long = vec![0xffu8; 255];
+    let names: [&[u8]; 5] = [&long, b"\n", b"\xff\xfe\x80", b"a\nb", b""];
+    for (i, n) in names.iter().enumerate() {
+        t.insert(&r, n, file(i as u32 + 1)).unwrap();
+    }
+    for (i, n) in names.iter().enumerate() {
+        assert_eq!(t.lookup(&r, n), Some(file(i as u32 + 1)));
+        assert_eq!(path(&t, 0, n), *n);
+    }
+    // A name longer than any directory can hold is refused, and the tree
+    // is as it was.
+    let too_long = vec![b'x'; 256];
+    assert_eq!(
+        t.insert(&r, &too_long, file(9)),
+        Err(TreeError::NameTooLong)
+    );
+    assert_eq!(
+        t.rename(&r, b"\n", &r, &too_long),
+        Err(TreeError::NameTooLong)
+    );
+    assert_eq!(t.len(), names.len());
+    assert_eq!(t.lookup(&r, b"\n"), Some(file(2)));
+    t.rename(&r, &long, &r, b"short").unwrap();
+    t.rename(&r, b"short", &r, &long[..200]).unwrap();
+    assert_eq!(t.lookup(&r, &long[..200]), Some(file(1)));
+}
+
+#[test]
+fn a_thousand_deep_tree_has_its_paths_and_goes_at_once() {
+    let r = oid(0);
+    let mut t = Tree::new(r.clone());
+    for d in 1..=1000 {
+        t.insert(&oid(d - 1), b"d", dir(d)).unwrap();
+    }
+    t.insert(&oid(1000), b"f", file(5000)).unwrap();
+    let mut want = b"d/".repeat(1000);
+    want.extend_from_slice(b"f");
+    assert_eq!(path(&t, 1000, b"f"), want);
+    assert!(t.is_ancestor(&oid(1), &oid(1000)));
+    assert_eq!(
+        t.rename(&r, b"d", &oid(999), b"x"),
+        Err(TreeError::IntoItself)
+    );
+    // The deepest directory moved to the top takes its file along.
+    t.rename(&oid(999), b"d", &r, b"top").unwrap();
+    assert_eq!(path(&t, 1000, b"f"), b"top/f");
+    assert_eq!(t.remove(&r, b"d"), Some(dir(1)));
+    assert_eq!(t.len(), 2);
+    assert_eq!(t.dir_count(), 2);
+    assert!(!t.has_dir(&oid(500)));
+}
+
+#[test]
+fn churn_keeps_the_tree_at_its_size() {
+    const N: u32 = 20_000;
+    let r = oid(0);
+    let mut t = Tree::new(r.clone());
+    for i in 1..=N {
+        t.insert(&r, format!("f{i:07}").as_bytes(), file(i))
+            .unwrap();
+    }
+    let settled = t.heap_bytes();
+    // Renames to longer names and back: each leaves its old bytes behind.
+    for round in 0..10 {
+        for i in 1..=N {
+            let (from, to) = (format!("f{i:07}"), format!("a longer name {i:07}"));
+            let (from, to) = if round % 2 == 0 {
+                (from, to)
+            } else {
+                (to, from)
+            };
+            t.rename(&r, from.as_bytes(), &r, to.as_bytes()).unwrap();
+        }
+    }
+    // Creations and removals: all but a few go, then as many come back.
+    for _ in 0..5 {
+        for i in 10..=N {
+            t.remove(&r, format!("f{i:07}").as_bytes());
+        }
+        for i in 10..=N {
+            t.insert(&r, format!("f{i:07}").as_bytes(), file(i))
+                .unwrap();
+        }
+    }
+    let (len, garbage) = t.store.arena_use();
+    assert!(garbage * 2 <= len.max(2 * LIMITS.garbage));
+    assert!(
+        t.heap_bytes() <= 2 * settled,
+        "{} bytes, {settled} after the creations",
+        t.heap_bytes()
+    );
+    // Nearly all removed: the tree is rebuilt smaller.
+    for i in 10..=N {
+        t.remove(&r, format!("f{i:07}").as_bytes());
+    }
+    assert_eq!(t.len(), 9);
+    assert!(
+        t.heap_bytes() < settled / 4,
+        "{} of {settled}",
+        t.heap_bytes()
+    );
+    assert_eq!(t.lookup(&r, b"f0000009"), Some(file(9)));
+}
+
+#[test]
+fn heap_bytes_counts_what_entries_take() {
+    let r = oid(0);
+    let mut t = Tree::new(r.clone());
+    let empty = t.heap_bytes();
+    for d in 1..=1000 {
+        t.insert(&r, format!("d{d:07}").as_bytes(), dir(d)).unwrap();
+        for f in 0..10 {
+            let n = 10_000 + d * 10 + f;
+            t.insert(&oid(d), format!("f{n:07}").as_bytes(), file(n))
+                .unwrap();
+        }
+    }
+    let per_entry = (t.heap_bytes() - empty) as f64 / t.len() as f64;
+    // 20 bytes of node, 12 of name and handle (oid's are 4), and the
+    // tables' share: well under the old layout's 250.
+    assert!((30.0..80.0).contains(&per_entry), "{per_entry} bytes");
+}
+
+mod model;
+mod reference;
