@@ -238,3 +238,65 @@ fn heap_bytes_counts_what_entries_take() {
 
 mod model;
 mod reference;
+
+fn on_fs(fsid: u32, handle: &[u8]) -> ObjectId {
+    ObjectId::from_handle([fsid, 7], &FileHandle::new(1, handle).unwrap())
+}
+
+#[test]
+fn ids_of_many_filesystems_and_long_handles_are_told_apart() {
+    let r = oid(0);
+    let mut t = Tree::new(r.clone());
+    // Past the classes searched one by one, and handles that do not fit
+    // in a node (btrfs's 20 bytes, the largest the kernel gives).
+    let long = [0xa5u8; weir_sys::fanotify::fid::MAX_HANDLE_SZ];
+    let ids: Vec<ObjectId> = (0..10)
+        .flat_map(|fs| {
+            [
+                on_fs(fs, b"12345678"),
+                on_fs(fs, &[fs as u8; 20]),
+                on_fs(fs, &long),
+            ]
+        })
+        .collect();
+    for (i, id) in ids.iter().enumerate() {
+        let kind = if i % 2 == 0 { Kind::Dir } else { Kind::File };
+        let e = Entry {
+            id: id.clone(),
+            kind,
+        };
+        t.insert(&r, format!("e{i}").as_bytes(), e).unwrap();
+    }
+    for (i, id) in ids.iter().enumerate() {
+        let got = t.lookup(&r, format!("e{i}").as_bytes()).unwrap();
+        assert_eq!(&got.id, id);
+        assert_eq!(t.has_dir(id), i % 2 == 0);
+        assert_eq!(t.links(id), u32::from(i % 2 == 1));
+    }
+    assert!(!t.contains(&on_fs(99, b"12345678")));
+    for i in 0..ids.len() {
+        t.remove(&r, format!("e{i}").as_bytes()).unwrap();
+    }
+    assert!(t.is_empty());
+}
+
+#[test]
+fn a_tree_full_of_id_prefixes_refuses_one_more_and_stays_as_it_was() {
+    let r = oid(0);
+    let mut t = Tree::new(r.clone());
+    // The root's prefix is one of the 65,535.
+    for fs in 0..65_534u32 {
+        let e = Entry {
+            id: on_fs(fs + 1000, b"h"),
+            kind: Kind::File,
+        };
+        t.insert(&r, format!("{fs}").as_bytes(), e).unwrap();
+    }
+    let e = Entry {
+        id: on_fs(u32::MAX, b"h"),
+        kind: Kind::File,
+    };
+    assert_eq!(t.insert(&r, b"0", e), Err(TreeError::Full));
+    assert_eq!(t.len(), 65_534);
+    assert_eq!(t.lookup(&r, b"0").map(|e| e.id), Some(on_fs(1000, b"h")));
+}
