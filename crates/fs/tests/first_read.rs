@@ -15,7 +15,9 @@
 //!    after it, never both and never neither.
 //!
 //! Also a fresh start (`resume: false`) of the same big root: it returns
-//! reading, and once synced its tree holds as many entries as the live one.
+//! reading, its status turns to watching once read (with nothing else to
+//! wake the thread), and once synced its tree holds as many entries as the
+//! live one.
 
 mod support;
 
@@ -157,6 +159,15 @@ fn first_read_on(kind: FsKind) {
         third.roots()[0].state == RootState::Reading,
         "{what}: a fresh start read at once"
     );
+    // Its end shows without a sync or an event to wake the thread.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while third.roots()[0].state == RootState::Reading {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what}: still reading after 120 s, or its end not shown"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     churn(&s, 3);
     third.sync().expect("sync");
     let live = weir_fs::walk::read_tree(s.root()).expect("walk").0;
@@ -168,24 +179,15 @@ fn first_read_on(kind: FsKind) {
     third.stop().expect("stop");
 }
 
-macro_rules! first_read_test {
-    ($outer:ident, $inner:ident, $kind:expr) => {
-        #[test]
-        fn $outer() {
-            support::run_in_private_ns(stringify!($inner));
-        }
-
-        #[test]
-        #[ignore = "run by its outer test in a private mount namespace"]
-        fn $inner() {
-            first_read_on($kind);
-        }
-    };
-}
-
-first_read_test!(
+support::private_ns_test!(
     first_read_on_tmpfs,
     inner_first_read_on_tmpfs,
+    first_read_on,
     FsKind::Tmpfs
 );
-first_read_test!(first_read_on_xfs, inner_first_read_on_xfs, FsKind::Xfs);
+support::private_ns_test!(
+    first_read_on_xfs,
+    inner_first_read_on_xfs,
+    first_read_on,
+    FsKind::Xfs
+);

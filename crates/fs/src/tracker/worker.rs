@@ -172,14 +172,22 @@ impl Worker {
     /// Reads on the trees not yet read, for a slice of time; whether some
     /// are still being read.
     fn read_first(&mut self) -> Result<bool> {
-        let mut reading = false;
+        let (mut reading, mut done) = (false, false);
         let until = Instant::now() + READ_SLICE;
-        for root in &mut self.roots {
-            if root.is_reading() && !root.read_on(until, &mut self.sink)? {
+        for root in self.roots.iter_mut().filter(|r| r.is_reading()) {
+            if root.read_on(until, &mut self.sink)? {
+                done = true;
+            } else {
                 reading = true;
             }
         }
-        self.publish_now_and_then();
+        if done {
+            // At once: the thread may sleep long after this, and the end
+            // of a reading is what `roots()` callers wait to see.
+            self.publish();
+        } else {
+            self.publish_now_and_then();
+        }
         Ok(reading)
     }
 
