@@ -259,26 +259,27 @@ fn inner_sync_during_a_batch_wait_on_tmpfs() {
     sync_during_a_batch_wait(FsKind::Tmpfs);
 }
 
-macro_rules! barrier_test {
-    ($outer:ident, $inner:ident, $kind:expr) => {
-        #[test]
-        fn $outer() {
-            support::run_in_private_ns(stringify!($inner));
-        }
-
-        #[test]
-        #[ignore = "run by its outer test in a private mount namespace"]
-        fn $inner() {
-            barrier_on($kind);
-        }
-    };
-}
-
-barrier_test!(barrier_on_tmpfs, inner_barrier_on_tmpfs, FsKind::Tmpfs);
-barrier_test!(barrier_on_ext4, inner_barrier_on_ext4, FsKind::Ext4);
-barrier_test!(barrier_on_xfs, inner_barrier_on_xfs, FsKind::Xfs);
-barrier_test!(
+support::private_ns_test!(
+    barrier_on_tmpfs,
+    inner_barrier_on_tmpfs,
+    barrier_on,
+    FsKind::Tmpfs
+);
+support::private_ns_test!(
+    barrier_on_ext4,
+    inner_barrier_on_ext4,
+    barrier_on,
+    FsKind::Ext4
+);
+support::private_ns_test!(
+    barrier_on_xfs,
+    inner_barrier_on_xfs,
+    barrier_on,
+    FsKind::Xfs
+);
+support::private_ns_test!(
     barrier_on_btrfs_subvolume,
     inner_barrier_on_btrfs_subvolume,
+    barrier_on,
     FsKind::Btrfs
 );

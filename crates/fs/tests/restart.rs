@@ -443,34 +443,19 @@ fn fresh_start_on(kind: FsKind) {
     second.stop();
 }
 
-macro_rules! restart_test {
-    ($outer:ident, $inner:ident, $body:ident, $kind:expr) => {
-        #[test]
-        fn $outer() {
-            support::run_in_private_ns(stringify!($inner));
-        }
-
-        #[test]
-        #[ignore = "run by its outer test in a private mount namespace"]
-        fn $inner() {
-            $body($kind);
-        }
-    };
-}
-
-restart_test!(
+support::private_ns_test!(
     restart_on_ext4,
     inner_restart_on_ext4,
     restart_on,
     FsKind::Ext4
 );
-restart_test!(
+support::private_ns_test!(
     restart_on_tmpfs,
     inner_restart_on_tmpfs,
     restart_on,
     FsKind::Tmpfs
 );
-restart_test!(
+support::private_ns_test!(
     fresh_start_on_ext4,
     inner_fresh_start_on_ext4,
     fresh_start_on,

@@ -135,20 +135,15 @@ fn root_end_on(kind: FsKind) {
     t.stop().expect("stop");
 }
 
-macro_rules! root_end_test {
-    ($outer:ident, $inner:ident, $kind:expr) => {
-        #[test]
-        fn $outer() {
-            support::run_in_private_ns(stringify!($inner));
-        }
-
-        #[test]
-        #[ignore = "run by its outer test in a private mount namespace"]
-        fn $inner() {
-            root_end_on($kind);
-        }
-    };
-}
-
-root_end_test!(root_end_on_ext4, inner_root_end_on_ext4, FsKind::Ext4);
-root_end_test!(root_end_on_tmpfs, inner_root_end_on_tmpfs, FsKind::Tmpfs);
+support::private_ns_test!(
+    root_end_on_ext4,
+    inner_root_end_on_ext4,
+    root_end_on,
+    FsKind::Ext4
+);
+support::private_ns_test!(
+    root_end_on_tmpfs,
+    inner_root_end_on_tmpfs,
+    root_end_on,
+    FsKind::Tmpfs
+);

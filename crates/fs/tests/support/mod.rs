@@ -60,6 +60,27 @@ macro_rules! workload_child_test {
 #[allow(unused_imports)]
 pub(crate) use workload_child_test;
 
+/// A test of `$body($kind)` in a private mount namespace: `$outer` runs
+/// `$inner` there (see [`run_in_private_ns`]), which is ignored on its own.
+// A test file with tests of its own shape does not use it.
+#[allow(unused_macros)]
+macro_rules! private_ns_test {
+    ($outer:ident, $inner:ident, $body:path, $kind:expr) => {
+        #[test]
+        fn $outer() {
+            $crate::support::run_in_private_ns(stringify!($inner));
+        }
+
+        #[test]
+        #[ignore = "run by its outer test in a private mount namespace"]
+        fn $inner() {
+            $body($kind);
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use private_ns_test;
+
 fn is_root() -> bool {
     rustix::process::geteuid().is_root()
 }
