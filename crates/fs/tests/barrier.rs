@@ -12,7 +12,9 @@
 //!
 //! And a sync must be answered whenever it comes: also while the tracker
 //! waits out a batch after reading events
-//! (`sync_during_a_batch_wait_on_tmpfs`). A hung sync fails its test
+//! (`sync_during_a_batch_wait_on_tmpfs`), and while a storm keeps a tiny
+//! queue overflowing, so that a cookie's own event may be lost
+//! (`sync_while_events_are_lost_on_tmpfs`). A hung sync fails its test
 //! through a watchdog rather than never ending.
 
 mod support;
@@ -20,7 +22,8 @@ mod support;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::process::Command;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
 use support::journal::{assert_replay_is_live, describe, describe_all, fsid, live_id, open_log};
@@ -247,6 +250,70 @@ fn sync_during_a_batch_wait(kind: FsKind) {
     tracker.stop().expect("stop");
     assert_replay_is_live(&log, s.root(), &what);
 }
+
+/// Syncs while a storm keeps a tiny queue overflowing: a cookie's event
+/// may be among those the kernel drops, and the sync must still be
+/// answered (by the comparison after the loss), never hang.
+fn sync_while_events_are_lost(kind: FsKind) {
+    let Some(base) = support::private_base() else {
+        return;
+    };
+    let Some(s) = scratch(kind, base.path()) else {
+        return;
+    };
+    let what = format!("{kind}: sync while events are lost");
+    let log = open_log(&base.mkdir("log"));
+    // Read by fanotify_init only: the tracker's group gets it, and the
+    // host's value comes back at once.
+    let tracker = {
+        let _q = support::sysctl::Sysctl::set("/proc/sys/fs/fanotify/max_queued_events", "64");
+        Tracker::start(
+            Some(log.clone()),
+            TrackerOptions {
+                roots: vec![s.root().to_path_buf()],
+                ..TrackerOptions::default()
+            },
+            None,
+        )
+        .unwrap_or_else(|e| panic!("{what}: starting the tracker: {e}"))
+    };
+    let done = Arc::new(AtomicBool::new(false));
+    let storm = {
+        let (done, root) = (done.clone(), s.root().to_path_buf());
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                for i in 0..500 {
+                    std::fs::File::create(root.join(format!("s{i}"))).expect("create");
+                }
+                for i in 0..500 {
+                    std::fs::remove_file(root.join(format!("s{i}"))).expect("unlink");
+                }
+            }
+        })
+    };
+    for round in 0..20 {
+        sync_or_fail(&tracker, &format!("{what}: round {round}"))
+            .unwrap_or_else(|e| panic!("{what}: round {round}: sync: {e}"));
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    done.store(true, Ordering::Relaxed);
+    storm.join().expect("the storm");
+    sync_or_fail(&tracker, &what).expect("sync");
+    let lost = support::journal::records_from(&log, 1)
+        .iter()
+        .filter(|r| r.kind == RecordType::MARK && r.name == b"fs events lost: tree compared")
+        .count();
+    assert!(lost >= 1, "{what}: a queue of 64 events never overflowed");
+    tracker.stop().expect("stop");
+    assert_replay_is_live(&log, s.root(), &what);
+}
+
+support::private_ns_test!(
+    sync_while_events_are_lost_on_tmpfs,
+    inner_sync_while_events_are_lost_on_tmpfs,
+    sync_while_events_are_lost,
+    FsKind::Tmpfs
+);
 
 #[test]
 fn sync_during_a_batch_wait_on_tmpfs() {

@@ -97,26 +97,6 @@ impl Drop for Watcher {
     }
 }
 
-/// Sets a sysctl for the life of the guard.
-struct Sysctl {
-    path: &'static str,
-    old: String,
-}
-
-impl Sysctl {
-    fn set(path: &'static str, value: &str) -> Sysctl {
-        let old = std::fs::read_to_string(path).expect("read the sysctl");
-        std::fs::write(path, value).expect("write the sysctl");
-        Sysctl { path, old }
-    }
-}
-
-impl Drop for Sysctl {
-    fn drop(&mut self) {
-        let _ = std::fs::write(self.path, self.old.trim());
-    }
-}
-
 fn open_log(state: &Path) -> weir_log::Log {
     weir_log::Log::open(state.join("log"), weir_log::Options::default()).expect("open the log")
 }
@@ -146,7 +126,7 @@ fn inner_a_stopped_watcher_overflows_and_recovers() {
     // A small queue, read by fanotify_init only: the watcher's group gets
     // it, and the host's value comes back at once.
     let w = {
-        let _q = Sysctl::set("/proc/sys/fs/fanotify/max_queued_events", "512");
+        let _q = support::sysctl::Sysctl::set("/proc/sys/fs/fanotify/max_queued_events", "512");
         Watcher::start(&state, s.root())
     };
     w.signal(rustix::process::Signal::STOP);

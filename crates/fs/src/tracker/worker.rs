@@ -220,9 +220,10 @@ impl Worker {
         self.buf = buf;
         r?;
         if self.lost.is_some() {
-            // The budget spaces comparisons out, but a sync whose cookies
-            // are all read waits for none: it needs the comparison now.
-            let asked = self.waits.iter().any(|w| w.pending == 0);
+            // The budget spaces comparisons out, but a sync waits for
+            // none: its cookie may be among the events lost, and then only
+            // the comparison answers it.
+            let asked = !self.waits.is_empty();
             if asked || self.next_compare.is_none_or(|t| Instant::now() >= t) {
                 self.recover_lost();
             }
@@ -339,9 +340,13 @@ impl Worker {
         }
     }
 
-    /// Lost events: a MARK, then each root compared with a walk.
+    /// Lost events: a MARK, then each root compared with a walk. The
+    /// walks start after every sync round so far was asked for, so they
+    /// see every change made before it: those rounds are answered, whether
+    /// or not their cookies' events were among those lost.
     fn recover_lost(&mut self) {
         let started = Instant::now();
+        let covered = self.round;
         for root in self.roots.iter_mut().filter(|r| r.ended.is_none()) {
             let idb = root.id.as_bytes().to_vec();
             let path = root.path.as_os_str().as_encoded_bytes().to_vec();
@@ -359,6 +364,9 @@ impl Worker {
             root.dirty.clear();
         }
         self.lost = None;
+        for w in self.waits.iter_mut().filter(|w| w.round <= covered) {
+            w.pending = 0;
+        }
         let took = started.elapsed();
         self.next_compare = Some(Instant::now() + took.mul_f64(1.0 / COMPARE_SHARE - 1.0));
     }

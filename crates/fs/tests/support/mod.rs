@@ -2,6 +2,7 @@
 //! in a private mount namespace (or as an unprivileged user), a scratch
 //! tmpfs to keep loop images on, and the submodules the tests build on:
 //! [`scratch`] filesystems on loop devices, a multi-process [`workload`],
+//! a [`sysctl`] set for a test's while,
 //! an independent [`tree`] walk to compare a replay against, and the
 //! [`journal`] helpers that read a tracker's log back and make that
 //! comparison.
@@ -21,6 +22,7 @@ pub(crate) mod journal;
 pub(crate) mod names;
 pub(crate) mod rng;
 pub(crate) mod scratch;
+pub(crate) mod sysctl;
 pub(crate) mod tree;
 pub(crate) mod workload;
 
