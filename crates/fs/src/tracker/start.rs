@@ -21,7 +21,7 @@ use crate::{Error, Result};
 
 /// How long [`Tracker::start`](super::Tracker::start) reads trees before
 /// it leaves the rest to the thread.
-pub(crate) const START_BUDGET: Duration = Duration::from_millis(20);
+pub(crate) const START_BUDGET: Duration = Duration::from_millis(10);
 
 /// How long the thread reads before it looks at its requests again.
 pub(crate) const READ_SLICE: Duration = Duration::from_millis(50);
