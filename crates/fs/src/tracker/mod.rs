@@ -185,8 +185,9 @@ pub struct Tracker {
 impl Tracker {
     /// Marks every root, starts reading them (what a budget of a few
     /// milliseconds does not read, the thread reads before anything
-    /// else), and starts the thread: from its return no change is missed. With a log,
-    /// every change is appended to it; `on_change` sees each one.
+    /// else), and starts the thread: from its return no change is missed.
+    /// With a log, every change is appended to it; `on_change` sees each
+    /// one.
     pub fn start(
         log: Option<Arc<Log>>,
         opts: TrackerOptions,
