@@ -15,7 +15,7 @@
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 
-use weir_sys::fanotify::fid::{FAN_DELETE, FAN_DELETE_SELF, FAN_RENAME, FidEvent};
+use weir_sys::fanotify::fid::{FAN_DELETE, FAN_DELETE_SELF, FAN_ONDIR, FAN_RENAME, FidEvent};
 
 use super::RootState;
 use super::root::Root;
@@ -27,6 +27,11 @@ impl Root {
     /// what waited (files written, entries in doubt) and returns the sync
     /// rounds whose cookies in the root will now never be read.
     pub(crate) fn ends_with(&mut self, ev: &FidEvent<'_>, sink: &mut Sink) -> Option<Vec<u64>> {
+        // Cheap tests first: this runs for every event of the filesystem,
+        // and the root is a directory.
+        if ev.mask & FAN_ONDIR == 0 || ev.mask & (FAN_DELETE | FAN_DELETE_SELF | FAN_RENAME) == 0 {
+            return None;
+        }
         let about_root = ev.target.is_some_and(|t| ObjectId::from_fid(&t) == self.id);
         if !about_root {
             return None;
