@@ -55,7 +55,15 @@ fn op() -> impl Strategy<Value = Op> {
 
 /// Everything the public API tells of both trees agrees.
 fn same(t: &Tree, m: &Reference) -> Result<(), TestCaseError> {
-    prop_assert_eq!(t.listing(), m.listing());
+    // An empty name makes paths ambiguous (the entries of a directory
+    // named "" at the root list under the root's own paths), so which of
+    // two entries a path keeps depends on the order of a walk: the listing
+    // is compared only without one. The per-directory queries below, and
+    // `links_top_down`, compare everything else.
+    let ambiguous = m.links_top_down().iter().any(|(_, n, _, _)| n.is_empty());
+    if !ambiguous {
+        prop_assert_eq!(t.listing(), m.listing());
+    }
     prop_assert_eq!(t.len(), m.len());
     prop_assert_eq!(t.is_empty(), m.is_empty());
     prop_assert_eq!(t.root(), m.root());
