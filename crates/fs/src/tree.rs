@@ -285,13 +285,7 @@ impl Tree {
                 if n.parent == pd && self.store.name(&n) == name {
                     return Ok(None);
                 }
-                self.store
-                    .reserve(None, name.len() + self.store.handle(&n).len())?;
-                self.unlink(r);
-                let displaced = self.remove_at(pd, name);
-                self.store.rename(r, name);
-                self.link(r, pd);
-                displaced
+                self.relink(r, pd, name)?
             }
             None => {
                 let class = self.store.intern(&entry.id)?;
@@ -332,6 +326,15 @@ impl Tree {
             return Ok(None);
         }
         check_name(name)?;
+        let displaced = self.relink(r, pd, name)?;
+        self.tidy();
+        Ok(displaced)
+    }
+
+    /// Moves node `r` to `name` in directory `pd`, replacing what was
+    /// there, which it returns; room for the new name is made first, so a
+    /// refusal leaves the tree as it was.
+    fn relink(&mut self, r: Ref, pd: u32, name: &[u8]) -> Result<Option<Entry>, TreeError> {
         let n = *self.store.node(r);
         self.store
             .reserve(None, name.len() + self.store.handle(&n).len())?;
@@ -339,7 +342,6 @@ impl Tree {
         let displaced = self.remove_at(pd, name);
         self.store.rename(r, name);
         self.link(r, pd);
-        self.tidy();
         Ok(displaced)
     }
 
