@@ -461,7 +461,7 @@ proptest! {
             prop_assert_eq!(parse(&c.to_toml().unwrap()).unwrap(), c.clone());
             // What validation accepts, weir-log accepts too (checked where
             // the ring is small enough to open cheaply).
-            if c.log.ring_slots <= 1 << 14 {
+            if c.log.ring_slots.is_some_and(|n| n <= 1 << 14) {
                 let d = tempfile::tempdir().unwrap();
                 let log = weir_log::Log::open(d.path(), c.log.options());
                 prop_assert!(log.is_ok(), "{:?}", log.err());

@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use weir_daemon::config::{Config, ConfigError};
+use weir_daemon::config::{Config, ConfigError, Writers};
 
 /// The configuration file read when `--config` is not given, if it exists.
 pub(crate) const DEFAULT_PATH: &str = "/etc/weir/weir.toml";
@@ -38,10 +38,19 @@ fn load_from(arg: Option<&Path>, default: &Path) -> Result<Config> {
 /// opens the log itself. The whole file is checked, as the daemon checks
 /// it: a file it would refuse is refused here too.
 pub(crate) fn log_options(arg: Option<&Path>) -> Result<weir_log::Options> {
-    log_options_from(arg, Path::new(DEFAULT_PATH))
+    log_options_for(arg, Writers::Many)
 }
 
-fn log_options_from(arg: Option<&Path>, default: &Path) -> Result<weir_log::Options> {
+/// As [`log_options`], for a log appended to as `writers` say.
+pub(crate) fn log_options_for(arg: Option<&Path>, writers: Writers) -> Result<weir_log::Options> {
+    log_options_from(arg, Path::new(DEFAULT_PATH), writers)
+}
+
+fn log_options_from(
+    arg: Option<&Path>,
+    default: &Path,
+    writers: Writers,
+) -> Result<weir_log::Options> {
     let context = || {
         format!(
             "the daemon's configuration {}, whose [log] settings this command uses",
@@ -50,7 +59,7 @@ fn log_options_from(arg: Option<&Path>, default: &Path) -> Result<weir_log::Opti
     };
     let config = load_from(arg, default).with_context(context)?;
     config.validate().with_context(context)?;
-    Ok(config.log.options())
+    Ok(config.log.options_for(writers))
 }
 
 #[cfg(test)]
@@ -63,12 +72,12 @@ mod tests {
     fn a_missing_default_file_means_the_defaults() {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("weir.toml");
-        let o = log_options_from(None, &missing).unwrap();
+        let o = log_options_from(None, &missing, Writers::Many).unwrap();
         assert_eq!(o.retention, Config::default().log.options().retention);
         // The daemon's defaults, the floor included, not weir-log's.
         assert!(o.retention.has_floor());
         // Named explicitly, it must exist, as for `weir run --config`.
-        assert!(log_options_from(Some(&missing), &missing).is_err());
+        assert!(log_options_from(Some(&missing), &missing, Writers::Many).is_err());
     }
 
     /// Regression: direct opens used `Options::default()` whatever the
@@ -78,15 +87,28 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let default = dir.path().join("default.toml");
         std::fs::write(&default, "[log]\nmax_idle_secs = 0\nmax_mib = 8192\n").unwrap();
-        let o = log_options_from(None, &default).unwrap();
+        let o = log_options_from(None, &default, Writers::Many).unwrap();
         assert_eq!(o.retention.max_idle_time, None);
         assert_eq!(o.retention.max_bytes, 8192 << 20);
 
         let other = dir.path().join("other.toml");
         std::fs::write(&other, "[log]\nmax_idle_secs = 60\n").unwrap();
-        let o = log_options_from(Some(&other), &default).unwrap();
+        let o = log_options_from(Some(&other), &default, Writers::Many).unwrap();
         assert_eq!(o.retention.max_idle_time, Some(Duration::from_secs(60)));
         assert_eq!(o.retention.max_bytes, 4096 << 20);
+    }
+
+    /// A log with one writer gets a smaller ring, unless the file sets it.
+    #[test]
+    fn the_ring_is_sized_for_the_writers_unless_set() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("weir.toml");
+        std::fs::write(&file, "[log]\nmax_mib = 8192\n").unwrap();
+        let ring = |w| log_options_from(Some(&file), &file, w).unwrap().ring_slots;
+        assert_eq!(ring(Writers::Many), weir_log::Options::default().ring_slots);
+        assert_eq!(ring(Writers::One), 8192);
+        std::fs::write(&file, "[log]\nring_slots = 65536\n").unwrap();
+        assert_eq!((ring(Writers::Many), ring(Writers::One)), (65536, 65536));
     }
 
     #[test]
@@ -100,7 +122,7 @@ mod tests {
         ] {
             std::fs::write(&bad, text).unwrap();
             for arg in [None, Some(bad.as_path())] {
-                let err = log_options_from(arg, &bad).unwrap_err();
+                let err = log_options_from(arg, &bad, Writers::Many).unwrap_err();
                 assert!(format!("{err:#}").contains(says), "{text}: {err:#}");
             }
         }

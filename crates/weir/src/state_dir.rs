@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow, bail};
+use weir_daemon::config::Writers;
 use weir_log::{Log, Options};
 
 use crate::config_file;
@@ -69,7 +70,14 @@ impl StateDir {
     /// Opens the log as its single writer, creating directories as needed,
     /// with the daemon's `[log]` settings: its retention runs here too.
     pub(crate) fn open_writer(&self) -> Result<Log> {
-        open_writer(&self.log_dir(), self.log_options()?)
+        self.open_writer_for(Writers::Many)
+    }
+
+    /// As [`StateDir::open_writer`], for a log appended to as `writers`
+    /// say (its ring is sized for them, unless `[log]` sets it).
+    pub(crate) fn open_writer_for(&self, writers: Writers) -> Result<Log> {
+        let opts = config_file::log_options_for(self.config.as_deref(), writers)?;
+        open_writer(&self.log_dir(), opts)
     }
 
     /// weir-log's options from the configuration's `[log]` section: those

@@ -28,7 +28,7 @@ use serde::Serialize;
 use weir_mounts::BackendChoice;
 
 pub use error::{ConfigError, flag_name};
-pub use options::{HOST_KEEP_AGE_SECS, HOST_KEEP_MIB};
+pub use options::{HOST_KEEP_AGE_SECS, HOST_KEEP_MIB, Writers};
 pub use overrides::ConfigOverrides;
 pub use read::MAX_FILE_BYTES;
 pub use validate::parse_mode;
@@ -236,8 +236,10 @@ pub struct LogConfig {
     pub segment_mib: u64,
     /// How each segment's space is reserved.
     pub preallocate: Preallocate,
-    /// Slots in the append ring (a power of two).
-    pub ring_slots: u64,
+    /// Slots in the append ring (a power of two); unset, the opener's
+    /// default (see [`LogConfig::options_for`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ring_slots: Option<u64>,
     /// The longest an append waits for room, milliseconds.
     pub append_timeout_ms: u64,
     /// The longest the committer waits before an fsync for the durable

@@ -25,6 +25,34 @@ pub const HOST_KEEP_MIB: u64 = 256;
 /// consumer has cleared it.
 pub const HOST_KEEP_AGE_SECS: u64 = 7 * 24 * 3600;
 
+/// Who appends to a log: what its ring is sized for when `[log]` leaves
+/// `ring_slots` unset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Writers {
+    /// Many threads at once (the daemon: its API, every tracker): weir-log's
+    /// default ring, big enough that a writer preempted between reserving
+    /// and publishing does not stall the others.
+    Many,
+    /// One thread (`weir fs watch`, whose tracker thread appends every
+    /// record): a preempted writer stalls only itself, so the ring need
+    /// only hold what the committer is behind by. Its 8192 slots are 1 MiB;
+    /// weir-log's default is 8 MiB, resident once a lap has used them,
+    /// which would be an eighth of the journal's memory on a tree of a
+    /// million files.
+    One,
+}
+
+impl Writers {
+    /// The ring's slots for them.
+    pub fn ring_slots(self) -> usize {
+        match self {
+            Writers::Many => Options::default().ring_slots,
+            Writers::One => 8192,
+        }
+    }
+}
+
 /// `[log]`'s defaults, from weir-log's, and the host's floor.
 pub(super) fn log_defaults() -> LogConfig {
     let o = Options::default();
@@ -39,7 +67,8 @@ pub(super) fn log_defaults() -> LogConfig {
             Preallocation::ZeroFill => Preallocate::ZeroFill,
             _ => Preallocate::Auto,
         },
-        ring_slots: o.ring_slots as u64,
+        // Unset: each opener picks (`LogConfig::options_for`).
+        ring_slots: None,
         append_timeout_ms: ms(o.append_timeout),
         group_commit_us: u64::try_from(o.group_commit_wait.as_micros()).unwrap_or(u64::MAX),
         max_mib: r.max_bytes / MIB,
@@ -72,8 +101,15 @@ fn nonzero<T>(v: u64, f: impl FnOnce(u64) -> T) -> Option<T> {
 
 impl LogConfig {
     /// weir-log's options for this section (validated values assumed;
-    /// weir-log checks them again when it opens).
+    /// weir-log checks them again when it opens), for a log with many
+    /// writers, as the daemon's is.
     pub fn options(&self) -> Options {
+        self.options_for(Writers::Many)
+    }
+
+    /// As [`LogConfig::options`], for a log written as `writers` say: the
+    /// ring, when the file leaves it unset, is sized for them.
+    pub fn options_for(&self, writers: Writers) -> Options {
         let retention = Retention {
             max_bytes: self.max_mib.saturating_mul(MIB),
             max_age: nonzero(self.max_age_secs, Duration::from_secs),
@@ -96,7 +132,9 @@ impl LogConfig {
             })
             .flush_interval(Duration::from_millis(self.flush_ms))
             .sync_interval(nonzero(self.sync_ms, Duration::from_millis))
-            .ring_slots(usize::try_from(self.ring_slots).unwrap_or(usize::MAX))
+            .ring_slots(self.ring_slots.map_or(writers.ring_slots(), |n| {
+                usize::try_from(n).unwrap_or(usize::MAX)
+            }))
             .append_timeout(Duration::from_millis(self.append_timeout_ms))
             .group_commit_wait(Duration::from_micros(self.group_commit_us))
             .retention(retention)

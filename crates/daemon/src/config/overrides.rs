@@ -108,7 +108,7 @@ impl Config {
         set(&mut l.sync_ms, o.log_sync_ms);
         set(&mut l.segment_mib, o.log_segment_mib);
         set(&mut l.preallocate, o.log_preallocate);
-        set(&mut l.ring_slots, o.log_ring_slots);
+        set(&mut l.ring_slots, o.log_ring_slots.map(Some));
         set(&mut l.append_timeout_ms, o.log_append_timeout_ms);
         set(&mut l.group_commit_us, o.log_group_commit_us);
         set(&mut l.max_mib, o.log_max_mib);

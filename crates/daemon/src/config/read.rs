@@ -130,7 +130,7 @@ impl Config {
             if let Some(p) = s.take::<String>("log.preallocate", STRING)? {
                 l.preallocate = parse_preallocate(&p)?;
             }
-            set(&mut l.ring_slots, s.take("log.ring_slots", UINT)?);
+            set(&mut l.ring_slots, s.take("log.ring_slots", UINT)?.map(Some));
             set(
                 &mut l.append_timeout_ms,
                 s.take("log.append_timeout_ms", UINT)?,

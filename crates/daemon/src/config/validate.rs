@@ -193,7 +193,9 @@ impl Config {
             weir_log::segment::MAX_SEGMENT >> 20,
             "must be between 1 and 65536 (64 GiB)",
         )?;
-        if !l.ring_slots.is_power_of_two() || !(2..=1 << 20).contains(&l.ring_slots) {
+        if let Some(n) = l.ring_slots
+            && (!n.is_power_of_two() || !(2..=1 << 20).contains(&n))
+        {
             return bad(
                 "log.ring_slots",
                 "must be a power of two between 2 and 1048576",

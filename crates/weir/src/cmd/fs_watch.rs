@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use weir_daemon::config::Writers;
 use weir_fs::{OnChange, RootState, Tracker, TrackerOptions};
 
 use super::foreground::{close_log, print_line};
@@ -25,7 +26,8 @@ use weir_view::fs_line::change_line;
 
 pub(super) fn watch(state: &StateDir, args: &FsWatchArgs) -> Result<()> {
     let stop = signals::stop_flag()?;
-    let log = Arc::new(state.open_writer()?);
+    // The tracker's thread is the log's one writer.
+    let log = Arc::new(state.open_writer_for(Writers::One)?);
     let opts = TrackerOptions {
         roots: args.roots.clone(),
         mtime_interval: args.mtime_interval(),
