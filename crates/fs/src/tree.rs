@@ -30,6 +30,10 @@
 //! The price is a dependent load more per table than maps with their keys
 //! inline: a lookup of a name in a cold tree reads about six cache lines.
 //!
+//! With [`Tree::track_touches`] the tree also keeps which directories
+//! changed (a bit per directory slot) and which were removed, so that a
+//! persistent copy rewrites only those ([`Tree::take_touched`]).
+//!
 //! Garbage is bounded under churn: the arena is copied once half of it is
 //! dead, and the whole tree rebuilt once three quarters of its slots are
 //! free. Limits (each refused with [`TreeError::Full`], never wrapped):
@@ -51,9 +55,11 @@ use crate::kind::Kind;
 
 mod index;
 mod store;
+mod touched;
 
 use index::Index;
 use store::{NAME_MAX, NIL, Ref, Store};
+use touched::Touched;
 
 /// An entry: the object a name points at, and what it is.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -62,6 +68,19 @@ pub struct Entry {
     pub id: ObjectId,
     /// Its type.
     pub kind: Kind,
+}
+
+/// A directory as a persistent copy of the tree stores it: its location
+/// and every entry, as of when it was taken.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DirImage {
+    /// The directory's id.
+    pub id: ObjectId,
+    /// Its parent and name; `None` for the root.
+    pub location: Option<(ObjectId, Box<[u8]>)>,
+    /// Its entries, by name.
+    pub entries: Vec<(Box<[u8]>, Entry)>,
 }
 
 /// Why a change does not apply to a tree.
@@ -110,6 +129,8 @@ pub struct Tree {
     index: Index,
     entries: usize,
     limits: Limits,
+    /// With [`Tree::track_touches`], what changed since it was last taken.
+    touched: Option<Touched>,
 }
 
 impl fmt::Debug for Tree {
@@ -144,6 +165,80 @@ impl Tree {
             index,
             entries: 0,
             limits,
+            touched: None,
+        }
+    }
+
+    /// From now on, keeps which directories change and which are removed
+    /// (for [`Tree::take_touched`]), every directory counting as touched
+    /// at first, so that the first take is the whole tree.
+    pub fn track_touches(&mut self) {
+        let mut t = Touched::default();
+        for d in 0..self.store.dir_slots() {
+            if self.store.is_live_dir(d) {
+                t.mark(d);
+            }
+        }
+        self.touched = Some(t);
+    }
+
+    /// Directories touched and not yet taken.
+    pub fn touched_dirs(&self) -> usize {
+        self.touched.as_ref().map_or(0, Touched::count)
+    }
+
+    /// Appends to `out` the images of touched directories, until they hold
+    /// `max_entries` entries (at least one directory when any is touched),
+    /// and counts them as taken; returns how many it took.
+    pub fn take_touched(&mut self, max_entries: usize, out: &mut Vec<DirImage>) -> usize {
+        let Some(mut t) = self.touched.take() else {
+            return 0;
+        };
+        let (mut dirs, mut entries) = (0, 0);
+        let mut at = 0;
+        while entries < max_entries.max(1)
+            && let Some(d) = t.next_from(at)
+        {
+            at = d + 1;
+            t.clear(d);
+            if !self.store.is_live_dir(d) {
+                continue;
+            }
+            let image = self.image(d);
+            entries += image.entries.len().max(1);
+            out.push(image);
+            dirs += 1;
+        }
+        self.touched = Some(t);
+        dirs
+    }
+
+    /// The directories removed since this was last called (some perhaps
+    /// never taken), when touches are tracked.
+    pub fn take_removed(&mut self) -> Vec<ObjectId> {
+        self.touched
+            .as_mut()
+            .map_or_else(Vec::new, |t| std::mem::take(&mut t.removed))
+    }
+
+    fn image(&self, d: u32) -> DirImage {
+        let dir = self.store.dir(d);
+        let location = (dir.node.parent != NIL).then(|| {
+            let parent = self.store.id(&self.store.dir(dir.node.parent).node);
+            (parent, Box::from(self.store.name(&dir.node)))
+        });
+        DirImage {
+            id: self.store.id(&dir.node),
+            location,
+            entries: self
+                .children(dir.child)
+                .map(|r| {
+                    (
+                        Box::from(self.store.name(self.store.node(r))),
+                        self.store.entry(r),
+                    )
+                })
+                .collect(),
         }
     }
 
@@ -467,6 +562,12 @@ impl Tree {
 
     /// Puts node `r` first in directory `d`'s list and in the name index.
     fn link(&mut self, r: Ref, d: u32) {
+        if let Some(t) = self.touched.as_mut() {
+            t.mark(d);
+            if r.is_dir() {
+                t.mark(r.index());
+            }
+        }
         let first = self.store.dir(d).child;
         let n = self.store.node_mut(r);
         n.parent = d;
@@ -484,6 +585,9 @@ impl Tree {
     fn unlink(&mut self, r: Ref) {
         self.index.remove_name(&self.store, r);
         let n = *self.store.node(r);
+        if let Some(t) = self.touched.as_mut() {
+            t.mark(n.parent);
+        }
         if n.prev == Ref::NONE {
             self.store.dir_mut(n.parent).child = n.next;
         } else {
@@ -510,6 +614,11 @@ impl Tree {
                     c = self.store.node(c).next;
                 }
                 self.index.remove_dir(&self.store, r.index());
+                if let Some(t) = self.touched.as_mut() {
+                    t.clear(r.index());
+                    t.removed
+                        .push(self.store.id(&self.store.dir(r.index()).node));
+                }
             } else {
                 self.index.remove_file(&self.store, r.index());
             }
@@ -526,7 +635,19 @@ impl Tree {
     fn tidy(&mut self) {
         let (live, slots) = self.store.occupancy();
         if slots >= self.limits.slots && live * 4 < slots {
-            if let Some(t) = self.rebuilt() {
+            if let Some(mut t) = self.rebuilt() {
+                // Slots are new: carry the touches over by id.
+                if let Some(old) = self.touched.take() {
+                    let mut new = Touched::default();
+                    for d in old.slots() {
+                        let id = self.store.id(&self.store.dir(d).node);
+                        if let Some(nd) = t.dir(&id) {
+                            new.mark(nd);
+                        }
+                    }
+                    new.removed = old.removed;
+                    t.touched = Some(new);
+                }
                 *self = t;
             }
         } else if self.store.wants_compaction(self.limits.garbage) {

@@ -495,6 +495,19 @@ impl Store {
         )
     }
 
+    /// Whether directory slot `d` holds a directory (not a free slot).
+    pub(super) fn is_live_dir(&self, d: u32) -> bool {
+        self.dirs
+            .slots
+            .get(d as usize)
+            .is_some_and(|s| s.node.kind & !OUT != FREE)
+    }
+
+    /// Directory slots, live and free.
+    pub(super) fn dir_slots(&self) -> u32 {
+        self.dirs.slots.len() as u32
+    }
+
     /// Live directories (the root included).
     pub(super) fn dirs(&self) -> usize {
         self.dirs.live as usize

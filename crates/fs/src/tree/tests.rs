@@ -238,6 +238,7 @@ fn heap_bytes_counts_what_entries_take() {
 
 mod model;
 mod reference;
+mod touched;
 
 fn on_fs(fsid: u32, handle: &[u8]) -> ObjectId {
     ObjectId::from_handle([fsid, 7], &FileHandle::new(1, handle).unwrap())

@@ -25,7 +25,7 @@ fn names() -> Vec<Vec<u8>> {
 }
 
 #[derive(Clone, Debug)]
-enum Op {
+pub(super) enum Op {
     Insert(u32, usize, u32, Kind),
     Remove(u32, usize),
     Rename(u32, usize, u32, usize),
@@ -41,7 +41,7 @@ fn kind() -> impl Strategy<Value = Kind> {
     ]
 }
 
-fn op() -> impl Strategy<Value = Op> {
+pub(super) fn op() -> impl Strategy<Value = Op> {
     let id = 0..IDS;
     let name = 0..names().len();
     prop_oneof![
@@ -104,7 +104,7 @@ fn same(t: &Tree, m: &Reference) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-fn apply(t: &mut Tree, m: &mut Reference, op: &Op) -> Result<(), TestCaseError> {
+pub(super) fn apply(t: &mut Tree, m: &mut Reference, op: &Op) -> Result<(), TestCaseError> {
     let ns = names();
     match *op {
         Op::Insert(p, n, i, k) => {
