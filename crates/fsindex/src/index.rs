@@ -1,0 +1,166 @@
+//! `Index`: opening the file (format check), commits, snapshots.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU32;
+
+use redb::{Database, ReadableDatabase, StorageError};
+
+use crate::batch::{Batch, Durability};
+use crate::build::Build;
+use crate::error::{Error, Result};
+use crate::read::Snapshot;
+use crate::tables::{self, BY_ID, DIRS, ENTRIES, FORMAT, FORMAT_KEY, META, NEXT_ROOT, ROOTS};
+use crate::write;
+
+/// The index file: several roots' trees, each with the log index it covers.
+///
+/// One `Index` per file: a second open of the same file, in this process
+/// or another, is refused ([`Error::Locked`]). Reads go through
+/// [`Snapshot`]s, each a consistent view as of one commit; writes through
+/// [`Batch`]es, each committed whole or not at all.
+pub struct Index {
+    db: Database,
+    next_root: Arc<AtomicU32>,
+}
+
+impl std::fmt::Debug for Index {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Index")
+            .field("next_root", &self.next_root)
+            .finish_non_exhaustive()
+    }
+}
+
+fn open_error(path: &Path, e: redb::DatabaseError) -> Error {
+    let path = path.to_path_buf();
+    match e {
+        redb::DatabaseError::DatabaseAlreadyOpen => Error::Locked { path },
+        redb::DatabaseError::Storage(StorageError::Io(source)) => Error::Io { path, source },
+        source => Error::NotAnIndex { path, source },
+    }
+}
+
+impl Index {
+    /// Opens the index at `path`, creating it if there is no file (or an
+    /// empty one). A file of another format, or of a version this build
+    /// does not know, is refused, and nothing in it is changed.
+    pub fn open(path: impl AsRef<Path>) -> Result<Index> {
+        let path = path.as_ref();
+        let db = Database::create(path).map_err(|e| open_error(path, e))?;
+        let next = Self::check_format(&db, path)?;
+        Ok(Index {
+            db,
+            next_root: Arc::new(AtomicU32::new(next)),
+        })
+    }
+
+    /// Reads (or, in a new file, writes) the format record; returns the
+    /// next root number.
+    fn check_format(db: &Database, path: &Path) -> Result<u32> {
+        let rtx = db.begin_read()?;
+        let meta = match rtx.open_table(META) {
+            Ok(meta) => Some(meta),
+            Err(redb::TableError::TableDoesNotExist(_)) => None,
+            Err(e) => return Err(Self::foreign_if_mismatch(e, path)),
+        };
+        if let Some(meta) = meta {
+            let found = match meta.get(FORMAT_KEY)? {
+                Some(g) => tables::decode_u32(g.value())?,
+                None => {
+                    return Err(Error::Foreign {
+                        path: path.to_path_buf(),
+                    });
+                }
+            };
+            if found != FORMAT {
+                return Err(Error::UnknownVersion {
+                    path: path.to_path_buf(),
+                    found,
+                    known: FORMAT,
+                });
+            }
+            return match meta.get(NEXT_ROOT)? {
+                Some(g) => tables::decode_u32(g.value()),
+                None => Ok(1),
+            };
+        }
+        // No format record: a new file, or a database of something else.
+        if rtx.list_tables()?.next().is_some() {
+            return Err(Error::Foreign {
+                path: path.to_path_buf(),
+            });
+        }
+        drop(rtx);
+        let tx = db.begin_write()?;
+        {
+            tx.open_table(META)?
+                .insert(FORMAT_KEY, FORMAT.to_le_bytes().as_slice())?;
+            // The tables exist from the start, so a reader never meets a
+            // missing one.
+            tx.open_table(ROOTS)?;
+            for t in [DIRS, ENTRIES, BY_ID] {
+                tx.open_table(t)?;
+            }
+        }
+        tx.commit()?;
+        Ok(1)
+    }
+
+    fn foreign_if_mismatch(e: redb::TableError, path: &Path) -> Error {
+        match e {
+            redb::TableError::TableTypeMismatch { .. } | redb::TableError::TableIsMultimap(_) => {
+                Error::Foreign {
+                    path: path.to_path_buf(),
+                }
+            }
+            e => e.into(),
+        }
+    }
+
+    /// A consistent view of the index as of the last commit.
+    pub fn snapshot(&self) -> Result<Snapshot> {
+        let tx = self.db.begin_read()?;
+        Snapshot::new(tx)
+    }
+
+    /// A new, empty batch.
+    pub fn batch(&self) -> Batch {
+        Batch::new(self.next_root.clone())
+    }
+
+    /// Commits a batch durably: on disk when this returns.
+    pub fn commit(&self, batch: Batch) -> Result<()> {
+        self.commit_with(batch, Durability::Immediate)
+    }
+
+    /// Commits a batch with the given durability. All of it or nothing is
+    /// applied; on an error, nothing is.
+    pub fn commit_with(&self, batch: Batch, durability: Durability) -> Result<()> {
+        let mut tx = self.db.begin_write()?;
+        let d = match durability {
+            Durability::Immediate => redb::Durability::Immediate,
+            Durability::Deferred => redb::Durability::None,
+        };
+        tx.set_durability(d)
+            .map_err(|e| Error::Store(redb::Error::from(e)))?;
+        write::apply(&tx, batch.ops)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Starts building a root from nothing (a walk), committed in chunks of
+    /// `chunk` rows. Until [`Build::finish`] the new root is
+    /// [`RootState::Building`](crate::RootState::Building) and a complete
+    /// root of the same path, if any, stays what readers find; `finish`
+    /// replaces it in the same commit.
+    pub fn replace_root(
+        &self,
+        path: &[u8],
+        id: &[u8],
+        log_identity: &[u8],
+        chunk: usize,
+    ) -> Result<Build<'_>> {
+        Build::start(self, path, id, log_identity, chunk)
+    }
+}
