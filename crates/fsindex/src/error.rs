@@ -9,13 +9,13 @@ use crate::types::RootNo;
 #[non_exhaustive]
 pub enum Error {
     /// The file is not a redb database, or one too damaged to open.
-    #[error("{}: not an index file (or a damaged one): {source}", path.display())]
+    #[error("{}: not an index file (or a damaged one)", path.display())]
     NotAnIndex {
         /// The file.
         path: PathBuf,
-        /// What the store said.
+        /// What the store said, if it got that far.
         #[source]
-        source: redb::DatabaseError,
+        source: Option<redb::DatabaseError>,
     },
     /// The file could not be opened or created.
     #[error("{}: {source}", path.display())]

@@ -37,7 +37,44 @@ fn open_error(path: &Path, e: redb::DatabaseError) -> Error {
     match e {
         redb::DatabaseError::DatabaseAlreadyOpen => Error::Locked { path },
         redb::DatabaseError::Storage(StorageError::Io(source)) => Error::Io { path, source },
-        source => Error::NotAnIndex { path, source },
+        source => Error::NotAnIndex {
+            path,
+            source: Some(source),
+        },
+    }
+}
+
+/// The bytes a redb file starts with.
+const REDB_MAGIC: &[u8; 9] = b"redb\x1A\x0A\xA9\x0D\x0A";
+
+/// Refuses a non-empty file that is not a redb database before redb reads
+/// it.
+fn check_magic(path: &Path) -> Result<()> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(9);
+    match std::fs::File::open(path) {
+        Ok(f) => f
+            .take(9)
+            .read_to_end(&mut head)
+            .map_err(|source| Error::Io {
+                path: path.to_path_buf(),
+                source,
+            })?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(source) => {
+            return Err(Error::Io {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    if head.is_empty() || head == REDB_MAGIC {
+        Ok(())
+    } else {
+        Err(Error::NotAnIndex {
+            path: path.to_path_buf(),
+            source: None,
+        })
     }
 }
 
@@ -47,7 +84,16 @@ impl Index {
     /// does not know, is refused, and nothing in it is changed.
     pub fn open(path: impl AsRef<Path>) -> Result<Index> {
         let path = path.as_ref();
-        let db = Database::create(path).map_err(|e| open_error(path, e))?;
+        check_magic(path)?;
+        // redb asserts on some damaged headers (a truncated file) instead of
+        // returning an error; a damaged index must be an error to the
+        // daemon, not an abort of it.
+        let db = std::panic::catch_unwind(|| Database::create(path))
+            .map_err(|_| Error::NotAnIndex {
+                path: path.to_path_buf(),
+                source: None,
+            })?
+            .map_err(|e| open_error(path, e))?;
         let next = Self::check_format(&db, path)?;
         Ok(Index {
             db,
