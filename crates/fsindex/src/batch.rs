@@ -1,5 +1,7 @@
 //! `Batch`: the changes one commit makes, checked as they are added and
-//! applied in order, all or none.
+//! applied as if in order, all or none (the commit groups a directory's
+//! changes, which is the same since directories do not depend on each
+//! other).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -19,6 +21,16 @@ pub enum Durability {
     Deferred,
 }
 
+/// One change to a directory: its entries or its description.
+#[derive(Clone, Debug)]
+pub(crate) enum DirOp {
+    Put(Vec<u8>, Entry),
+    Remove(Vec<u8>),
+    Describe(Dir),
+    Undescribe,
+    Times(Option<(Timestamp, Timestamp)>),
+}
+
 /// One change.
 #[derive(Clone, Debug)]
 pub(crate) enum Op {
@@ -30,30 +42,11 @@ pub(crate) enum Op {
         building: bool,
     },
     DropRoot(RootNo),
-    PutEntry {
-        root: RootNo,
-        parent: Vec<u8>,
-        name: Vec<u8>,
-        entry: Entry,
-    },
-    RemoveEntry {
-        root: RootNo,
-        parent: Vec<u8>,
-        name: Vec<u8>,
-    },
-    PutDir {
+    /// Grouped by directory at commit (write.rs), in order within one.
+    Dir {
         root: RootNo,
         id: Vec<u8>,
-        dir: Dir,
-    },
-    RemoveDir {
-        root: RootNo,
-        id: Vec<u8>,
-    },
-    DirTimes {
-        root: RootNo,
-        id: Vec<u8>,
-        times: Option<(Timestamp, Timestamp)>,
+        op: DirOp,
     },
     Covered {
         root: RootNo,
@@ -101,6 +94,14 @@ impl Batch {
         self.ops.is_empty()
     }
 
+    fn dir_op(&mut self, root: RootNo, id: &[u8], op: DirOp) {
+        self.ops.push(Op::Dir {
+            root,
+            id: id.to_vec(),
+            op,
+        });
+    }
+
     pub(crate) fn reserve_root(&self) -> Result<RootNo> {
         // Numbers are taken when a batch is made, not when it commits, so
         // that the same batch can fill the root; a batch dropped leaves a
@@ -145,7 +146,7 @@ impl Batch {
     }
 
     /// Sets what `name` in directory `parent` points at, replacing what it
-    /// pointed at before (and that id's by-id row).
+    /// pointed at before.
     pub fn put_entry(
         &mut self,
         root: RootNo,
@@ -156,12 +157,7 @@ impl Batch {
         check_id(parent)?;
         check_name(name)?;
         check_id(&entry.id)?;
-        self.ops.push(Op::PutEntry {
-            root,
-            parent: parent.to_vec(),
-            name: name.to_vec(),
-            entry: entry.clone(),
-        });
+        self.dir_op(root, parent, DirOp::Put(name.to_vec(), entry.clone()));
         Ok(())
     }
 
@@ -169,11 +165,7 @@ impl Batch {
     pub fn remove_entry(&mut self, root: RootNo, parent: &[u8], name: &[u8]) -> Result<()> {
         check_id(parent)?;
         check_name(name)?;
-        self.ops.push(Op::RemoveEntry {
-            root,
-            parent: parent.to_vec(),
-            name: name.to_vec(),
-        });
+        self.dir_op(root, parent, DirOp::Remove(name.to_vec()));
         Ok(())
     }
 
@@ -184,11 +176,7 @@ impl Batch {
             check_id(p)?;
         }
         check_name(&dir.name)?;
-        self.ops.push(Op::PutDir {
-            root,
-            id: id.to_vec(),
-            dir: dir.clone(),
-        });
+        self.dir_op(root, id, DirOp::Describe(dir.clone()));
         Ok(())
     }
 
@@ -196,10 +184,7 @@ impl Batch {
     /// there.
     pub fn remove_dir(&mut self, root: RootNo, id: &[u8]) -> Result<()> {
         check_id(id)?;
-        self.ops.push(Op::RemoveDir {
-            root,
-            id: id.to_vec(),
-        });
+        self.dir_op(root, id, DirOp::Undescribe);
         Ok(())
     }
 
@@ -212,27 +197,22 @@ impl Batch {
         ctime: Timestamp,
     ) -> Result<()> {
         check_id(id)?;
-        self.ops.push(Op::DirTimes {
-            root,
-            id: id.to_vec(),
-            times: Some((mtime, ctime)),
-        });
+        self.dir_op(root, id, DirOp::Times(Some((mtime, ctime))));
         Ok(())
     }
 
     /// Marks a directory's times not valid (a change in it was logged).
     pub fn invalidate_dir_times(&mut self, root: RootNo, id: &[u8]) -> Result<()> {
         check_id(id)?;
-        self.ops.push(Op::DirTimes {
-            root,
-            id: id.to_vec(),
-            times: None,
-        });
+        self.dir_op(root, id, DirOp::Times(None));
         Ok(())
     }
 
     /// Sets the log index the root's rows cover, in the same commit as the
-    /// rows: the index is never ahead of what it says it covers.
+    /// rows: the index is never ahead of what it says it covers. It only
+    /// grows: the commit fails with [`Error::CoveredBackwards`] if
+    /// `covered` is below what the root covers (as stored, or as set
+    /// earlier in this batch).
     pub fn set_covered(&mut self, root: RootNo, covered: u64) {
         self.ops.push(Op::Covered { root, covered });
     }

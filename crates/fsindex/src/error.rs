@@ -98,6 +98,20 @@ pub enum Error {
         /// The path.
         path: Vec<u8>,
     },
+    /// A batch sets a root's covered index below the one it has: the index
+    /// only moves forward along the log.
+    #[error("{root}: covered index {given} is below the stored {stored}")]
+    CoveredBackwards {
+        /// The root.
+        root: RootNo,
+        /// What it covers.
+        stored: u64,
+        /// What the batch set.
+        given: u64,
+    },
+    /// A snapshot is still open: compaction needs every one dropped.
+    #[error("a snapshot of the index is still open")]
+    SnapshotOpen,
     /// Every root number has been given out.
     #[error("no root number left")]
     RootsExhausted,

@@ -1,6 +1,7 @@
-//! `Index`: opening the file (format check), commits, snapshots.
+//! `Index`: opening the file (format check), commits, snapshots, and
+//! reclaiming the space a shrunken index leaves in its file.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicU32;
 
@@ -10,7 +11,7 @@ use crate::batch::{Batch, Durability};
 use crate::build::Build;
 use crate::error::{Error, Result};
 use crate::read::Snapshot;
-use crate::tables::{self, BY_ID, DIRS, ENTRIES, FORMAT, FORMAT_KEY, META, NEXT_ROOT, ROOTS};
+use crate::tables::{self, BUCKETS, DIRS, FORMAT, FORMAT_KEY, META, NEXT_ROOT, ROOTS};
 use crate::write;
 
 /// The index file: several roots' trees, each with the log index it covers.
@@ -21,7 +22,28 @@ use crate::write;
 /// [`Batch`]es, each committed whole or not at all.
 pub struct Index {
     db: Database,
+    path: PathBuf,
     next_root: Arc<AtomicU32>,
+}
+
+/// How much of the file holds data ([`Index::space`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct Space {
+    /// The file's length.
+    pub file_bytes: u64,
+    /// The bytes of rows and of the B-trees' own pages: what a
+    /// [`Index::compact`] would keep, about.
+    pub used_bytes: u64,
+}
+
+impl Space {
+    /// Whether compacting is worth a pause: the file is more than twice
+    /// what it holds, and by more than 64 MiB.
+    pub fn worth_compacting(&self) -> bool {
+        let waste = self.file_bytes.saturating_sub(self.used_bytes);
+        waste > self.used_bytes && waste > 64 << 20
+    }
 }
 
 impl std::fmt::Debug for Index {
@@ -97,6 +119,7 @@ impl Index {
         let next = Self::check_format(&db, path)?;
         Ok(Index {
             db,
+            path: path.to_path_buf(),
             next_root: Arc::new(AtomicU32::new(next)),
         })
     }
@@ -145,7 +168,7 @@ impl Index {
             // The tables exist from the start, so a reader never meets a
             // missing one.
             tx.open_table(ROOTS)?;
-            for t in [DIRS, ENTRIES, BY_ID] {
+            for t in [DIRS, BUCKETS] {
                 tx.open_table(t)?;
             }
         }
@@ -193,6 +216,44 @@ impl Index {
         write::apply(&tx, batch.ops)?;
         tx.commit()?;
         Ok(())
+    }
+
+    /// How big the file is and how much of it holds data.
+    pub fn space(&self) -> Result<Space> {
+        let file_bytes = std::fs::metadata(&self.path)
+            .map_err(|source| Error::Io {
+                path: self.path.clone(),
+                source,
+            })?
+            .len();
+        let tx = self.db.begin_write()?;
+        let stats = tx.stats()?;
+        tx.abort()?;
+        let used_bytes = stats.stored_bytes() + stats.metadata_bytes();
+        Ok(Space {
+            file_bytes,
+            used_bytes,
+        })
+    }
+
+    /// Rewrites the file to hold only its data and shrinks it; returns
+    /// whether anything was reclaimed.
+    ///
+    /// redb reuses freed pages but never gives them back to the file
+    /// system, so after the index shrinks (a big root dropped or replaced
+    /// by a smaller one, a build that was abandoned and dropped) the file
+    /// keeps its largest size. Call this when [`Index::space`] says
+    /// [`Space::worth_compacting`], at a quiet moment: after
+    /// [`Build::finish`] or a `drop_root`, or at start-up once the trees
+    /// are loaded. It takes time in proportion to the data (it copies
+    /// pages and fsyncs), blocks every commit meanwhile, and fails with
+    /// [`Error::SnapshotOpen`] while any snapshot is alive.
+    pub fn compact(&mut self) -> Result<bool> {
+        match self.db.compact() {
+            Ok(done) => Ok(done),
+            Err(redb::CompactionError::TransactionInProgress) => Err(Error::SnapshotOpen),
+            Err(e) => Err(Error::Store(e.into())),
+        }
     }
 
     /// Starts building a root from nothing (a walk), committed in chunks of

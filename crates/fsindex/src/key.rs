@@ -1,14 +1,15 @@
 //! Key layouts: byte strings whose order groups rows as the scans need.
 //!
 //! Every key starts with the root's number, 4 bytes big-endian, so a root's
-//! rows are one range. Each variable part but the last has a one-byte
-//! length before it, so a prefix ends exactly where its part ends: the
-//! entries of directory `ab` are never mixed with those of `abc`, whose
-//! length byte differs. (docs/format.md has the table.)
+//! rows are one range. A directory's id has a one-byte length before it,
+//! so a prefix ends exactly where the id ends: the buckets of directory
+//! `ab` are never mixed with those of `abc`, whose length byte differs.
+//! (docs/format.md has the table.)
 //!
 //! - `dirs`: root, len(id), id
-//! - `entries`: root, len(parent), parent, name
-//! - `by_id`: root, len(id), id, len(parent), parent, name
+//! - `buckets`: root, len(dir), dir, bucket number (u32 big-endian)
+
+use std::ops::Bound;
 
 use crate::error::{Error, Result};
 use crate::types::{ID_MAX, NAME_MAX, RootNo};
@@ -29,73 +30,52 @@ pub(crate) fn check_name(name: &[u8]) -> Result<()> {
     Ok(())
 }
 
-fn push_part(out: &mut Vec<u8>, part: &[u8]) {
-    // Lengths were checked (`check_id`, `check_name`) before any key is made.
-    out.push(part.len() as u8);
-    out.extend_from_slice(part);
-}
-
 /// The prefix of every row of a root.
 pub(crate) fn root(root: RootNo) -> [u8; 4] {
     root.0.to_be_bytes()
 }
 
-/// A directory's key, and the prefix of a directory's entries.
+/// A directory's key, and the prefix of its buckets' keys.
 pub(crate) fn dir(root: RootNo, id: &[u8]) -> Vec<u8> {
-    let mut k = Vec::with_capacity(5 + id.len());
+    let mut k = Vec::with_capacity(9 + id.len());
     k.extend_from_slice(&root.0.to_be_bytes());
-    push_part(&mut k, id);
+    // Lengths were checked (`check_id`) before any key is made.
+    k.push(id.len() as u8);
+    k.extend_from_slice(id);
     k
 }
 
-/// An entry's key.
-pub(crate) fn entry(root: RootNo, parent: &[u8], name: &[u8]) -> Vec<u8> {
-    let mut k = dir(root, parent);
-    k.extend_from_slice(name);
+/// A bucket's key: the directory's key, then the bucket's number.
+pub(crate) fn bucket(dir_key: &[u8], no: u32) -> Vec<u8> {
+    let mut k = Vec::with_capacity(dir_key.len() + 4);
+    k.extend_from_slice(dir_key);
+    k.extend_from_slice(&no.to_be_bytes());
     k
 }
 
-/// A by-id key: the prefix of an id's names with the name appended.
-pub(crate) fn by_id(root: RootNo, id: &[u8], parent: &[u8], name: &[u8]) -> Vec<u8> {
-    let mut k = dir(root, id);
-    push_part(&mut k, parent);
-    k.extend_from_slice(name);
-    k
-}
-
-/// Splits one length-prefixed part off the front of `b`.
-fn split_part(b: &[u8]) -> Option<(&[u8], &[u8])> {
-    let (&len, rest) = b.split_first()?;
-    let len = usize::from(len);
-    (rest.len() >= len).then(|| rest.split_at(len))
-}
-
-/// An entry key's directory and name.
-pub(crate) fn split_entry(k: &[u8]) -> Result<(&[u8], &[u8])> {
+/// A directory key's root and id.
+pub(crate) fn split_dir(k: &[u8]) -> Result<(RootNo, &[u8])> {
     let bad = || Error::Corrupt {
-        table: "entries",
+        table: "dirs",
         what: "key",
     };
-    let rest = k.get(4..).ok_or_else(bad)?;
-    let (parent, name) = split_part(rest).ok_or_else(bad)?;
-    if parent.is_empty() || name.len() > NAME_MAX {
+    let (root, rest) = k.split_first_chunk::<4>().ok_or_else(bad)?;
+    let (&len, id) = rest.split_first().ok_or_else(bad)?;
+    if id.is_empty() || id.len() != usize::from(len) {
         return Err(bad());
     }
-    Ok((parent, name))
+    Ok((RootNo(u32::from_be_bytes(*root)), id))
 }
 
-/// A by-id key's directory and name (after the given id prefix).
-pub(crate) fn split_by_id(k: &[u8], prefix_len: usize) -> Result<(&[u8], &[u8])> {
+/// A bucket key's directory id and bucket number.
+pub(crate) fn split_bucket(k: &[u8]) -> Result<(&[u8], u32)> {
     let bad = || Error::Corrupt {
-        table: "by_id",
+        table: "buckets",
         what: "key",
     };
-    let rest = k.get(prefix_len..).ok_or_else(bad)?;
-    let (parent, name) = split_part(rest).ok_or_else(bad)?;
-    if parent.is_empty() || name.len() > NAME_MAX {
-        return Err(bad());
-    }
-    Ok((parent, name))
+    let (dir_key, no) = k.split_last_chunk::<4>().ok_or_else(bad)?;
+    let (_, id) = split_dir(dir_key).map_err(|_| bad())?;
+    Ok((id, u32::from_be_bytes(*no)))
 }
 
 /// The first key after every key that starts with `prefix`, if there is
@@ -111,6 +91,19 @@ pub(crate) fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
     None
 }
 
+/// The bounds of the keys that start with `prefix`, given its
+/// [`prefix_end`].
+pub(crate) fn bounds<'a>(
+    prefix: &'a [u8],
+    end: &'a Option<Vec<u8>>,
+) -> (Bound<&'a [u8]>, Bound<&'a [u8]>) {
+    let end = match end {
+        Some(e) => Bound::Excluded(e.as_slice()),
+        None => Bound::Unbounded,
+    };
+    (Bound::Included(prefix), end)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,22 +113,19 @@ mod tests {
         let a = dir(RootNo(1), b"ab");
         let b = dir(RootNo(1), b"abc");
         assert!(!b.starts_with(&a));
-        let e = entry(RootNo(1), b"abc", b"x");
-        assert!(!e.starts_with(&a));
-        assert!(e.starts_with(&b));
+        let k = bucket(&b, 0x6300_0000);
+        assert!(!k.starts_with(&a));
+        assert!(k.starts_with(&b));
     }
 
     #[test]
     fn splits_what_it_joins() {
-        let e = entry(RootNo(7), b"p\n\xff", b"n\x00m");
-        assert_eq!(split_entry(&e).unwrap(), (&b"p\n\xff"[..], &b"n\x00m"[..]));
-        let prefix = dir(RootNo(7), b"id");
-        let k = by_id(RootNo(7), b"id", b"par", b"");
-        assert_eq!(
-            split_by_id(&k, prefix.len()).unwrap(),
-            (&b"par"[..], &b""[..])
-        );
-        assert!(split_entry(&[0, 0, 0, 7, 9, 1]).is_err());
+        let d = dir(RootNo(7), b"p\n\xff");
+        assert_eq!(split_dir(&d).unwrap(), (RootNo(7), &b"p\n\xff"[..]));
+        let k = bucket(&d, 9);
+        assert_eq!(split_bucket(&k).unwrap(), (&b"p\n\xff"[..], 9));
+        assert!(split_dir(&[0, 0, 0, 7, 9, 1]).is_err());
+        assert!(split_bucket(&[0, 0, 0, 7, 0, 0, 0, 0, 0]).is_err());
     }
 
     #[test]

@@ -53,7 +53,9 @@
 #![forbid(unsafe_code)]
 
 mod batch;
+mod bucket;
 mod build;
+mod dir_edit;
 mod error;
 mod index;
 mod key;
@@ -66,9 +68,9 @@ mod write;
 pub use batch::{Batch, Durability};
 pub use build::Build;
 pub use error::{Error, Result};
-pub use index::Index;
+pub use index::{Index, Space};
 pub use read::{Dirs, Entries, Snapshot};
 pub use types::{
-    Attrs, Dir, Entry, EntryRow, ID_MAX, Kind, NAME_MAX, Name, PATH_MAX, Root, RootNo, RootState,
-    Timestamp,
+    Attrs, Dir, Entry, EntryRef, EntryRow, ID_MAX, Kind, NAME_MAX, PATH_MAX, Root, RootNo,
+    RootState, Timestamp,
 };

@@ -14,12 +14,12 @@ pub(crate) const FORMAT_KEY: &str = "format";
 pub(crate) const NEXT_ROOT: &str = "next_root";
 /// `roots`: root number → root value.
 pub(crate) const ROOTS: TableDefinition<'_, u32, &[u8]> = TableDefinition::new("roots");
-/// `dirs`: root, len(id), id → directory value.
+/// `dirs`: root, len(id), id → directory row (its description and its
+/// bucket layout).
 pub(crate) const DIRS: TableDefinition<'_, &[u8], &[u8]> = TableDefinition::new("dirs");
-/// `entries`: root, len(parent), parent, name → entry value.
-pub(crate) const ENTRIES: TableDefinition<'_, &[u8], &[u8]> = TableDefinition::new("entries");
-/// `by_id`: root, len(id), id, len(parent), parent, name → empty.
-pub(crate) const BY_ID: TableDefinition<'_, &[u8], &[u8]> = TableDefinition::new("by_id");
+/// `buckets`: root, len(dir), dir, bucket (u32 BE) → the entries of the
+/// bucket.
+pub(crate) const BUCKETS: TableDefinition<'_, &[u8], &[u8]> = TableDefinition::new("buckets");
 
 pub(crate) fn decode_u32(b: &[u8]) -> Result<u32> {
     let a: [u8; 4] = b.try_into().map_err(|_| Error::Corrupt {

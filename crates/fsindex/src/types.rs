@@ -143,13 +143,41 @@ pub struct EntryRow {
     pub entry: Entry,
 }
 
-/// One name of an id: the directory and the name in it.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Name {
+/// One entry as [`Snapshot::for_each_entry`](crate::Snapshot::for_each_entry)
+/// lends it: slices of the stored row, decoded in place, so loading a
+/// whole tree copies each byte once, into the caller's own structures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EntryRef<'a> {
     /// The directory's id.
-    pub parent: Vec<u8>,
-    /// The name.
-    pub name: Vec<u8>,
+    pub parent: &'a [u8],
+    /// The name in it.
+    pub name: &'a [u8],
+    /// The object's id.
+    pub id: &'a [u8],
+    /// Its kind.
+    pub kind: Kind,
+    /// Its attributes, if known.
+    pub attrs: Option<Attrs>,
+}
+
+impl EntryRef<'_> {
+    /// The entry, owned.
+    pub fn entry(&self) -> Entry {
+        Entry {
+            id: self.id.to_vec(),
+            kind: self.kind,
+            attrs: self.attrs,
+        }
+    }
+
+    /// The row, owned.
+    pub fn to_row(&self) -> EntryRow {
+        EntryRow {
+            parent: self.parent.to_vec(),
+            name: self.name.to_vec(),
+            entry: self.entry(),
+        }
+    }
 }
 
 /// Whether a root's rows are all there.
@@ -177,8 +205,8 @@ pub struct Root {
     pub covered: u64,
     /// Whether it is complete.
     pub state: RootState,
-    /// How many directory rows it has.
+    /// How many directories it describes (`put_dir` rows).
     pub dirs: u64,
-    /// How many entry rows it has.
+    /// How many entries it has.
     pub entries: u64,
 }

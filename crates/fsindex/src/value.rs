@@ -1,18 +1,22 @@
-//! Value layouts: fixed little-endian fields after a version byte (1),
-//! encoded by hand so the bytes on disk are exactly what docs/format.md
-//! says, whatever a serialization crate does next.
+//! Value layouts of the root and directory rows, and the reader every
+//! value (buckets too) is decoded with: fixed little-endian fields after a
+//! version byte (1), encoded by hand so the bytes on disk are exactly what
+//! docs/format.md says, whatever a serialization crate does next.
 
 use crate::error::{Error, Result};
-use crate::types::{Attrs, Dir, Entry, Kind, Timestamp};
+use crate::types::{Attrs, Dir, Timestamp};
 
 /// The byte every value starts with.
-const V1: u8 = 1;
+pub(crate) const V1: u8 = 1;
 
-/// Entry flags: the attributes follow the id.
-const HAS_ATTRS: u8 = 1;
-/// Directory flags.
+/// Directory flags: its times are valid, it has a parent, it is described
+/// (`put_dir`; a row without this flag only holds the bucket layout of
+/// entries put in a directory never described).
 const TIMES_VALID: u8 = 1;
 const HAS_PARENT: u8 = 2;
+const DESCRIBED: u8 = 4;
+/// The most buckets a directory has: 2^31.
+pub(crate) const SHIFT_MAX: u8 = 31;
 /// Root flags: a build has not finished.
 const BUILDING: u8 = 1;
 
@@ -28,20 +32,39 @@ pub(crate) struct RootValue {
     pub(crate) log_identity: Vec<u8>,
 }
 
+/// A directory row's fields.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct DirRow {
+    /// What `put_dir` set, if it did.
+    pub(crate) dir: Option<Dir>,
+    /// How many entries its buckets hold.
+    pub(crate) entries: u64,
+    /// Its bucket count is `1 << shift`.
+    pub(crate) shift: u8,
+}
+
 fn put_time(out: &mut Vec<u8>, t: Timestamp) {
     out.extend_from_slice(&t.sec.to_le_bytes());
     out.extend_from_slice(&t.nsec.to_le_bytes());
 }
 
+/// Size (u64), mtime, ctime, nlink (u32): 36 bytes.
+pub(crate) fn put_attrs(out: &mut Vec<u8>, a: &Attrs) {
+    out.extend_from_slice(&a.size.to_le_bytes());
+    put_time(out, a.mtime);
+    put_time(out, a.ctime);
+    out.extend_from_slice(&a.nlink.to_le_bytes());
+}
+
 /// Reads fields off the front of a value; any shortfall is corruption of
 /// `table`.
-struct Reader<'a> {
+pub(crate) struct Reader<'a> {
     b: &'a [u8],
     table: &'static str,
 }
 
 impl<'a> Reader<'a> {
-    fn new(b: &'a [u8], table: &'static str) -> Result<Reader<'a>> {
+    pub(crate) fn new(b: &'a [u8], table: &'static str) -> Result<Reader<'a>> {
         let mut r = Reader { b, table };
         match r.u8()? {
             V1 => Ok(r),
@@ -49,7 +72,7 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn bad(&self, what: &'static str) -> Error {
+    pub(crate) fn bad(&self, what: &'static str) -> Error {
         Error::Corrupt {
             table: self.table,
             what,
@@ -71,19 +94,19 @@ impl<'a> Reader<'a> {
         Ok(a)
     }
 
-    fn u8(&mut self) -> Result<u8> {
+    pub(crate) fn u8(&mut self) -> Result<u8> {
         Ok(self.array::<1>()?[0])
     }
 
-    fn u32(&mut self) -> Result<u32> {
+    pub(crate) fn u32(&mut self) -> Result<u32> {
         Ok(u32::from_le_bytes(self.array()?))
     }
 
-    fn u64(&mut self) -> Result<u64> {
+    pub(crate) fn u64(&mut self) -> Result<u64> {
         Ok(u64::from_le_bytes(self.array()?))
     }
 
-    fn time(&mut self) -> Result<Timestamp> {
+    pub(crate) fn time(&mut self) -> Result<Timestamp> {
         let sec = i64::from_le_bytes(self.array()?);
         let nsec = self.u32()?;
         if nsec >= 1_000_000_000 {
@@ -92,7 +115,7 @@ impl<'a> Reader<'a> {
         Ok(Timestamp { sec, nsec })
     }
 
-    fn bytes8(&mut self) -> Result<&'a [u8]> {
+    pub(crate) fn bytes8(&mut self) -> Result<&'a [u8]> {
         let n = self.u8()?;
         self.take(usize::from(n))
     }
@@ -102,7 +125,21 @@ impl<'a> Reader<'a> {
         self.take(usize::from(n))
     }
 
-    fn end(self) -> Result<()> {
+    pub(crate) fn attrs(&mut self) -> Result<Attrs> {
+        Ok(Attrs {
+            size: self.u64()?,
+            mtime: self.time()?,
+            ctime: self.time()?,
+            nlink: self.u32()?,
+        })
+    }
+
+    /// What is left to read.
+    pub(crate) fn rest(&self) -> &'a [u8] {
+        self.b
+    }
+
+    pub(crate) fn end(self) -> Result<()> {
         if self.b.is_empty() {
             Ok(())
         } else {
@@ -111,72 +148,48 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// `[1][kind][flags][len][id]` and, with attributes, size (u64), mtime and
-/// ctime (i64 seconds, u32 nanoseconds each), nlink (u32).
-pub(crate) fn encode_entry(e: &Entry) -> Vec<u8> {
-    let mut out = Vec::with_capacity(4 + e.id.len() + 36);
-    let flags = if e.attrs.is_some() { HAS_ATTRS } else { 0 };
-    out.extend_from_slice(&[V1, e.kind.code(), flags, e.id.len() as u8]);
-    out.extend_from_slice(&e.id);
-    if let Some(a) = e.attrs {
-        out.extend_from_slice(&a.size.to_le_bytes());
-        put_time(&mut out, a.mtime);
-        put_time(&mut out, a.ctime);
-        out.extend_from_slice(&a.nlink.to_le_bytes());
-    }
-    out
-}
-
-pub(crate) fn decode_entry(b: &[u8]) -> Result<Entry> {
-    let mut r = Reader::new(b, "entries")?;
-    let kind = Kind::from_code(r.u8()?).ok_or(r.bad("kind"))?;
-    let flags = r.u8()?;
-    if flags & !HAS_ATTRS != 0 {
-        return Err(r.bad("flags"));
-    }
-    let id = r.bytes8()?.to_vec();
-    if id.is_empty() {
-        return Err(r.bad("empty id"));
-    }
-    let attrs = if flags & HAS_ATTRS != 0 {
-        Some(Attrs {
-            size: r.u64()?,
-            mtime: r.time()?,
-            ctime: r.time()?,
-            nlink: r.u32()?,
-        })
-    } else {
-        None
+/// `[1][flags][shift][entries u64][mtime][ctime][len][parent][len][name]`;
+/// the parent is empty, and flag 2 clear, for the root directory; a row
+/// not described has flags 0, zero times, an empty parent and name.
+pub(crate) fn encode_dir_row(row: &DirRow) -> Vec<u8> {
+    let (mut flags, times, parent, name) = match &row.dir {
+        Some(d) => (
+            DESCRIBED | if d.times_valid { TIMES_VALID } else { 0 },
+            (d.mtime, d.ctime),
+            d.parent.as_deref(),
+            d.name.as_slice(),
+        ),
+        None => (0, Default::default(), None, &[][..]),
     };
-    r.end()?;
-    Ok(Entry { id, kind, attrs })
-}
-
-/// `[1][flags][mtime][ctime][len][parent][len][name]`; the parent is
-/// empty, and flag 2 clear, for the root directory.
-pub(crate) fn encode_dir(d: &Dir) -> Vec<u8> {
-    let parent = d.parent.as_deref().unwrap_or_default();
-    let mut out = Vec::with_capacity(28 + parent.len() + d.name.len());
-    let mut flags = if d.times_valid { TIMES_VALID } else { 0 };
-    if d.parent.is_some() {
+    if parent.is_some() {
         flags |= HAS_PARENT;
     }
-    out.extend_from_slice(&[V1, flags]);
-    put_time(&mut out, d.mtime);
-    put_time(&mut out, d.ctime);
+    let parent = parent.unwrap_or_default();
+    let mut out = Vec::with_capacity(37 + parent.len() + name.len());
+    out.extend_from_slice(&[V1, flags, row.shift]);
+    out.extend_from_slice(&row.entries.to_le_bytes());
+    put_time(&mut out, times.0);
+    put_time(&mut out, times.1);
     out.push(parent.len() as u8);
     out.extend_from_slice(parent);
-    out.push(d.name.len() as u8);
-    out.extend_from_slice(&d.name);
+    out.push(name.len() as u8);
+    out.extend_from_slice(name);
     out
 }
 
-pub(crate) fn decode_dir(b: &[u8]) -> Result<Dir> {
+pub(crate) fn decode_dir_row(b: &[u8]) -> Result<DirRow> {
     let mut r = Reader::new(b, "dirs")?;
     let flags = r.u8()?;
-    if flags & !(TIMES_VALID | HAS_PARENT) != 0 {
+    if flags & !(TIMES_VALID | HAS_PARENT | DESCRIBED) != 0
+        || (flags & DESCRIBED == 0 && flags != 0)
+    {
         return Err(r.bad("flags"));
     }
+    let shift = r.u8()?;
+    if shift > SHIFT_MAX {
+        return Err(r.bad("bucket count"));
+    }
+    let entries = r.u64()?;
     let (mtime, ctime) = (r.time()?, r.time()?);
     let parent = r.bytes8()?;
     if (flags & HAS_PARENT != 0) == parent.is_empty() {
@@ -185,12 +198,23 @@ pub(crate) fn decode_dir(b: &[u8]) -> Result<Dir> {
     let parent = (flags & HAS_PARENT != 0).then(|| parent.to_vec());
     let name = r.bytes8()?.to_vec();
     r.end()?;
-    Ok(Dir {
+    let dir = (flags & DESCRIBED != 0).then_some(Dir {
         parent,
         name,
         mtime,
         ctime,
         times_valid: flags & TIMES_VALID != 0,
+    });
+    if dir.is_none() && entries == 0 {
+        return Err(Error::Corrupt {
+            table: "dirs",
+            what: "an empty row",
+        });
+    }
+    Ok(DirRow {
+        dir,
+        entries,
+        shift,
     })
 }
 
@@ -243,43 +267,29 @@ mod tests {
             sec: -5,
             nsec: 999_999_999,
         };
-        let a = Attrs {
-            size: u64::MAX,
-            mtime: t,
-            ctime: Timestamp::default(),
-            nlink: 3,
-        };
-        for e in [
-            Entry {
-                id: vec![1; 255],
-                kind: Kind::Block,
-                attrs: Some(a),
-            },
-            Entry {
-                id: vec![0],
-                kind: Kind::Unknown,
-                attrs: None,
-            },
-        ] {
-            assert_eq!(decode_entry(&encode_entry(&e)).unwrap(), e);
-        }
-        for d in [
-            Dir {
+        for dir in [
+            Some(Dir {
                 parent: None,
                 name: vec![],
                 mtime: t,
                 ctime: t,
                 times_valid: true,
-            },
-            Dir {
+            }),
+            Some(Dir {
                 parent: Some(vec![9; 3]),
                 name: b"\n\xff".to_vec(),
                 mtime: t,
                 ctime: t,
                 times_valid: false,
-            },
+            }),
+            None,
         ] {
-            assert_eq!(decode_dir(&encode_dir(&d)).unwrap(), d);
+            let row = DirRow {
+                dir,
+                entries: 1 << 40,
+                shift: 31,
+            };
+            assert_eq!(decode_dir_row(&encode_dir_row(&row)).unwrap(), row);
         }
         let v = RootValue {
             building: true,
@@ -295,22 +305,26 @@ mod tests {
 
     #[test]
     fn refuses_damage() {
-        let e = encode_entry(&Entry {
-            id: vec![1, 2],
-            kind: Kind::File,
-            attrs: None,
+        let row = encode_dir_row(&DirRow {
+            dir: None,
+            entries: 3,
+            shift: 1,
         });
-        assert!(decode_entry(&e[..e.len() - 1]).is_err());
-        let mut v2 = e.clone();
+        assert!(decode_dir_row(&row).is_ok());
+        assert!(decode_dir_row(&row[..row.len() - 1]).is_err());
+        let mut v2 = row.clone();
         v2[0] = 2;
-        assert!(decode_entry(&v2).is_err());
-        let mut k = e.clone();
-        k[1] = 8;
-        assert!(decode_entry(&k).is_err());
-        let mut long = e;
+        assert!(decode_dir_row(&v2).is_err());
+        let mut shift = row.clone();
+        shift[2] = 32;
+        assert!(decode_dir_row(&shift).is_err());
+        let mut valid_undescribed = row.clone();
+        valid_undescribed[1] = TIMES_VALID;
+        assert!(decode_dir_row(&valid_undescribed).is_err());
+        let mut long = row;
         long.push(0);
-        assert!(decode_entry(&long).is_err());
-        assert!(decode_dir(&[]).is_err());
+        assert!(decode_dir_row(&long).is_err());
+        assert!(decode_dir_row(&[]).is_err());
         assert!(decode_root(&[1]).is_err());
     }
 }

@@ -1,14 +1,17 @@
-//! Applying a batch inside one write transaction: the rows, the by-id
-//! rows that follow them, each root's counts and covered index.
+//! Applying a batch inside one write transaction: the roots' changes in
+//! order, then each touched directory's changes (dir_edit.rs), grouped by
+//! directory and taken in key order, so the B-tree is walked once forward;
+//! each root's counts and covered index go in its row.
 
 use std::collections::BTreeMap;
 
 use redb::{ReadableTable, Table, WriteTransaction};
 
-use crate::batch::Op;
+use crate::batch::{DirOp, Op};
+use crate::dir_edit;
 use crate::error::{Error, Result};
 use crate::key;
-use crate::tables::{BY_ID, DIRS, ENTRIES, META, NEXT_ROOT, ROOTS};
+use crate::tables::{BUCKETS, DIRS, META, NEXT_ROOT, ROOTS};
 use crate::types::RootNo;
 use crate::value::{self, RootValue};
 
@@ -16,10 +19,11 @@ use crate::value::{self, RootValue};
 struct Tables<'t> {
     roots: Table<'t, u32, &'static [u8]>,
     dirs: Table<'t, &'static [u8], &'static [u8]>,
-    entries: Table<'t, &'static [u8], &'static [u8]>,
-    by_id: Table<'t, &'static [u8], &'static [u8]>,
+    buckets: Table<'t, &'static [u8], &'static [u8]>,
     /// Root rows read and changed so far; `None` for one dropped.
     touched: BTreeMap<RootNo, Option<RootValue>>,
+    /// Each directory's changes, by its key, in batch order.
+    pending: BTreeMap<Vec<u8>, Vec<DirOp>>,
 }
 
 impl Tables<'_> {
@@ -35,19 +39,6 @@ impl Tables<'_> {
             Some(Some(v)) => Ok(v),
             _ => Err(Error::NoRoot(no)),
         }
-    }
-
-    fn remove_by_id(
-        &mut self,
-        root: RootNo,
-        entry_value: &[u8],
-        parent: &[u8],
-        name: &[u8],
-    ) -> Result<()> {
-        let old = value::decode_entry(entry_value)?;
-        self.by_id
-            .remove(key::by_id(root, &old.id, parent, name).as_slice())?;
-        Ok(())
     }
 
     fn apply(&mut self, op: Op) -> Result<()> {
@@ -77,82 +68,30 @@ impl Tables<'_> {
                 self.root(no)?;
                 let start = key::root(no);
                 let end = key::prefix_end(&start);
-                for t in [&mut self.dirs, &mut self.entries, &mut self.by_id] {
-                    match &end {
-                        Some(end) => t.retain_in(start.as_slice()..end.as_slice(), |_, _| false)?,
-                        None => t.retain_in(start.as_slice().., |_, _| false)?,
-                    }
+                for t in [&mut self.dirs, &mut self.buckets] {
+                    t.retain_in::<&[u8], _>(key::bounds(&start, &end), |_, _| false)?;
                 }
+                self.pending.retain(|k, _| !k.starts_with(&start));
                 self.touched.insert(no, None);
             }
-            Op::PutEntry {
-                root,
-                parent,
-                name,
-                entry,
-            } => {
+            Op::Dir { root, id, op } => {
                 self.root(root)?;
-                let k = key::entry(root, &parent, &name);
-                let old = self
-                    .entries
-                    .insert(k.as_slice(), value::encode_entry(&entry).as_slice())?;
-                let old = old.map(|g| g.value().to_vec());
-                match old {
-                    Some(old) => self.remove_by_id(root, &old, &parent, &name)?,
-                    None => self.root(root)?.entries += 1,
-                }
-                self.by_id.insert(
-                    key::by_id(root, &entry.id, &parent, &name).as_slice(),
-                    &[][..],
-                )?;
+                self.pending
+                    .entry(key::dir(root, &id))
+                    .or_default()
+                    .push(op);
             }
-            Op::RemoveEntry { root, parent, name } => {
-                self.root(root)?;
-                let k = key::entry(root, &parent, &name);
-                let old = self
-                    .entries
-                    .remove(k.as_slice())?
-                    .map(|g| g.value().to_vec());
-                if let Some(old) = old {
-                    self.remove_by_id(root, &old, &parent, &name)?;
-                    self.root(root)?.entries -= 1;
+            Op::Covered { root, covered } => {
+                let v = self.root(root)?;
+                if covered < v.covered {
+                    return Err(Error::CoveredBackwards {
+                        root,
+                        stored: v.covered,
+                        given: covered,
+                    });
                 }
+                v.covered = covered;
             }
-            Op::PutDir { root, id, dir } => {
-                self.root(root)?;
-                let k = key::dir(root, &id);
-                if self
-                    .dirs
-                    .insert(k.as_slice(), value::encode_dir(&dir).as_slice())?
-                    .is_none()
-                {
-                    self.root(root)?.dirs += 1;
-                }
-            }
-            Op::RemoveDir { root, id } => {
-                self.root(root)?;
-                if self.dirs.remove(key::dir(root, &id).as_slice())?.is_some() {
-                    self.root(root)?.dirs -= 1;
-                }
-            }
-            Op::DirTimes { root, id, times } => {
-                self.root(root)?;
-                let k = key::dir(root, &id);
-                let old = self.dirs.get(k.as_slice())?.map(|g| g.value().to_vec());
-                let mut dir = match old {
-                    Some(b) => value::decode_dir(&b)?,
-                    None => return Err(Error::NoDir { root, id }),
-                };
-                match times {
-                    Some((mtime, ctime)) => {
-                        (dir.mtime, dir.ctime, dir.times_valid) = (mtime, ctime, true)
-                    }
-                    None => dir.times_valid = false,
-                }
-                self.dirs
-                    .insert(k.as_slice(), value::encode_dir(&dir).as_slice())?;
-            }
-            Op::Covered { root, covered } => self.root(root)?.covered = covered,
             Op::Finish(no) => {
                 let path = self.root(no)?.path.clone();
                 for old in self.complete_roots_with(&path)? {
@@ -194,8 +133,17 @@ impl Tables<'_> {
         }
     }
 
-    /// Writes back every root row the batch changed.
+    /// Applies each directory's changes, then writes back every root row
+    /// the batch changed.
     fn finish(mut self) -> Result<()> {
+        for (dir_key, ops) in std::mem::take(&mut self.pending) {
+            let c = dir_edit::apply(&mut self.dirs, &mut self.buckets, &dir_key, ops)?;
+            let (root, _) = key::split_dir(&dir_key)?;
+            // Pending changes of a dropped root were dropped with it.
+            let v = self.root(root)?;
+            v.entries = v.entries.wrapping_add_signed(c.entries);
+            v.dirs = v.dirs.wrapping_add_signed(c.dirs);
+        }
         for (no, v) in std::mem::take(&mut self.touched) {
             match v {
                 Some(v) => self.roots.insert(no.0, value::encode_root(&v).as_slice())?,
@@ -213,9 +161,9 @@ pub(crate) fn apply(tx: &WriteTransaction, ops: Vec<Op>) -> Result<()> {
     let mut t = Tables {
         roots: tx.open_table(ROOTS)?,
         dirs: tx.open_table(DIRS)?,
-        entries: tx.open_table(ENTRIES)?,
-        by_id: tx.open_table(BY_ID)?,
+        buckets: tx.open_table(BUCKETS)?,
         touched: BTreeMap::new(),
+        pending: BTreeMap::new(),
     };
     for op in ops {
         if let Op::CreateRoot { no, .. } = &op {

@@ -121,8 +121,8 @@ fn killed_writer_leaves_a_whole_batch() {
         assert_eq!(got, expected(c), "round {round}: covered {c}");
         assert_eq!(root.entries, got.len() as u64, "round {round}: count");
         for n in c.saturating_sub(2).max(1)..=c {
-            let names = snap.names_of(root.no, &id(n, 7)).unwrap();
-            assert_eq!(names.len(), 1, "round {round}: names of batch {n}'s id");
+            let e = snap.entry(root.no, DIR, &name(n, 7)).unwrap();
+            assert_eq!(e.map(|e| e.id), Some(id(n, 7)), "round {round}: batch {n}");
         }
         eprintln!("round {round}: killed at covered index {c}");
     }

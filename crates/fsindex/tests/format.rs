@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use weir_fsindex::{Attrs, Dir, Entry, Error, Index, Kind, Name, RootState, Timestamp};
+use weir_fsindex::{Attrs, Dir, Entry, Error, Index, Kind, RootState, Timestamp};
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v1/index.redb")
@@ -83,7 +83,11 @@ fn write_fixture() {
     let path = fixture();
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     let _ = std::fs::remove_file(&path);
-    fill(&Index::open(&path).unwrap());
+    let mut index = Index::open(&path).unwrap();
+    fill(&index);
+    // As small as redb makes it: the free space of its first allocation
+    // given back.
+    index.compact().unwrap();
 }
 
 fn copy_of_fixture(dir: &Path) -> PathBuf {
@@ -110,21 +114,13 @@ fn reads_the_v1_fixture() {
     assert_eq!(sub.mtime, T);
     let f = snap.entry(root.no, b"sub", b"hard link").unwrap().unwrap();
     assert_eq!(f.attrs.unwrap().size, 4096);
-    let mut names = snap.names_of(root.no, b"file-id").unwrap();
-    names.sort();
-    assert_eq!(
-        names,
-        [
-            Name {
-                parent: b"\x00\x00\x00\x01root".to_vec(),
-                name: b"a".to_vec()
-            },
-            Name {
-                parent: b"sub".to_vec(),
-                name: b"hard link".to_vec()
-            },
-        ]
-    );
+    let sym = snap.entry(root.no, b"sub", b"l").unwrap().unwrap();
+    assert_eq!((sym.id.as_slice(), sym.kind), (&b"sym"[..], Kind::Symlink));
+    let a = snap
+        .entry(root.no, b"\x00\x00\x00\x01root", b"a")
+        .unwrap()
+        .unwrap();
+    assert_eq!(a.id, b"file-id");
     assert_eq!(snap.entries(root.no).unwrap().count(), 4);
     // The same writes today make the same rows.
     let fresh = Index::open(dir.path().join("fresh")).unwrap();
