@@ -141,16 +141,18 @@ fn rebucket(
     shift: u8,
 ) -> Result<()> {
     let end = key::prefix_end(dir_key);
-    let mut all = Names::new();
+    // Gathered unsorted and sorted once per new bucket: merging sorted
+    // buckets one by one would cost the directory's size per bucket.
+    let mut all = Vec::new();
     for row in buckets.range::<&[u8]>(key::bounds(dir_key, &end))? {
         let (k, v) = row?;
         let (_, no) = key::split_bucket(k.value())?;
         if !loaded.contains_key(&no) {
-            all.append(&mut bucket::decode(v.value())?);
+            all.extend(bucket::decode(v.value())?);
         }
     }
     for b in loaded.values_mut() {
-        all.append(&mut b.names);
+        all.extend(std::mem::take(&mut b.names));
     }
     buckets.retain_in::<&[u8], _>(key::bounds(dir_key, &end), |_, _| false)?;
     let mut split: BTreeMap<u32, Names> = BTreeMap::new();
