@@ -1,8 +1,8 @@
 //! `Build`: a root's whole first reading, committed in chunks.
 //!
-//! A tree of a million entries is three million rows; one transaction of
-//! them all holds every dirty page in memory until it commits. A build
-//! commits every `chunk` rows instead, with the root marked building, and
+//! A tree of a million entries is a hundred megabytes of pages; one
+//! transaction of them all holds every dirty page in memory until it
+//! commits. A build commits every `chunk` changes instead, with the root marked building, and
 //! only its last commit makes it complete (and drops the complete root it
 //! replaces), so a crash or an error mid-way never leaves a half-built
 //! root that looks whole.
