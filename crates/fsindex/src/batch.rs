@@ -26,6 +26,8 @@ pub enum Durability {
 pub(crate) enum DirOp {
     Put(Vec<u8>, Entry),
     Remove(Vec<u8>),
+    /// Every entry removed.
+    Clear,
     Describe(Dir),
     Undescribe,
     Times(Option<(Timestamp, Timestamp)>),
@@ -184,6 +186,32 @@ impl Batch {
     /// there.
     pub fn remove_dir(&mut self, root: RootNo, id: &[u8]) -> Result<()> {
         check_id(id)?;
+        self.dir_op(root, id, DirOp::Undescribe);
+        Ok(())
+    }
+
+    /// Replaces a directory whole: its row with `dir`, and its entries
+    /// with `entries` (names unique), whatever it held before.
+    pub fn replace_dir<'e>(
+        &mut self,
+        root: RootNo,
+        id: &[u8],
+        dir: &Dir,
+        entries: impl IntoIterator<Item = (&'e [u8], &'e Entry)>,
+    ) -> Result<()> {
+        self.put_dir(root, id, dir)?;
+        self.dir_op(root, id, DirOp::Clear);
+        for (name, e) in entries {
+            self.put_entry(root, id, name, e)?;
+        }
+        Ok(())
+    }
+
+    /// Removes a directory whole: its row and every entry; nothing if it
+    /// is not there.
+    pub fn drop_dir(&mut self, root: RootNo, id: &[u8]) -> Result<()> {
+        check_id(id)?;
+        self.dir_op(root, id, DirOp::Clear);
         self.dir_op(root, id, DirOp::Undescribe);
         Ok(())
     }

@@ -81,6 +81,13 @@ pub(crate) fn apply(
                     (row.entries, b.dirty) = (row.entries - 1, true);
                 }
             }
+            DirOp::Clear => {
+                // Every bucket goes; edits made before in this commit with it.
+                let end = key::prefix_end(dir_key);
+                buckets.retain_in::<&[u8], _>(key::bounds(dir_key, &end), |_, _| false)?;
+                loaded.clear();
+                (row.entries, row.shift) = (0, 0);
+            }
             DirOp::Describe(d) => row.dir = Some(d),
             DirOp::Undescribe => row.dir = None,
             DirOp::Times(times) => {

@@ -106,6 +106,9 @@ impl Index {
     /// does not know, is refused, and nothing in it is changed.
     pub fn open(path: impl AsRef<Path>) -> Result<Index> {
         let path = path.as_ref();
+        if std::fs::metadata(path).map_or(true, |m| m.len() == 0) {
+            Self::create(path)?;
+        }
         check_magic(path)?;
         // redb asserts on some damaged headers (a truncated file) instead of
         // returning an error; a damaged index must be an error to the
@@ -122,6 +125,35 @@ impl Index {
             path: path.to_path_buf(),
             next_root: Arc::new(AtomicU32::new(next)),
         })
+    }
+
+    /// Makes a new index at `path`: written whole beside it, then renamed
+    /// into place, so that a process killed while it creates one leaves
+    /// no file (or the empty one it found) at `path`, never a torn one.
+    fn create(path: &Path) -> Result<()> {
+        let io = |source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut name = path.file_name().unwrap_or_default().to_os_string();
+        name.push(".creating");
+        let temp = path.with_file_name(name);
+        // What a killed creation left.
+        match std::fs::remove_file(&temp) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(e)),
+            _ => {}
+        }
+        let db = Database::create(&temp).map_err(|e| open_error(&temp, e))?;
+        Self::check_format(&db, &temp)?;
+        drop(db);
+        std::fs::rename(&temp, path).map_err(io)?;
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        std::fs::File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(io)
     }
 
     /// Reads (or, in a new file, writes) the format record; returns the
