@@ -80,6 +80,18 @@ pub enum Error {
     /// Starting the tracker's thread failed.
     #[error("starting the filesystem tracker thread")]
     Thread(#[source] std::io::Error),
+    /// The directory of the trees' persistent copy could not be made.
+    #[error("{}: making the directory of the trees' persistent copy", path.display())]
+    IndexDir {
+        /// The directory.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Reading or writing the trees' persistent copy failed.
+    #[error("the trees' persistent copy")]
+    Index(#[source] weir_fsindex::Error),
 }
 
 /// A `Result` with this crate's [`Error`].

@@ -18,6 +18,8 @@
 //! - [`tracker`]: marks, the thread, the event rules, sync cookies and the
 //!   comparison after lost events.
 //! - `probe`: looking at one live entry through its directory's handle.
+//! - `checkpoint`: the persistent copy of each tree (weir-fsindex), kept
+//!   from the tree's touches, that a restart starts from.
 //!
 //! Seed 004 (Lustre's changelog) is why this exists: its users (policy
 //! engines, backup, sync, indexers) need one ordered record of every
@@ -26,6 +28,7 @@
 #![forbid(unsafe_code)]
 
 pub mod change;
+mod checkpoint;
 pub mod diff;
 mod error;
 pub mod id;
@@ -38,6 +41,7 @@ pub mod tree;
 pub mod walk;
 
 pub use change::{Change, How};
+pub use checkpoint::INDEX_CONSUMER;
 pub use error::{Error, Result};
 pub use id::ObjectId;
 pub use kind::Kind;

@@ -3,12 +3,12 @@
 //! tracker's own at a start after an earlier watch of the same root (whose
 //! comparison with a walk logs what changed while nothing watched).
 //!
-//! A replay needs a starting point the log itself describes whole: the
-//! last `fs root watched` MARK of the root, when the root was empty then
-//! (`entries=0`). A root that held entries when it was first watched was
-//! never described entry by entry, so its restart is a fresh start (a new
-//! `fs root watched` MARK), and changes made while nothing watched are not
-//! logged; a persistent index of the tree lifts this.
+//! A replay needs a starting point described whole: the last `fs root
+//! watched` MARK of the root, when the root was empty then (`entries=0`),
+//! or the tracker's persistent copy of the tree as of some record
+//! ([`tail`]). A root that held entries when it was first watched was
+//! never described entry by entry in the log, so only the copy can start
+//! its replay.
 
 use std::path::Path;
 
@@ -39,6 +39,17 @@ pub struct View {
     pub replayed: u64,
 }
 
+impl View {
+    /// A view that starts from `tree`, the tree as of record `since`.
+    pub fn start(tree: Tree, since: u64) -> View {
+        View {
+            tree,
+            since,
+            replayed: 0,
+        }
+    }
+}
+
 /// The tree of root `path` as `log` describes it, or `None` when the log
 /// has no whole description of it. With `root`, only a MARK with that id
 /// starts a view (the root directory may have been replaced since).
@@ -52,9 +63,31 @@ pub fn view_from(
     path: &Path,
     root: Option<&ObjectId>,
 ) -> weir_log::Result<Option<View>> {
+    replay(reader, path, root, None)
+}
+
+/// `start` (the tree of root `path` as of record `start.since`, from a
+/// persistent copy) with the records `reader` gives after it applied: the
+/// tree as the log describes it now. `None` when those records end the
+/// root's watch, or start it again over a root that held entries.
+pub fn tail(
+    reader: Reader,
+    path: &Path,
+    root: Option<&ObjectId>,
+    start: View,
+) -> weir_log::Result<Option<View>> {
+    replay(reader, path, root, Some(start))
+}
+
+fn replay(
+    reader: Reader,
+    path: &Path,
+    root: Option<&ObjectId>,
+    start: Option<View>,
+) -> weir_log::Result<Option<View>> {
     let path = path.as_os_str().as_encoded_bytes();
     let mut reader = reader.with_mask(record::mask());
-    let mut view: Option<View> = None;
+    let mut view = start;
     while let Some(r) = reader.next_record()? {
         if r.kind == RecordType::MARK {
             let this_root = r.field("source") == Some(b"fs") && r.field("root") == Some(path);

@@ -170,11 +170,11 @@ impl Tree {
     }
 
     /// From now on, keeps which directories change and which are removed
-    /// (for [`Tree::take_touched`]), every directory counting as touched
-    /// at first, so that the first take is the whole tree.
-    pub fn track_touches(&mut self) {
+    /// (for [`Tree::take_touched`]); with `all`, every directory counts as
+    /// touched at first, so that the first take is the whole tree.
+    pub fn track_touches(&mut self, all: bool) {
         let mut t = Touched::default();
-        for d in 0..self.store.dir_slots() {
+        for d in (0..self.store.dir_slots()).filter(|_| all) {
             if self.store.is_live_dir(d) {
                 t.mark(d);
             }

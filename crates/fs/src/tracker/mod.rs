@@ -34,6 +34,7 @@ use rustix::event::{EventfdFlags, eventfd};
 use weir_log::Log;
 use weir_sys::fanotify::fid::{AT_EMPTY_PATH, FidGroup, name_to_handle_at};
 
+use crate::checkpoint;
 use crate::id::ObjectId;
 use crate::{Error, Result};
 
@@ -60,6 +61,11 @@ pub struct TrackerOptions {
     /// description of it, logging what changed meanwhile (`RECONCILED`).
     /// Default `true`.
     pub resume: bool,
+    /// The file of the trees' persistent copy (with a log): a restart
+    /// starts from it and the log's records after it, whatever a root held
+    /// when it was first watched. `None` keeps none: a restart then starts
+    /// from the log alone, which describes only roots first watched empty.
+    pub index: Option<PathBuf>,
 }
 
 impl Default for TrackerOptions {
@@ -69,6 +75,7 @@ impl Default for TrackerOptions {
             mtime_interval: Duration::from_secs(1),
             batch: Duration::from_millis(1),
             resume: true,
+            index: None,
         }
     }
 }
@@ -159,6 +166,8 @@ pub struct TrackerStats {
     /// Events queued by the kernel and not yet read, when last looked
     /// at (the roots share one queue).
     pub backlog: u64,
+    /// Checkpoints of the trees' persistent copy committed.
+    pub checkpoints: u64,
 }
 
 #[derive(Debug, Default)]
@@ -166,6 +175,7 @@ pub(crate) struct Shared {
     pub(crate) stats: worker::Stats,
     pub(crate) records: u64,
     pub(crate) backlog: u64,
+    pub(crate) checkpoints: u64,
     pub(crate) roots: Vec<RootStatus>,
 }
 
@@ -195,6 +205,10 @@ impl Tracker {
     ) -> Result<Tracker> {
         let roots = canonical_roots(&opts.roots)?;
         let group = FidGroup::open().map_err(Error::Kernel)?;
+        let opened = match (&opts.index, &log) {
+            (Some(path), Some(log)) => Some(checkpoint::open(path, log)?),
+            _ => None,
+        };
         let mut sink = sink::Sink::new(log.clone(), on_change);
         let mut watched = Vec::with_capacity(roots.len());
         for path in &roots {
@@ -211,11 +225,29 @@ impl Tracker {
             root.begin_reading(opts.resume)?;
             watched.push(root);
         }
+        let mut checkpoints = match (&opened, &log) {
+            (Some(o), Some(log)) => {
+                let infos = watched
+                    .iter()
+                    .map(|r| checkpoint::RootInfo::new(r.path.clone(), r.id.clone()))
+                    .collect();
+                Some(checkpoint::Checkpoints::start(
+                    o.clone(),
+                    log.clone(),
+                    infos,
+                )?)
+            }
+            _ => None,
+        };
         // Small trees are read here, so their MARKs are logged before the
         // tracker says it runs; the rest is read by the thread.
         let until = Instant::now() + start::START_BUDGET;
-        for root in &mut watched {
-            root.read_on(until, &mut sink)?;
+        for (i, root) in watched.iter_mut().enumerate() {
+            if root.read_on(until, &mut sink, opened.as_ref())?
+                && let Some(c) = checkpoints.as_mut()
+            {
+                c.started(i, root.copy);
+            }
         }
         // What the start logged (the MARKs, a restart's reconciliation) is
         // durable before the tracker says it runs.
@@ -236,10 +268,13 @@ impl Tracker {
             group,
             watched,
             sink,
-            rx,
-            wake.clone(),
-            shared.clone(),
+            worker::Link {
+                requests: rx,
+                wake: wake.clone(),
+                shared: shared.clone(),
+            },
             (opts.mtime_interval, opts.batch),
+            opened.zip(checkpoints.take()),
         );
         w.publish();
         let thread = std::thread::Builder::new()
@@ -277,6 +312,7 @@ impl Tracker {
             dropped: s.stats.dropped,
             syncs: s.stats.syncs,
             backlog: s.backlog,
+            checkpoints: s.checkpoints,
         })
     }
 

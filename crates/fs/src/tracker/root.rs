@@ -97,6 +97,9 @@ pub(crate) struct Root {
     /// How the watch ended (`Removed` or `Moved`), once it has: no event
     /// is handled and no cookie made after.
     pub(crate) ended: Option<super::RootState>,
+    /// When its first reading started from the persistent copy: the
+    /// copy's root and the index it covered.
+    pub(crate) copy: Option<(weir_fsindex::RootNo, u64)>,
 }
 
 impl Root {
@@ -130,6 +133,7 @@ impl Root {
             counters: Counters::default(),
             first: None,
             ended: None,
+            copy: None,
         }
     }
 

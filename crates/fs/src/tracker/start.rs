@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 use super::root::Root;
 use super::sink::Sink;
 use crate::change::How;
+use crate::checkpoint::{self, Opened};
+use crate::replay::View;
 use crate::walk::Walk;
 use crate::{Error, Result};
 
@@ -61,8 +63,15 @@ impl Root {
     }
 
     /// Reads on until `until`; once the walk is done, logs the MARK (or
-    /// the comparison with the log's view) and returns `true`.
-    pub(crate) fn read_on(&mut self, until: Instant, sink: &mut Sink) -> Result<bool> {
+    /// the comparison with the log's view) and returns `true`. With
+    /// `copy`, the view starts from the tree's persistent copy where it
+    /// can, and the tree keeps its touches for the next checkpoint.
+    pub(crate) fn read_on(
+        &mut self,
+        until: Instant,
+        sink: &mut Sink,
+        copy: Option<&Opened>,
+    ) -> Result<bool> {
         let Some(f) = self.first.as_mut() else {
             return Ok(true);
         };
@@ -79,16 +88,46 @@ impl Root {
         let took = f.started.elapsed();
         let (live, stats) = f.walk.finish();
         let log = sink.log().cloned();
+        let mut from_copy = None;
         let view = match (f.resume, log.as_deref()) {
-            (true, Some(log)) => crate::replay::view(log, &self.path, Some(&self.id))?,
+            (true, Some(log)) => {
+                match copy.and_then(|c| checkpoint::load(c, log, &self.path, &self.id)) {
+                    Some(mut l) => {
+                        // Touched from here: the copy holds the rest.
+                        l.tree.track_touches(false);
+                        let start = View::start(l.tree, l.covered);
+                        from_copy = Some((l.no, l.covered));
+                        crate::replay::tail(
+                            log.reader(l.covered + 1),
+                            &self.path,
+                            Some(&self.id),
+                            start,
+                        )?
+                    }
+                    None => crate::replay::view(log, &self.path, Some(&self.id))?,
+                }
+            }
             _ => None,
         };
+        // A view that a later MARK restarted is not the copy's.
+        if view
+            .as_ref()
+            .is_none_or(|v| from_copy.is_some_and(|(_, c)| v.since != c))
+        {
+            from_copy = None;
+        }
+        self.copy = from_copy;
         let path = self.path.as_os_str().as_encoded_bytes().to_vec();
         let id = self.id.as_bytes().to_vec();
         let entries = live.len().to_string();
         match view {
             Some(v) => {
                 self.tree = v.tree;
+                if copy.is_some() && self.copy.is_none() {
+                    // The copy holds none of it: the first checkpoint
+                    // writes it whole.
+                    self.tree.track_touches(true);
+                }
                 let n = self.compare_with(&live, How::Reconciled, sink);
                 let (since, replayed, changes) =
                     (v.since.to_string(), v.replayed.to_string(), n.to_string());
@@ -109,6 +148,9 @@ impl Root {
                 let (fstype, mark) = (self.fstype.clone(), self.mark.name());
                 let fsid = self.fsid_text.clone();
                 self.tree = live;
+                if copy.is_some() {
+                    self.tree.track_touches(true);
+                }
                 sink.mark(
                     crate::replay::WATCHED,
                     &id,

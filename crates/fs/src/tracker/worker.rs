@@ -23,7 +23,9 @@ use super::start::READ_SLICE;
 use super::verify::MAX_TOUCHES;
 use super::{Request, Shared};
 use crate::change::How;
+use crate::checkpoint::{Checkpoints, Opened};
 use crate::id::ObjectId;
+use crate::tree::Tree;
 use crate::{Error, Result};
 
 /// The read buffer: a few hundred events.
@@ -63,6 +65,8 @@ pub(crate) struct Worker {
     last_read: Option<Instant>,
     published: Option<Instant>,
     stats: Stats,
+    /// The trees' persistent copy, and its checkpoints.
+    copy: Option<(Opened, Checkpoints)>,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -74,15 +78,26 @@ pub(crate) struct Stats {
     pub(crate) syncs: u64,
 }
 
+/// How the thread and the [`Tracker`](super::Tracker) talk: its requests,
+/// the eventfd that wakes it for them, and what it publishes.
+pub(crate) struct Link {
+    pub(crate) requests: mpsc::Receiver<Request>,
+    pub(crate) wake: Arc<OwnedFd>,
+    pub(crate) shared: Arc<Mutex<Shared>>,
+}
+
 impl Worker {
     pub(crate) fn new(
         group: FidGroup,
         roots: Vec<Root>,
         sink: Sink,
-        requests: mpsc::Receiver<Request>,
-        wake: Arc<OwnedFd>,
-        shared: Arc<Mutex<Shared>>,
+        Link {
+            requests,
+            wake,
+            shared,
+        }: Link,
         (mtime_interval, batch): (Duration, Duration),
+        copy: Option<(Opened, Checkpoints)>,
     ) -> Worker {
         Worker {
             group,
@@ -101,6 +116,7 @@ impl Worker {
             last_read: None,
             published: None,
             stats: Stats::default(),
+            copy,
         }
     }
 
@@ -141,6 +157,8 @@ impl Worker {
                 // Not answered in time: the stop did not log everything
                 // before it, and says so.
                 let r = srx.try_recv().unwrap_or(Err(Error::SyncFailed));
+                // Then the copy takes everything logged.
+                let r = r.and(self.finish_copy());
                 self.publish();
                 let _ = tx.send(r);
                 return Ok(());
@@ -156,6 +174,7 @@ impl Worker {
             if let Some(t) = self.next_compare.filter(|_| self.lost.is_some()) {
                 next = Some(next.map_or(t, |n| n.min(t)));
             }
+            self.checkpoint();
             self.publish_now_and_then();
             if self.stats.reads > reads && self.lost.is_none() {
                 // Events came: let the next ones gather for a batch's time
@@ -174,8 +193,15 @@ impl Worker {
     fn read_first(&mut self) -> Result<bool> {
         let (mut reading, mut done) = (false, false);
         let until = Instant::now() + READ_SLICE;
-        for root in self.roots.iter_mut().filter(|r| r.is_reading()) {
-            if root.read_on(until, &mut self.sink)? {
+        for (i, root) in self.roots.iter_mut().enumerate() {
+            if !root.is_reading() {
+                continue;
+            }
+            let copy = self.copy.as_mut();
+            if root.read_on(until, &mut self.sink, copy.as_ref().map(|(o, _)| o))? {
+                if let Some((_, c)) = copy {
+                    c.started(i, root.copy);
+                }
                 done = true;
             } else {
                 reading = true;
@@ -189,6 +215,24 @@ impl Worker {
             self.publish_now_and_then();
         }
         Ok(reading)
+    }
+
+    /// Hands the copy what a checkpoint due or under way has next.
+    fn checkpoint(&mut self) {
+        let Some((_, c)) = self.copy.as_mut() else {
+            return;
+        };
+        let mut trees = copy_trees(&mut self.roots);
+        c.step(&mut trees, self.sink.last);
+    }
+
+    /// At a stop: the copy takes everything logged, and its thread ends.
+    fn finish_copy(&mut self) -> Result<()> {
+        let Some((_, c)) = self.copy.take() else {
+            return Ok(());
+        };
+        let mut trees = copy_trees(&mut self.roots);
+        c.finish(&mut trees, self.sink.last)
     }
 
     /// Sleeps in poll on the requests and (with `group`) the events.
@@ -444,7 +488,18 @@ impl Worker {
         // queued that could be said.
         s.backlog = self.group.queued().unwrap_or(0);
         s.roots = self.roots.iter().map(Root::status).collect();
+        if let Some((_, c)) = &self.copy {
+            s.checkpoints = c.commits();
+        }
     }
+}
+
+/// The trees a checkpoint takes: those read and still watched.
+fn copy_trees(roots: &mut [Root]) -> Vec<Option<&mut Tree>> {
+    roots
+        .iter_mut()
+        .map(|r| (!r.is_reading() && r.ended.is_none()).then_some(&mut r.tree))
+        .collect()
 }
 
 fn cookie_seen(waits: &mut [SyncWait], round: u64) {

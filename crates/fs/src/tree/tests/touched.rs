@@ -75,13 +75,13 @@ proptest! {
         let mut copy = Copy::default();
         let half = ops.len() / 2;
         if !track_late {
-            t.track_touches();
+            t.track_touches(true);
         }
         for (i, (o, take)) in ops.iter().enumerate() {
             if track_late && i == half {
                 // Tracking from a tree that already holds entries: the
                 // first take is all of it.
-                t.track_touches();
+                t.track_touches(true);
             }
             apply(&mut t, &mut m, o)?;
             if let (Some(n), true) = (take, t.touched.is_some()) {
@@ -89,7 +89,7 @@ proptest! {
             }
         }
         if track_late && ops.len() <= half {
-            t.track_touches();
+            t.track_touches(true);
         }
         while t.touched_dirs() > 0 {
             copy.take(&mut t, 3);
@@ -117,7 +117,7 @@ fn only_touched_directories_are_taken() {
     t.insert(&oid(0), b"a", dir(1)).unwrap();
     t.insert(&oid(0), b"b", dir(2)).unwrap();
     t.insert(&oid(1), b"f", file(3)).unwrap();
-    t.track_touches();
+    t.track_touches(true);
     assert_eq!(t.touched_dirs(), 3);
     let mut out = Vec::new();
     assert_eq!(t.take_touched(usize::MAX, &mut out), 3);
@@ -154,7 +154,7 @@ fn touches_outlive_a_rebuild() {
     };
     let mut t = Tree::with_limits(oid(0), limits);
     let mut copy = Copy::default();
-    t.track_touches();
+    t.track_touches(true);
     for i in 1..=16 {
         let e = Entry {
             id: oid(i),

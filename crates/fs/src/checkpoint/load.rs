@@ -1,0 +1,84 @@
+//! A root's tree from the copy, at a start: trusted only when the copy
+//! holds the root whole, for this root directory and this log, and the log
+//! still has every record after the index it covers.
+
+use std::collections::VecDeque;
+use std::path::Path;
+
+use weir_log::Log;
+
+use super::{Opened, from_copy};
+use crate::id::ObjectId;
+use crate::tree::{Entry, Tree};
+
+/// A tree loaded from the copy.
+pub(crate) struct Loaded {
+    pub(crate) tree: Tree,
+    /// The copy's root.
+    pub(crate) no: weir_fsindex::RootNo,
+    /// The last record the copy covers.
+    pub(crate) covered: u64,
+}
+
+/// Root `path`'s tree from the copy, or `None` (with why, in the log of
+/// the process) when the copy cannot start it.
+pub(crate) fn load(opened: &Opened, log: &Log, path: &Path, id: &ObjectId) -> Option<Loaded> {
+    let why = match try_load(opened, log, path, id) {
+        Ok(l) => return Some(l),
+        Err(why) => why,
+    };
+    tracing::info!(root = %path.display(), why, "the tree's persistent copy is not used; the tree is compared with the log's records alone");
+    None
+}
+
+fn try_load(
+    opened: &Opened,
+    log: &Log,
+    path: &Path,
+    id: &ObjectId,
+) -> Result<Loaded, &'static str> {
+    let snap = opened.index.snapshot().map_err(|_| "it cannot be read")?;
+    let root = snap
+        .root(path.as_os_str().as_encoded_bytes())
+        .map_err(|_| "it cannot be read")?
+        .ok_or("it does not hold the root")?;
+    if root.id != id.as_bytes() {
+        return Err("it holds another directory at the root's path");
+    }
+    if root.log_identity != opened.identity {
+        return Err("it was made over another log");
+    }
+    if root.covered > log.last_index() || root.covered + 1 < log.first_index() {
+        return Err("the log no longer holds the records after it");
+    }
+    let mut tree = Tree::new(id.clone());
+    let mut queue = VecDeque::from([id.clone()]);
+    while let Some(dir) = queue.pop_front() {
+        let rows = snap
+            .children(root.no, dir.as_bytes())
+            .map_err(|_| "a directory's entries cannot be read")?;
+        for row in rows {
+            let row = row.map_err(|_| "a directory's entries cannot be read")?;
+            let eid =
+                ObjectId::from_bytes(&row.entry.id).ok_or("it holds an id that is not one")?;
+            let kind = from_copy(row.entry.kind);
+            tree.insert(
+                &dir,
+                &row.name,
+                Entry {
+                    id: eid.clone(),
+                    kind,
+                },
+            )
+            .map_err(|_| "its entries do not make a tree")?;
+            if kind.is_dir() {
+                queue.push_back(eid);
+            }
+        }
+    }
+    Ok(Loaded {
+        tree,
+        no: root.no,
+        covered: root.covered,
+    })
+}

@@ -1,0 +1,212 @@
+//! The checkpoint thread: writes what the tracker hands it into the copy,
+//! a root's first checkpoint as a build in chunks and each later one as
+//! one commit, and clears the log's consumer up to what is committed.
+
+use std::sync::mpsc::Receiver;
+use std::sync::{Arc, Mutex};
+
+use weir_fsindex::{Batch, Build, Dir, Entry, Index, RootNo, Timestamp};
+use weir_log::{Appended, Log};
+
+use super::{INDEX_CONSUMER, Msg, Opened, RootInfo, Status, to_copy};
+use crate::id::ObjectId;
+use crate::tree::DirImage;
+use crate::{Error, Result};
+
+/// Rows a build commits at a time.
+const BUILD_CHUNK: usize = 64 * 1024;
+
+pub(super) struct Writer {
+    index: Arc<Index>,
+    identity: Vec<u8>,
+    log: Arc<Log>,
+    roots: Vec<RootInfo>,
+    /// What each root's copy covers, once it holds it whole.
+    covered: Vec<Option<u64>>,
+    status: Arc<Mutex<Status>>,
+}
+
+/// A root's checkpoint under way.
+enum Open<'a> {
+    Build(Build<'a>),
+    Batch(Batch),
+}
+
+impl Writer {
+    pub(super) fn new(
+        opened: Opened,
+        log: Arc<Log>,
+        roots: Vec<RootInfo>,
+        status: Arc<Mutex<Status>>,
+    ) -> Writer {
+        let covered = vec![None; roots.len()];
+        Writer {
+            index: opened.index,
+            identity: opened.identity,
+            log,
+            roots,
+            covered,
+            status,
+        }
+    }
+
+    pub(super) fn run(mut self, rx: Receiver<Msg>) {
+        let index = self.index.clone();
+        let mut open: Vec<Option<Open<'_>>> = (0..self.roots.len()).map(|_| None).collect();
+        let mut failed: Option<Error> = None;
+        for m in rx {
+            let r = match m {
+                Msg::Started { root, copy } => {
+                    self.roots[root].copy = copy.map(|(no, _)| no);
+                    self.covered[root] = copy.map(|(_, c)| c);
+                    open[root] = None;
+                    Ok(())
+                }
+                Msg::Part {
+                    root,
+                    removed,
+                    images,
+                } => self.part(&index, &mut open[root], root, &removed, &images),
+                Msg::Done { root, covered } => match open[root].take() {
+                    Some(o) => self.done(o, root, covered),
+                    None => Ok(()),
+                },
+                Msg::Flush(reply) => {
+                    let r = match failed.take() {
+                        Some(e) => Err(e),
+                        None => Ok(()),
+                    };
+                    let _ = reply.send(r);
+                    continue;
+                }
+            };
+            if let Err(e) = r {
+                tracing::error!(error = %e, "writing the tree's persistent copy failed");
+                self.status_mut(|s| s.error = Some(e.to_string()));
+                // The copy stays at its last commit: a restart replays
+                // more of the log. A root whose checkpoint failed is
+                // written whole next time.
+                for (i, o) in open.iter_mut().enumerate() {
+                    if o.take().is_some() {
+                        self.roots[i].copy = None;
+                    }
+                }
+                failed.get_or_insert(e);
+            }
+        }
+    }
+
+    fn part<'a>(
+        &mut self,
+        index: &'a Index,
+        open: &mut Option<Open<'a>>,
+        root: usize,
+        removed: &[ObjectId],
+        images: &[DirImage],
+    ) -> Result<()> {
+        if open.is_none() {
+            let info = &self.roots[root];
+            *open = Some(match info.copy {
+                Some(_) => Open::Batch(index.batch()),
+                None => Open::Build(
+                    index
+                        .replace_root(
+                            info.path.as_os_str().as_encoded_bytes(),
+                            info.id.as_bytes(),
+                            &self.identity,
+                            BUILD_CHUNK,
+                        )
+                        .map_err(Error::Index)?,
+                ),
+            });
+        }
+        match open.as_mut() {
+            Some(Open::Build(b)) => {
+                // A build starts from nothing: what was removed was never
+                // written.
+                for i in images {
+                    b.put_dir(i.id.as_bytes(), &dir_row(i))
+                        .map_err(Error::Index)?;
+                    for (name, e) in &i.entries {
+                        b.put_entry(i.id.as_bytes(), name, &entry_row(e))
+                            .map_err(Error::Index)?;
+                    }
+                }
+            }
+            Some(Open::Batch(b)) => {
+                let no = self.roots[root].copy.unwrap_or(RootNo(0));
+                for id in removed {
+                    b.drop_dir(no, id.as_bytes()).map_err(Error::Index)?;
+                }
+                for i in images {
+                    let rows: Vec<Entry> = i.entries.iter().map(|(_, e)| entry_row(e)).collect();
+                    let entries = i.entries.iter().zip(&rows).map(|((n, _), r)| (&n[..], r));
+                    b.replace_dir(no, i.id.as_bytes(), &dir_row(i), entries)
+                        .map_err(Error::Index)?;
+                }
+            }
+            None => {}
+        }
+        Ok(())
+    }
+
+    fn done(&mut self, open: Open<'_>, root: usize, covered: Appended) -> Result<()> {
+        // Never ahead of the log: what the copy covers is durable first.
+        self.log.wait_durable(covered)?;
+        match open {
+            Open::Build(b) => {
+                let no = b.finish(covered.index()).map_err(Error::Index)?;
+                self.roots[root].copy = Some(no);
+            }
+            Open::Batch(mut b) => {
+                if let Some(no) = self.roots[root].copy {
+                    b.set_covered(no, covered.index());
+                }
+                self.index.commit(b).map_err(Error::Index)?;
+            }
+        }
+        self.covered[root] = Some(covered.index());
+        self.status_mut(|s| {
+            s.commits += 1;
+            s.error = None;
+        });
+        // Retention may now take what every root's copy covers.
+        if self.covered.iter().all(Option::is_some)
+            && let Some(upto) = self.covered.iter().flatten().min()
+        {
+            self.log.clear(INDEX_CONSUMER, *upto)?;
+        }
+        Ok(())
+    }
+
+    fn status_mut(&self, f: impl FnOnce(&mut Status)) {
+        match self.status.lock() {
+            Ok(mut s) => f(&mut s),
+            Err(p) => f(&mut p.into_inner()),
+        }
+    }
+}
+
+/// A directory's row: where it is; its times are not known (a restart
+/// reads it).
+fn dir_row(i: &DirImage) -> Dir {
+    let (parent, name) = match &i.location {
+        Some((p, n)) => (Some(p.as_bytes().to_vec()), n.to_vec()),
+        None => (None, Vec::new()),
+    };
+    Dir {
+        parent,
+        name,
+        mtime: Timestamp::default(),
+        ctime: Timestamp::default(),
+        times_valid: false,
+    }
+}
+
+fn entry_row(e: &crate::tree::Entry) -> Entry {
+    Entry {
+        id: e.id.as_bytes().to_vec(),
+        kind: to_copy(e.kind),
+        attrs: None,
+    }
+}

@@ -1,0 +1,224 @@
+//! A restart from the trees' persistent copy (`TrackerOptions::index`), on
+//! ext4 and tmpfs, of a root that already held a tree when it was first
+//! watched (the log alone never described it entry by entry):
+//!
+//! 1. a tracker with a copy watches the root, logs a few changes, and
+//!    stops (its last checkpoint takes everything logged);
+//! 2. with nothing watching: files created and unlinked, renames within
+//!    and across directories, a directory with contents made, a subtree
+//!    removed, a hard link;
+//! 3. a new tracker on the same log and copy logs exactly those, flagged
+//!    `RECONCILED | COMPARE`, and the MARK `fs tree reconciled`, not a new
+//!    `fs root watched`: the records, applied to the tree as the first
+//!    run left it, give the live tree; renames are RENMEs;
+//! 4. a third start with no change in between logs the MARK alone;
+//! 5. the log's consumer `weir-fs-index` has cleared no further than the
+//!    copy covers, so retention keeps what a restart replays.
+
+mod support;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use support::journal::{describe_all, records_from};
+use support::scratch::{FsKind, Scratch, scratch};
+use weir_fs::record::{FLAG_COMPARE, decode};
+use weir_fs::{Tracker, TrackerOptions};
+use weir_log::{FLAG_RECONCILED, Log, LogRecord, Options, RecordType};
+
+const RECONCILED: u16 = FLAG_RECONCILED | FLAG_COMPARE;
+
+struct Run {
+    log: Arc<Log>,
+    tracker: Tracker,
+    from: u64,
+}
+
+impl Run {
+    fn start(s: &Scratch, log_dir: &Path, index: &Path) -> Run {
+        let log = Arc::new(Log::open(log_dir, Options::default()).expect("open the log"));
+        let from = log.last_index() + 1;
+        let tracker = Tracker::start(
+            Some(log.clone()),
+            TrackerOptions {
+                roots: vec![s.root().to_path_buf()],
+                index: Some(index.to_path_buf()),
+                ..TrackerOptions::default()
+            },
+            None,
+        )
+        .unwrap_or_else(|e| panic!("{}: starting the tracker: {e}", s.kind()));
+        Run { log, tracker, from }
+    }
+
+    fn records(&self) -> Vec<LogRecord> {
+        self.tracker.sync().expect("sync");
+        records_from(&self.log, self.from)
+    }
+
+    fn stop(self) {
+        self.tracker.stop().expect("stop");
+        let log = Arc::try_unwrap(self.log).unwrap_or_else(|_| panic!("the log is still shared"));
+        log.close().expect("close the log");
+    }
+}
+
+fn at(s: &Scratch, rel: &str) -> std::path::PathBuf {
+    s.root().join(rel)
+}
+
+fn touch(s: &Scratch, rel: &str) {
+    std::fs::write(at(s, rel), b"x").unwrap_or_else(|e| panic!("write {rel}: {e}"));
+}
+
+fn mkdir(s: &Scratch, rel: &str) {
+    std::fs::create_dir(at(s, rel)).unwrap_or_else(|e| panic!("mkdir {rel}: {e}"));
+}
+
+fn rename(s: &Scratch, from: &str, to: &str) {
+    std::fs::rename(at(s, from), at(s, to)).unwrap_or_else(|e| panic!("rename {from} {to}: {e}"));
+}
+
+fn marks(rs: &[LogRecord]) -> Vec<Vec<u8>> {
+    rs.iter()
+        .filter(|r| r.kind == RecordType::MARK)
+        .map(|r| r.name.clone())
+        .collect()
+}
+
+fn restart_from_copy(kind: FsKind) {
+    let Some(base) = support::private_base() else {
+        return;
+    };
+    let Some(s) = scratch(kind, base.path()) else {
+        return;
+    };
+    let what = format!("{kind}: restart from the copy");
+    let log_dir = base.mkdir("log");
+    let index = base.path().join("state/fs/index.redb");
+
+    // A tree there before the first watch.
+    for d in ["a", "a/deep", "b", "gone", "gone/inner"] {
+        mkdir(&s, d);
+    }
+    for f in [
+        "a/f1",
+        "a/f2",
+        "a/deep/f3",
+        "b/f4",
+        "gone/f5",
+        "gone/inner/f6",
+        "top",
+    ] {
+        touch(&s, f);
+    }
+
+    let first = Run::start(&s, &log_dir, &index);
+    touch(&s, "b/while-watched");
+    rename(&s, "a/f2", "b/f2");
+    let rs = first.records();
+    assert_eq!(
+        marks(&rs),
+        [b"fs root watched".to_vec()],
+        "{what}: {}",
+        describe_all(&rs)
+    );
+    first.stop();
+    // The tree as the first run left it: what the changes below apply to.
+    let before = weir_fs::walk::read_tree(s.root()).expect("walk").0;
+
+    // Nothing watches.
+    touch(&s, "new-top");
+    touch(&s, "a/deep/new");
+    std::fs::remove_file(at(&s, "top")).unwrap();
+    rename(&s, "a/f1", "a/f1-renamed");
+    rename(&s, "b/f4", "a/deep/f4-moved");
+    mkdir(&s, "made");
+    touch(&s, "made/inside");
+    std::fs::remove_dir_all(at(&s, "gone")).unwrap();
+    std::fs::hard_link(at(&s, "b/f2"), at(&s, "a/f2-link")).unwrap();
+
+    let second = Run::start(&s, &log_dir, &index);
+    let rs = second.records();
+    assert_eq!(
+        marks(&rs),
+        [b"fs tree reconciled".to_vec()],
+        "{what}: the second start:\n{}",
+        describe_all(&rs)
+    );
+    let changes: Vec<&LogRecord> = rs.iter().filter(|r| r.kind != RecordType::MARK).collect();
+    assert!(
+        changes.iter().all(|r| r.flags & RECONCILED == RECONCILED),
+        "{what}: every change found at the start is RECONCILED:\n{}",
+        describe_all(&rs)
+    );
+    let renames = changes
+        .iter()
+        .filter(|r| r.kind == RecordType::RENME)
+        .count();
+    assert_eq!(
+        renames,
+        2,
+        "{what}: the two renames:\n{}",
+        describe_all(&rs)
+    );
+    // Applied to the tree as the first run left it, they give the live
+    // tree.
+    let mut tree = before;
+    for r in &changes {
+        let c = decode::change(r).unwrap_or_else(|| panic!("{what}: undecodable: {r:?}"));
+        c.apply(&mut tree)
+            .unwrap_or_else(|e| panic!("{what}: {e}: {}", describe_all(&rs)));
+    }
+    let live = weir_fs::walk::read_tree(s.root()).expect("walk").0;
+    assert_eq!(
+        tree.listing(),
+        live.listing(),
+        "{what}: replayed over the first run's tree"
+    );
+    // A change after the start is logged as usual.
+    touch(&s, "after");
+    let rs = second.records();
+    assert!(
+        rs.iter()
+            .any(|r| r.kind == RecordType::CREAT && r.name == b"after" && r.flags == 0),
+        "{what}: {}",
+        describe_all(&rs)
+    );
+    second.stop();
+
+    let third = Run::start(&s, &log_dir, &index);
+    let rs = third.records();
+    assert_eq!(
+        (marks(&rs), rs.len()),
+        (vec![b"fs tree reconciled".to_vec()], 1),
+        "{what}: a start with nothing changed:\n{}",
+        describe_all(&rs)
+    );
+    let consumer = third
+        .log
+        .consumer_list()
+        .into_iter()
+        .find(|c| c.name == "weir-fs-index")
+        .unwrap_or_else(|| panic!("{what}: no consumer weir-fs-index"));
+    let covered = third.from - 1;
+    assert!(
+        consumer.cleared <= covered && consumer.cleared > 0,
+        "{what}: the consumer cleared {} (the copy covers at most {covered})",
+        consumer.cleared
+    );
+    third.stop();
+}
+
+support::private_ns_test!(
+    restart_from_copy_on_ext4,
+    inner_restart_from_copy_on_ext4,
+    restart_from_copy,
+    FsKind::Ext4
+);
+support::private_ns_test!(
+    restart_from_copy_on_tmpfs,
+    inner_restart_from_copy_on_tmpfs,
+    restart_from_copy,
+    FsKind::Tmpfs
+);
