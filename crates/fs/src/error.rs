@@ -80,11 +80,14 @@ pub enum Error {
     /// Starting the tracker's thread failed.
     #[error("starting the filesystem tracker thread")]
     Thread(#[source] std::io::Error),
-    /// The directory of the trees' persistent copy could not be made.
-    #[error("{}: making the directory of the trees' persistent copy", path.display())]
-    IndexDir {
-        /// The directory.
+    /// The trees' persistent copy's file or directory could not be made
+    /// or set aside.
+    #[error("{}: {what} (the trees' persistent copy)", path.display())]
+    IndexFile {
+        /// The file or directory.
         path: PathBuf,
+        /// What was being done.
+        what: &'static str,
         /// The cause.
         #[source]
         source: std::io::Error,

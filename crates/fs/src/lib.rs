@@ -41,7 +41,7 @@ pub mod tree;
 pub mod walk;
 
 pub use change::{Change, How};
-pub use checkpoint::INDEX_CONSUMER;
+pub use checkpoint::{INDEX_CONSUMER, INDEX_FILE};
 pub use error::{Error, Result};
 pub use id::ObjectId;
 pub use kind::Kind;

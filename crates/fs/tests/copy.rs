@@ -13,7 +13,9 @@
 //!    run left it, give the live tree; renames are RENMEs;
 //! 4. a third start with no change in between logs the MARK alone;
 //! 5. the log's consumer `weir-fs-index` has cleared no further than the
-//!    copy covers, so retention keeps what a restart replays.
+//!    copy covers, so retention keeps what a restart replays;
+//! 6. a damaged copy is set aside and made again, never a reason not to
+//!    watch.
 
 mod support;
 
@@ -208,6 +210,31 @@ fn restart_from_copy(kind: FsKind) {
         consumer.cleared
     );
     third.stop();
+
+    // A damaged copy is set aside and made again: the start is a fresh
+    // one (the log alone never described this root), and the next one
+    // starts from the new copy.
+    std::fs::write(&index, b"not an index at all").unwrap();
+    let fourth = Run::start(&s, &log_dir, &index);
+    let rs = fourth.records();
+    assert_eq!(
+        marks(&rs),
+        [b"fs root watched".to_vec()],
+        "{what}: a start over a damaged copy:\n{}",
+        describe_all(&rs)
+    );
+    fourth.stop();
+    let aside = base.path().join("state/fs/index.redb.damaged");
+    assert_eq!(std::fs::read(&aside).unwrap(), b"not an index at all");
+    let fifth = Run::start(&s, &log_dir, &index);
+    let rs = fifth.records();
+    assert_eq!(
+        marks(&rs),
+        [b"fs tree reconciled".to_vec()],
+        "{what}: the start after it:\n{}",
+        describe_all(&rs)
+    );
+    fifth.stop();
 }
 
 support::private_ns_test!(

@@ -176,10 +176,10 @@ impl DevicesConfig {
 
 impl FsConfig {
     /// The filesystem tracker's options; `None` when no root is watched,
-    /// and so no tracker runs. A daemon resumes: a root whose whole tree
-    /// the log describes (one first watched empty) is compared with that
-    /// description, and what changed while no daemon watched is logged
-    /// flagged `RECONCILED`; any other root is watched afresh.
+    /// and so no tracker runs. A daemon resumes: a root is compared with
+    /// its tree as last logged (the persistent copy the host gives it,
+    /// and the log after it), and what changed while no daemon watched is
+    /// logged flagged `RECONCILED`.
     pub fn tracker_options(&self) -> Option<weir_fs::TrackerOptions> {
         (!self.watch.is_empty()).then(|| weir_fs::TrackerOptions {
             roots: self.watch.clone(),

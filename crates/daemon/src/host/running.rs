@@ -74,7 +74,7 @@ impl Running {
         {
             marks::no_previous(log, why)?;
         }
-        let sources = Sources::start(config, log, &prior)?;
+        let sources = Sources::start(config, state_dir, log, &prior)?;
         let reconcile = report(&prior, &sources);
         info!(
             mounts = reconcile.mounts,

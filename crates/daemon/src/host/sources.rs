@@ -31,7 +31,12 @@ impl Sources {
     /// so that each logs what changed while no daemon watched. A tracker
     /// that cannot start stops the daemon's start: a source that is on but
     /// silently missing would be worse than a clear error.
-    pub(crate) fn start(config: &Config, log: &Arc<Log>, prior: &Prior) -> Result<Sources> {
+    pub(crate) fn start(
+        config: &Config,
+        state_dir: &std::path::Path,
+        log: &Arc<Log>,
+        prior: &Prior,
+    ) -> Result<Sources> {
         let same_boot = prior.same_boot();
         let previous = prior.checkpoint.as_ref();
         let mounts = if config.mounts.enabled {
@@ -82,6 +87,10 @@ impl Sources {
         // the trackers above stop as they are dropped here.
         let fs = match config.fs.tracker_options() {
             Some(opts) => {
+                let opts = weir_fs::TrackerOptions {
+                    index: Some(state_dir.join(weir_fs::INDEX_FILE)),
+                    ..opts
+                };
                 let t =
                     weir_fs::Tracker::start(Some(log.clone()), opts, None).map_err(Error::Fs)?;
                 for r in t.roots() {

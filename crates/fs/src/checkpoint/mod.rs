@@ -38,6 +38,9 @@ use crate::{Error, Result};
 
 pub(crate) use load::load;
 
+/// Where a state directory keeps the trees' persistent copy.
+pub const INDEX_FILE: &str = "fs/index.redb";
+
 /// The log consumer that holds back retention for the trees' persistent
 /// copy: it clears what the copy covers.
 pub const INDEX_CONSUMER: &str = "weir-fs-index";
@@ -126,15 +129,41 @@ pub(crate) struct Opened {
 }
 
 /// Opens the copy at `path`, and registers the log's consumer if the log
-/// has none.
-pub(crate) fn open(path: &Path, log: &Log) -> Result<Opened> {
+/// has none; `None` when there is a copy this process cannot use (a newer
+/// format, or another process holding it): the tracker then runs without
+/// one, as it says.
+///
+/// The copy is what the log and a walk can always make again, so a
+/// damaged file is no reason not to watch: it is set aside (as
+/// `<path>.damaged`, for a look) and a new one made.
+pub(crate) fn open(path: &Path, log: &Log) -> Result<Option<Opened>> {
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|source| Error::IndexDir {
+        std::fs::create_dir_all(dir).map_err(|source| Error::IndexFile {
             path: dir.to_path_buf(),
+            what: "making its directory",
             source,
         })?;
     }
-    let index = weir_fsindex::Index::open(path).map_err(Error::Index)?;
+    use weir_fsindex::Error as E;
+    let index = match weir_fsindex::Index::open(path) {
+        Ok(i) => i,
+        Err(e @ (E::UnknownVersion { .. } | E::Locked { .. })) => {
+            tracing::warn!(error = %e, "the trees' persistent copy cannot be used: watching without one (a restart then compares with the log alone)");
+            return Ok(None);
+        }
+        Err(e @ (E::NotAnIndex { .. } | E::Foreign { .. } | E::Corrupt { .. })) => {
+            let mut aside = path.as_os_str().to_os_string();
+            aside.push(".damaged");
+            tracing::warn!(error = %e, aside = %Path::new(&aside).display(), "the trees' persistent copy is damaged: set aside, and a new one made");
+            std::fs::rename(path, &aside).map_err(|source| Error::IndexFile {
+                path: path.to_path_buf(),
+                what: "setting a damaged file aside",
+                source,
+            })?;
+            weir_fsindex::Index::open(path).map_err(Error::Index)?
+        }
+        Err(e) => return Err(Error::Index(e)),
+    };
     let consumer = match log
         .consumer_list()
         .into_iter()
@@ -150,10 +179,10 @@ pub(crate) fn open(path: &Path, log: &Log) -> Result<Opened> {
         }
     };
     let identity = format!("{}:{}", consumer.id, consumer.registered_ns).into_bytes();
-    Ok(Opened {
+    Ok(Some(Opened {
         index: Arc::new(index),
         identity,
-    })
+    }))
 }
 
 impl Checkpoints {

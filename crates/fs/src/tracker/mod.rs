@@ -206,7 +206,7 @@ impl Tracker {
         let roots = canonical_roots(&opts.roots)?;
         let group = FidGroup::open().map_err(Error::Kernel)?;
         let opened = match (&opts.index, &log) {
-            (Some(path), Some(log)) => Some(checkpoint::open(path, log)?),
+            (Some(path), Some(log)) => checkpoint::open(path, log)?,
             _ => None,
         };
         let mut sink = sink::Sink::new(log.clone(), on_change);

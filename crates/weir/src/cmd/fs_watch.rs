@@ -32,6 +32,7 @@ pub(super) fn watch(state: &StateDir, args: &FsWatchArgs) -> Result<()> {
         roots: args.roots.clone(),
         mtime_interval: args.mtime_interval(),
         resume: !args.fresh,
+        index: Some(state.root().join(weir_fs::INDEX_FILE)),
         ..TrackerOptions::default()
     };
     let on_change: Option<OnChange> = if args.quiet {
