@@ -100,6 +100,19 @@ fn check_magic(path: &Path) -> Result<()> {
     }
 }
 
+/// The memory redb may cache pages in. Its default, 1 GiB, is a bound it
+/// fills: a first build of a 1.1M-entry tree grew the tracker (which
+/// holds the tree in memory too) by about 27 MiB. The index is read whole
+/// once at a start and written in large batches, neither of which a big
+/// cache speeds up much.
+const CACHE_BYTES: usize = 4 << 20;
+
+fn builder() -> redb::Builder {
+    let mut b = redb::Builder::new();
+    b.set_cache_size(CACHE_BYTES);
+    b
+}
+
 impl Index {
     /// Opens the index at `path`, creating it if there is no file (or an
     /// empty one). A file of another format, or of a version this build
@@ -113,7 +126,7 @@ impl Index {
         // redb asserts on some damaged headers (a truncated file) instead of
         // returning an error; a damaged index must be an error to the
         // daemon, not an abort of it.
-        let db = std::panic::catch_unwind(|| Database::create(path))
+        let db = std::panic::catch_unwind(|| builder().create(path))
             .map_err(|_| Error::NotAnIndex {
                 path: path.to_path_buf(),
                 source: None,
@@ -143,7 +156,7 @@ impl Index {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(e)),
             _ => {}
         }
-        let db = Database::create(&temp).map_err(|e| open_error(&temp, e))?;
+        let db = builder().create(&temp).map_err(|e| open_error(&temp, e))?;
         Self::check_format(&db, &temp)?;
         drop(db);
         std::fs::rename(&temp, path).map_err(io)?;

@@ -49,10 +49,10 @@ pub const INDEX_CONSUMER: &str = "weir-fs-index";
 const INTERVAL: Duration = Duration::from_secs(5);
 
 /// Entries per slice handed to the thread.
-const SLICE: usize = 16 * 1024;
+const SLICE: usize = 4096;
 
 /// Slices the thread may hold unwritten: the memory a checkpoint takes.
-const QUEUE: usize = 4;
+const QUEUE: usize = 2;
 
 /// What the tracker sends the thread.
 pub(crate) enum Msg {

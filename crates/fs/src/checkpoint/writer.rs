@@ -14,7 +14,7 @@ use crate::tree::DirImage;
 use crate::{Error, Result};
 
 /// Rows a build commits at a time.
-const BUILD_CHUNK: usize = 64 * 1024;
+const BUILD_CHUNK: usize = 8192;
 
 pub(super) struct Writer {
     index: Arc<Index>,
