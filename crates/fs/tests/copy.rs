@@ -249,3 +249,85 @@ support::private_ns_test!(
     restart_from_copy,
     FsKind::Tmpfs
 );
+
+/// A copy on a full filesystem: the first checkpoint fails, the tracker
+/// goes on logging (the copy only saves work), and its stop still
+/// succeeds; with room again, a start does not trust the half-written
+/// copy (a fresh start: the root held entries), and the one after starts
+/// from the new copy.
+fn full_disk(kind: FsKind) {
+    let Some(base) = support::private_base() else {
+        return;
+    };
+    let Some(s) = scratch(kind, base.path()) else {
+        return;
+    };
+    let what = format!("{kind}: a copy on a full filesystem");
+    let log_dir = base.mkdir("log");
+    let state = base.mkdir("small");
+    let mount = |opts: &str| {
+        let st = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", opts, "small"])
+            .arg(&state)
+            .status()
+            .expect("mount");
+        assert!(st.success(), "mount -o {opts}");
+    };
+    mount("size=192k");
+    let index = state.join("fs/index.redb");
+    for d in 0..40 {
+        mkdir(&s, &format!("d{d}"));
+        for f in 0..50 {
+            touch(&s, &format!("d{d}/a-file-with-a-long-name-{f:04}"));
+        }
+    }
+    let first = Run::start(&s, &log_dir, &index);
+    touch(&s, "while-watched");
+    let rs = first.records();
+    assert!(
+        rs.iter().any(|r| r.name == b"while-watched"),
+        "{what}: records go on: {}",
+        describe_all(&rs)
+    );
+    assert_eq!(
+        first.tracker.stats().checkpoints,
+        0,
+        "{what}: no checkpoint fits"
+    );
+    first.stop();
+    // Made (so it was the build that failed, not the open).
+    assert!(index.exists(), "{what}: the copy was not even made");
+    mount("remount,size=64m");
+    let second = Run::start(&s, &log_dir, &index);
+    let rs = second.records();
+    assert_eq!(
+        marks(&rs),
+        [b"fs root watched".to_vec()],
+        "{what}: the half-written copy is not trusted:\n{}",
+        describe_all(&rs)
+    );
+    second.stop();
+    touch(&s, "while-down");
+    let third = Run::start(&s, &log_dir, &index);
+    let rs = third.records();
+    assert_eq!(
+        marks(&rs),
+        [b"fs tree reconciled".to_vec()],
+        "{what}: {}",
+        describe_all(&rs)
+    );
+    assert!(
+        rs.iter()
+            .any(|r| r.name == b"while-down" && r.flags & RECONCILED == RECONCILED),
+        "{what}: {}",
+        describe_all(&rs)
+    );
+    third.stop();
+}
+
+support::private_ns_test!(
+    full_disk_on_tmpfs,
+    inner_full_disk_on_tmpfs,
+    full_disk,
+    FsKind::Tmpfs
+);

@@ -95,7 +95,11 @@ fn killed_writer_leaves_a_whole_batch() {
         seed ^= seed << 17;
         // The first rounds are killed early, most often while the child
         // starts or creates the file: a creation is atomic too.
-        let early = if round < 4 { seed % 10 } else { 20 + seed % 200 };
+        let early = if round < 4 {
+            seed % 10
+        } else {
+            20 + seed % 200
+        };
         std::thread::sleep(Duration::from_millis(early));
         child.kill().unwrap();
         let status = child.wait().unwrap();

@@ -7,7 +7,11 @@ use weir_fsindex::{Dir, Entry, Index, Kind, RootNo, Timestamp};
 fn entry(i: u32) -> Entry {
     Entry {
         id: format!("id{i}").into_bytes(),
-        kind: if i.is_multiple_of(7) { Kind::Dir } else { Kind::File },
+        kind: if i.is_multiple_of(7) {
+            Kind::Dir
+        } else {
+            Kind::File
+        },
         attrs: None,
     }
 }

@@ -162,7 +162,12 @@ pub(crate) fn open(path: &Path, log: &Log) -> Result<Option<Opened>> {
             })?;
             weir_fsindex::Index::open(path).map_err(Error::Index)?
         }
-        Err(e) => return Err(Error::Index(e)),
+        Err(e) => {
+            // A full disk, a read-only state directory: the copy only
+            // saves work, so its absence is no reason not to watch.
+            tracing::warn!(error = %e, "the trees' persistent copy cannot be opened: watching without one (a restart then compares with the log alone)");
+            return Ok(None);
+        }
     };
     let consumer = match log
         .consumer_list()
@@ -287,6 +292,7 @@ impl Checkpoints {
         }
         let (rtx, rrx) = mpsc::channel();
         tx.send(Msg::Flush(rtx)).map_err(|_| Error::Stopped)?;
+        // No answer: the thread ended on a failure, which it logged.
         let r = rrx.recv().unwrap_or(Err(Error::Stopped));
         drop(tx);
         if let Some(t) = self.thread.take() {

@@ -53,7 +53,6 @@ impl Writer {
     pub(super) fn run(mut self, rx: Receiver<Msg>) {
         let index = self.index.clone();
         let mut open: Vec<Option<Open<'_>>> = (0..self.roots.len()).map(|_| None).collect();
-        let mut failed: Option<Error> = None;
         for m in rx {
             let r = match m {
                 Msg::Started { root, copy } => {
@@ -72,26 +71,22 @@ impl Writer {
                     None => Ok(()),
                 },
                 Msg::Flush(reply) => {
-                    let r = match failed.take() {
-                        Some(e) => Err(e),
-                        None => Ok(()),
-                    };
-                    let _ = reply.send(r);
+                    let _ = reply.send(Ok(()));
                     continue;
                 }
             };
             if let Err(e) = r {
-                tracing::error!(error = %e, "writing the tree's persistent copy failed");
+                // The copy stays at its last commit (a build under way
+                // stays marked building, never trusted), and the log
+                // keeps what follows it for the consumer. A store that
+                // failed once (a full disk, an I/O error) is not written
+                // again by this process: a retry would hand over whole
+                // trees again and again, and redb asks to be reopened
+                // after an I/O error anyway. The next start replays more
+                // of the log.
+                tracing::error!(error = %e, "writing the trees' persistent copy failed; no more checkpoints until a restart");
                 self.status_mut(|s| s.error = Some(e.to_string()));
-                // The copy stays at its last commit: a restart replays
-                // more of the log. A root whose checkpoint failed is
-                // written whole next time.
-                for (i, o) in open.iter_mut().enumerate() {
-                    if o.take().is_some() {
-                        self.roots[i].copy = None;
-                    }
-                }
-                failed.get_or_insert(e);
+                return;
             }
         }
     }
