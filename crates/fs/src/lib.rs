@@ -14,7 +14,9 @@
 //!   what happened to one, and applying it; [`record`]: changes as records,
 //!   and back ([`record::decode`]).
 //! - [`replay`]: a tree as the log describes it.
-//! - [`walk`]: reading a live tree; [`diff`]: the changes between two trees.
+//! - [`walk`]: reading a live tree; [`rescan`]: reading only the
+//!   directories whose times moved since a tree was logged; [`diff`]: the
+//!   changes between two trees.
 //! - [`tracker`]: marks, the thread, the event rules, sync cookies and the
 //!   comparison after lost events.
 //! - `probe`: looking at one live entry through its directory's handle.
@@ -36,6 +38,7 @@ pub mod kind;
 mod probe;
 pub mod record;
 pub mod replay;
+pub mod rescan;
 pub mod tracker;
 pub mod tree;
 pub mod walk;
@@ -48,4 +51,4 @@ pub use kind::Kind;
 pub use tracker::{
     MarkKind, OnChange, RootState, RootStatus, Tracker, TrackerOptions, TrackerStats,
 };
-pub use tree::{Entry, Tree, TreeError};
+pub use tree::{DirImage, DirTimes, Entry, Tree, TreeError};

@@ -55,10 +55,13 @@ use crate::kind::Kind;
 
 mod index;
 mod store;
+mod times;
 mod touched;
 
 use index::Index;
 use store::{NAME_MAX, NIL, Ref, Store};
+pub use times::DirTimes;
+use times::Times;
 use touched::Touched;
 
 /// An entry: the object a name points at, and what it is.
@@ -81,6 +84,8 @@ pub struct DirImage {
     pub location: Option<(ObjectId, Box<[u8]>)>,
     /// Its entries, by name.
     pub entries: Vec<(Box<[u8]>, Entry)>,
+    /// Its times, if they describe these entries (see [`DirTimes`]).
+    pub times: Option<DirTimes>,
 }
 
 /// Why a change does not apply to a tree.
@@ -131,6 +136,7 @@ pub struct Tree {
     limits: Limits,
     /// With [`Tree::track_touches`], what changed since it was last taken.
     touched: Option<Touched>,
+    times: Times,
 }
 
 impl fmt::Debug for Tree {
@@ -166,7 +172,25 @@ impl Tree {
             entries: 0,
             limits,
             touched: None,
+            times: Times::default(),
         }
+    }
+
+    /// Sets directory `dir`'s times, as `statx` gave them before its
+    /// entries were read; `false` for an unknown directory.
+    pub fn set_dir_times(&mut self, dir: &ObjectId, t: DirTimes) -> bool {
+        match self.dir(dir) {
+            Some(d) => {
+                self.times.set(d, t);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Directory `dir`'s times, while they describe its entries.
+    pub fn dir_times(&self, dir: &ObjectId) -> Option<DirTimes> {
+        self.times.get(self.dir(dir)?)
     }
 
     /// From now on, keeps which directories change and which are removed
@@ -180,6 +204,16 @@ impl Tree {
             }
         }
         self.touched = Some(t);
+    }
+
+    /// The ids of the directories touched and not yet taken.
+    pub fn touched_ids(&self) -> Vec<ObjectId> {
+        self.touched.as_ref().map_or_else(Vec::new, |t| {
+            t.slots()
+                .filter(|&d| self.store.is_live_dir(d))
+                .map(|d| self.store.id(&self.store.dir(d).node))
+                .collect()
+        })
     }
 
     /// Directories touched and not yet taken.
@@ -205,6 +239,7 @@ impl Tree {
                 continue;
             }
             let image = self.image(d);
+            self.times.take(d);
             entries += image.entries.len().max(1);
             out.push(image);
             dirs += 1;
@@ -229,6 +264,7 @@ impl Tree {
         });
         DirImage {
             id: self.store.id(&dir.node),
+            times: self.times.get(d),
             location,
             entries: self
                 .children(dir.child)
@@ -564,6 +600,7 @@ impl Tree {
     fn link(&mut self, r: Ref, d: u32) {
         if let Some(t) = self.touched.as_mut() {
             t.mark(d);
+            self.times.take(d);
             if r.is_dir() {
                 t.mark(r.index());
             }
@@ -587,6 +624,7 @@ impl Tree {
         let n = *self.store.node(r);
         if let Some(t) = self.touched.as_mut() {
             t.mark(n.parent);
+            self.times.take(n.parent);
         }
         if n.prev == Ref::NONE {
             self.store.dir_mut(n.parent).child = n.next;
@@ -614,6 +652,7 @@ impl Tree {
                     c = self.store.node(c).next;
                 }
                 self.index.remove_dir(&self.store, r.index());
+                self.times.take(r.index());
                 if let Some(t) = self.touched.as_mut() {
                     t.clear(r.index());
                     t.removed
@@ -636,7 +675,11 @@ impl Tree {
         let (live, slots) = self.store.occupancy();
         if slots >= self.limits.slots && live * 4 < slots {
             if let Some(mut t) = self.rebuilt() {
-                // Slots are new: carry the touches over by id.
+                // Slots are new: carry the times and touches over by id.
+                for (d, times) in self.times.known() {
+                    let id = self.store.id(&self.store.dir(d).node);
+                    t.set_dir_times(&id, times);
+                }
                 if let Some(old) = self.touched.take() {
                     let mut new = Touched::default();
                     for d in old.slots() {

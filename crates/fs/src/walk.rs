@@ -17,7 +17,7 @@ use weir_sys::fanotify::fid::{name_to_handle_at, open_by_handle_at};
 
 use crate::id::ObjectId;
 use crate::kind::Kind;
-use crate::tree::{Entry, Tree};
+use crate::tree::{DirTimes, Entry, Tree};
 
 /// What a walk counted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -98,24 +98,25 @@ impl Walk {
         root_id: &ObjectId,
         fsid: [u32; 2],
     ) -> Result<Walk, weir_sys::Error> {
-        let top = rustix::fs::statx(
-            root,
-            c"",
-            AtFlags::EMPTY_PATH,
-            StatxFlags::TYPE | StatxFlags::from_bits_retain(weir_sys::statx::STATX_MNT_ID_UNIQUE),
-        )
-        .map_err(|errno| weir_sys::Error::Syscall {
-            call: "statx",
-            errno,
+        let top = rustix::fs::statx(root, c"", AtFlags::EMPTY_PATH, mask()).map_err(|errno| {
+            weir_sys::Error::Syscall {
+                call: "statx",
+                errno,
+            }
         })?;
         let start = from.unwrap_or(root_id);
+        let mut tree = Tree::new(start.clone());
+        if from.is_none() {
+            // Taken before the root is read, as every directory's is.
+            tree.set_dir_times(start, times_of(&top));
+        }
         Ok(Walk {
             root_id: root_id.clone(),
             fsid,
             // Subvolumes of one btrfs have devices of their own, so only
             // the mount tells where the tree ends.
             mnt: top.stx_mnt_id,
-            tree: Tree::new(start.clone()),
+            tree,
             stats: WalkStats::default(),
             stack: vec![start.clone()],
             open: None,
@@ -193,16 +194,19 @@ impl Walk {
                 call: "getdents64",
                 errno,
             })?;
-            let Some(entry) = entry_at(fd, c, self.fsid, self.mnt)? else {
+            let Some((entry, times)) = entry_at(fd, c, self.fsid, self.mnt)? else {
                 self.stats.skipped += 1;
                 continue;
             };
-            if entry.kind.is_dir() {
-                self.stack.push(entry.id.clone());
-            }
+            let dir = entry.kind.is_dir().then(|| entry.id.clone());
             // The parent is in the tree: it was inserted before it was
             // pushed, so this cannot fail.
             let _ = self.tree.insert(dir_id, name, entry);
+            if let Some(id) = dir {
+                // Its times now, before it is read (it is read later).
+                self.tree.set_dir_times(&id, times);
+                self.stack.push(id);
+            }
         }
     }
 
@@ -250,18 +254,45 @@ impl Walk {
     }
 }
 
-/// The entry `name` of `dir`; `None` when it is gone or on another mount.
+/// What a walk asks `statx`: the type, the mount, and the times a
+/// directory's are kept of.
+fn mask() -> StatxFlags {
+    StatxFlags::TYPE
+        | StatxFlags::MTIME
+        | StatxFlags::CTIME
+        | StatxFlags::from_bits_retain(weir_sys::statx::STATX_MNT_ID_UNIQUE)
+}
+
+fn times_of(st: &rustix::fs::Statx) -> DirTimes {
+    DirTimes {
+        mtime: (st.stx_mtime.tv_sec, st.stx_mtime.tv_nsec),
+        ctime: (st.stx_ctime.tv_sec, st.stx_ctime.tv_nsec),
+    }
+}
+
+/// The times of the directory open at `fd`.
+pub(crate) fn times_at(fd: BorrowedFd<'_>) -> Result<DirTimes, weir_sys::Error> {
+    rustix::fs::statx(fd, c"", AtFlags::EMPTY_PATH, mask())
+        .map(|st| times_of(&st))
+        .map_err(|errno| weir_sys::Error::Syscall {
+            call: "statx",
+            errno,
+        })
+}
+
+/// The entry `name` of `dir`, with its times (a directory's are kept);
+/// `None` when it is gone or on another mount.
 pub(crate) fn entry_at(
     dir: BorrowedFd<'_>,
     name: &CStr,
     fsid: [u32; 2],
     mnt: u64,
-) -> Result<Option<Entry>, weir_sys::Error> {
+) -> Result<Option<(Entry, DirTimes)>, weir_sys::Error> {
     let st = match rustix::fs::statx(
         dir,
         name,
         AtFlags::SYMLINK_NOFOLLOW | AtFlags::NO_AUTOMOUNT,
-        StatxFlags::TYPE | StatxFlags::from_bits_retain(weir_sys::statx::STATX_MNT_ID_UNIQUE),
+        mask(),
     ) {
         Ok(st) => st,
         Err(Errno::NOENT | Errno::STALE) => return Ok(None),
@@ -277,10 +308,13 @@ pub(crate) fn entry_at(
     }
     let kind = Kind::from_file_type(FileType::from_raw_mode(u32::from(st.stx_mode)));
     match name_to_handle_at(dir, name, 0) {
-        Ok((h, _)) => Ok(Some(Entry {
-            id: ObjectId::from_handle(fsid, &h),
-            kind,
-        })),
+        Ok((h, _)) => Ok(Some((
+            Entry {
+                id: ObjectId::from_handle(fsid, &h),
+                kind,
+            },
+            times_of(&st),
+        ))),
         Err(e) if matches!(e.errno(), Some(Errno::NOENT | Errno::STALE)) => Ok(None),
         Err(e) => Err(e),
     }

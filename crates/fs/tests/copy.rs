@@ -11,7 +11,11 @@
 //!    `RECONCILED | COMPARE`, and the MARK `fs tree reconciled`, not a new
 //!    `fs root watched`: the records, applied to the tree as the first
 //!    run left it, give the live tree; renames are RENMEs;
-//! 4. a third start with no change in between logs the MARK alone;
+//!    only the directories whose times moved were read (the MARK counts
+//!    them): the copy keeps each directory's times as taken before it was
+//!    read, and the stop takes them again for those that changed;
+//! 4. a third start with no change in between logs the MARK alone, and
+//!    reads only the root (where the stop's sync cookie was made);
 //! 5. the log's consumer `weir-fs-index` has cleared no further than the
 //!    copy covers, so retention keeps what a restart replays;
 //! 6. a damaged copy is set aside and made again, never a reason not to
@@ -100,7 +104,15 @@ fn restart_from_copy(kind: FsKind) {
     let index = base.path().join("state/fs/index.redb");
 
     // A tree there before the first watch.
-    for d in ["a", "a/deep", "b", "gone", "gone/inner"] {
+    for d in [
+        "a",
+        "a/deep",
+        "b",
+        "gone",
+        "gone/inner",
+        "still",
+        "still/sub",
+    ] {
         mkdir(&s, d);
     }
     for f in [
@@ -111,6 +123,8 @@ fn restart_from_copy(kind: FsKind) {
         "gone/f5",
         "gone/inner/f6",
         "top",
+        "still/s1",
+        "still/sub/s2",
     ] {
         touch(&s, f);
     }
@@ -146,6 +160,16 @@ fn restart_from_copy(kind: FsKind) {
         marks(&rs),
         [b"fs tree reconciled".to_vec()],
         "{what}: the second start:\n{}",
+        describe_all(&rs)
+    );
+    // Only the directories whose times moved were read: the root, a,
+    // a/deep and b (changed), and made (new); still and still/sub were
+    // looked at, not read.
+    let mark = rs.iter().find(|r| r.kind == RecordType::MARK).unwrap();
+    assert_eq!(
+        (mark.field("dirs_read"), mark.field("dirs_checked")),
+        (Some(&b"5"[..]), Some(&b"7"[..])),
+        "{what}: {}",
         describe_all(&rs)
     );
     let changes: Vec<&LogRecord> = rs.iter().filter(|r| r.kind != RecordType::MARK).collect();
@@ -195,6 +219,15 @@ fn restart_from_copy(kind: FsKind) {
         (marks(&rs), rs.len()),
         (vec![b"fs tree reconciled".to_vec()], 1),
         "{what}: a start with nothing changed:\n{}",
+        describe_all(&rs)
+    );
+    // Only the root read: the stop's sync cookie, made and removed in it
+    // after its times were taken, moved them; every other directory's
+    // times are those the copy took.
+    assert_eq!(
+        (rs[0].field("dirs_read"), rs[0].field("dirs_checked")),
+        (Some(&b"1"[..]), Some(&b"7"[..])),
+        "{what}: {}",
         describe_all(&rs)
     );
     let consumer = third

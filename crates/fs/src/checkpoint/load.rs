@@ -9,7 +9,7 @@ use weir_log::Log;
 
 use super::{Opened, from_copy};
 use crate::id::ObjectId;
-use crate::tree::{Entry, Tree};
+use crate::tree::{DirTimes, Entry, Tree};
 
 /// A tree loaded from the copy.
 pub(crate) struct Loaded {
@@ -20,15 +20,32 @@ pub(crate) struct Loaded {
     pub(crate) covered: u64,
 }
 
-/// Root `path`'s tree from the copy, or `None` (with why, in the log of
-/// the process) when the copy cannot start it.
-pub(crate) fn load(opened: &Opened, log: &Log, path: &Path, id: &ObjectId) -> Option<Loaded> {
-    let why = match try_load(opened, log, path, id) {
-        Ok(l) => return Some(l),
-        Err(why) => why,
-    };
-    tracing::info!(root = %path.display(), why, "the tree's persistent copy is not used; the tree is compared with the log's records alone");
-    None
+/// What the copy does for a root's start.
+pub(crate) enum Load {
+    /// It starts it from this tree.
+    Yes(Box<Loaded>),
+    /// It cannot (why is in the process's log): the walk decides.
+    No,
+    /// It holds more entries than the caller's budget: ask again later.
+    Later,
+}
+
+/// Root `path`'s tree from the copy, if it holds at most `budget` entries.
+pub(crate) fn load(
+    opened: &Opened,
+    log: &Log,
+    path: &Path,
+    id: &ObjectId,
+    budget: Option<u64>,
+) -> Load {
+    match try_load(opened, log, path, id, budget) {
+        Ok(Some(l)) => Load::Yes(Box::new(l)),
+        Ok(None) => Load::Later,
+        Err(why) => {
+            tracing::info!(root = %path.display(), why, "the tree's persistent copy is not used; the tree is compared with the log's records alone");
+            Load::No
+        }
+    }
 }
 
 fn try_load(
@@ -36,7 +53,8 @@ fn try_load(
     log: &Log,
     path: &Path,
     id: &ObjectId,
-) -> Result<Loaded, &'static str> {
+    budget: Option<u64>,
+) -> Result<Option<Loaded>, &'static str> {
     let snap = opened.index.snapshot().map_err(|_| "it cannot be read")?;
     let root = snap
         .root(path.as_os_str().as_encoded_bytes())
@@ -51,9 +69,22 @@ fn try_load(
     if root.covered > log.last_index() || root.covered + 1 < log.first_index() {
         return Err("the log no longer holds the records after it");
     }
+    if budget.is_some_and(|b| root.entries > b) {
+        return Ok(None);
+    }
     let mut tree = Tree::new(id.clone());
     let mut queue = VecDeque::from([id.clone()]);
     while let Some(dir) = queue.pop_front() {
+        let row = snap
+            .dir(root.no, dir.as_bytes())
+            .map_err(|_| "a directory cannot be read")?;
+        if let Some(d) = row.filter(|d| d.times_valid) {
+            let t = DirTimes {
+                mtime: (d.mtime.sec, d.mtime.nsec),
+                ctime: (d.ctime.sec, d.ctime.nsec),
+            };
+            tree.set_dir_times(&dir, t);
+        }
         let rows = snap
             .children(root.no, dir.as_bytes())
             .map_err(|_| "a directory's entries cannot be read")?;
@@ -76,9 +107,9 @@ fn try_load(
             }
         }
     }
-    Ok(Loaded {
+    Ok(Some(Loaded {
         tree,
         no: root.no,
         covered: root.covered,
-    })
+    }))
 }

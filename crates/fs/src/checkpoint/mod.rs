@@ -36,7 +36,7 @@ use crate::kind::Kind;
 use crate::tree::{DirImage, Tree};
 use crate::{Error, Result};
 
-pub(crate) use load::load;
+pub(crate) use load::{Load, Loaded, load};
 
 /// Where a state directory keeps the trees' persistent copy.
 pub const INDEX_FILE: &str = "fs/index.redb";

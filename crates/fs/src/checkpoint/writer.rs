@@ -182,19 +182,20 @@ impl Writer {
     }
 }
 
-/// A directory's row: where it is; its times are not known (a restart
-/// reads it).
+/// A directory's row: where it is, and its times when they describe the
+/// entries imaged (else a restart reads it again).
 fn dir_row(i: &DirImage) -> Dir {
     let (parent, name) = match &i.location {
         Some((p, n)) => (Some(p.as_bytes().to_vec()), n.to_vec()),
         None => (None, Vec::new()),
     };
+    let stamp = |(sec, nsec): (i64, u32)| Timestamp { sec, nsec };
     Dir {
         parent,
         name,
-        mtime: Timestamp::default(),
-        ctime: Timestamp::default(),
-        times_valid: false,
+        mtime: i.times.map_or_else(Timestamp::default, |t| stamp(t.mtime)),
+        ctime: i.times.map_or_else(Timestamp::default, |t| stamp(t.ctime)),
+        times_valid: i.times.is_some(),
     }
 }
 

@@ -243,7 +243,7 @@ impl Tracker {
         // tracker says it runs; the rest is read by the thread.
         let until = Instant::now() + start::START_BUDGET;
         for (i, root) in watched.iter_mut().enumerate() {
-            if root.read_on(until, &mut sink, opened.as_ref())?
+            if root.read_on(until, &mut sink, opened.as_ref(), true)?
                 && let Some(c) = checkpoints.as_mut()
             {
                 c.started(i, root.copy);

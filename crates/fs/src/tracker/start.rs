@@ -16,8 +16,9 @@ use std::time::{Duration, Instant};
 use super::root::Root;
 use super::sink::Sink;
 use crate::change::How;
-use crate::checkpoint::{self, Opened};
+use crate::checkpoint::{self, Load, Loaded, Opened};
 use crate::replay::View;
+use crate::rescan::{Rescan, rescan};
 use crate::walk::Walk;
 use crate::{Error, Result};
 
@@ -34,8 +35,15 @@ pub(crate) struct FirstRead {
     walk: Walk,
     /// Whether a view of the root in the log is compared with the walk.
     resume: bool,
+    /// Whether the persistent copy was tried (it is, before the walk).
+    copy_tried: bool,
     started: Instant,
 }
+
+/// Trees the copy holds up to this many entries are loaded within
+/// [`Tracker::start`](super::Tracker::start)'s budget; bigger ones by the
+/// thread, as a walk would be.
+const QUICK_ENTRIES: u64 = 20_000;
 
 impl Root {
     /// Begins the first reading (removing the sync cookies a killed weir
@@ -47,6 +55,7 @@ impl Root {
         self.first = Some(FirstRead {
             walk,
             resume,
+            copy_tried: false,
             started: Instant::now(),
         });
         Ok(())
@@ -64,14 +73,37 @@ impl Root {
 
     /// Reads on until `until`; once the walk is done, logs the MARK (or
     /// the comparison with the log's view) and returns `true`. With
-    /// `copy`, the view starts from the tree's persistent copy where it
-    /// can, and the tree keeps its touches for the next checkpoint.
+    /// `copy`, a root the persistent copy holds starts from it instead of
+    /// a walk (`quick`: only a small one, within a start's budget), and the
+    /// tree keeps its touches for the next checkpoint.
     pub(crate) fn read_on(
         &mut self,
         until: Instant,
         sink: &mut Sink,
         copy: Option<&Opened>,
+        quick: bool,
     ) -> Result<bool> {
+        let Some(f) = self.first.as_mut() else {
+            return Ok(true);
+        };
+        if let (false, true, Some(c), Some(log)) =
+            (f.copy_tried, f.resume, copy, sink.log().cloned())
+        {
+            let budget = quick.then_some(QUICK_ENTRIES);
+            match checkpoint::load(c, &log, &self.path, &self.id, budget) {
+                Load::Later => return Ok(false),
+                Load::No => f.copy_tried = true,
+                Load::Yes(l) => {
+                    f.copy_tried = true;
+                    let started = f.started;
+                    if self.restart_from(l, &log, sink)? {
+                        self.first = None;
+                        tracing::info!(root = %self.path.display(), entries = self.tree.len(), seconds = started.elapsed().as_secs_f64(), "reconciled the tree from its persistent copy");
+                        return Ok(true);
+                    }
+                }
+            }
+        }
         let Some(f) = self.first.as_mut() else {
             return Ok(true);
         };
@@ -88,42 +120,18 @@ impl Root {
         let took = f.started.elapsed();
         let (live, stats) = f.walk.finish();
         let log = sink.log().cloned();
-        let mut from_copy = None;
         let view = match (f.resume, log.as_deref()) {
-            (true, Some(log)) => {
-                match copy.and_then(|c| checkpoint::load(c, log, &self.path, &self.id)) {
-                    Some(mut l) => {
-                        // Touched from here: the copy holds the rest.
-                        l.tree.track_touches(false);
-                        let start = View::start(l.tree, l.covered);
-                        from_copy = Some((l.no, l.covered));
-                        crate::replay::tail(
-                            log.reader(l.covered + 1),
-                            &self.path,
-                            Some(&self.id),
-                            start,
-                        )?
-                    }
-                    None => crate::replay::view(log, &self.path, Some(&self.id))?,
-                }
-            }
+            (true, Some(log)) => crate::replay::view(log, &self.path, Some(&self.id))?,
             _ => None,
         };
-        // A view that a later MARK restarted is not the copy's.
-        if view
-            .as_ref()
-            .is_none_or(|v| from_copy.is_some_and(|(_, c)| v.since != c))
-        {
-            from_copy = None;
-        }
-        self.copy = from_copy;
+        self.copy = None;
         let path = self.path.as_os_str().as_encoded_bytes().to_vec();
         let id = self.id.as_bytes().to_vec();
         let entries = live.len().to_string();
         match view {
             Some(v) => {
                 self.tree = v.tree;
-                if copy.is_some() && self.copy.is_none() {
+                if copy.is_some() {
                     // The copy holds none of it: the first checkpoint
                     // writes it whole.
                     self.tree.track_touches(true);
@@ -166,6 +174,71 @@ impl Root {
             }
         }
         tracing::info!(root = %self.path.display(), entries = self.tree.len(), seconds = took.as_secs_f64(), "read the tree");
+        Ok(true)
+    }
+
+    /// Starts from the copy's tree `l`: the log's records after it
+    /// replayed, then a rescan (only the directories whose times moved are
+    /// read) compared with it; `false` when the log's records do not
+    /// follow from it (the root was watched afresh since), and the walk
+    /// must decide.
+    fn restart_from(
+        &mut self,
+        l: Box<Loaded>,
+        log: &weir_log::Log,
+        sink: &mut Sink,
+    ) -> Result<bool> {
+        let Loaded {
+            mut tree,
+            no,
+            covered,
+        } = *l;
+        // Touched from here: the copy holds the rest.
+        tree.track_touches(false);
+        let start = View::start(tree, covered);
+        let reader = log.reader(covered + 1);
+        let Some(v) = crate::replay::tail(reader, &self.path, Some(&self.id), start)? else {
+            return Ok(false);
+        };
+        if v.since != covered {
+            return Ok(false);
+        }
+        let Rescan { live, stats, times } =
+            rescan(self.probe.mount(), &v.tree, &self.id, self.fsid)
+                .map_err(|e| self.read_error(e))?;
+        self.tree = v.tree;
+        self.copy = Some((no, covered));
+        let n = self.compare_with(&live, How::Reconciled, sink);
+        drop(live);
+        // Taken before each was read, and after every change the
+        // comparison applied.
+        for (d, t) in times {
+            self.tree.set_dir_times(&d, t);
+        }
+        let id = self.id.as_bytes().to_vec();
+        let path = self.path.as_os_str().as_encoded_bytes().to_vec();
+        let [entries, since, replayed, changes, checked, read] = [
+            self.tree.len() as u64,
+            v.since,
+            v.replayed,
+            n,
+            stats.checked,
+            stats.read,
+        ]
+        .map(|x| x.to_string());
+        sink.mark(
+            crate::replay::RECONCILED,
+            &id,
+            &[
+                ("root", &path),
+                ("entries", entries.as_bytes()),
+                ("since", since.as_bytes()),
+                ("replayed", replayed.as_bytes()),
+                ("changes", changes.as_bytes()),
+                ("dirs_checked", checked.as_bytes()),
+                ("dirs_read", read.as_bytes()),
+            ],
+        );
         Ok(true)
     }
 

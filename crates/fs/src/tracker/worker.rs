@@ -142,6 +142,9 @@ impl Worker {
                 continue;
             }
             if let Some(tx) = stop.take() {
+                // The times of the directories the copy will take, before
+                // the last round: every change they show is then logged.
+                self.stamp_touched();
                 // The last round: what happened before the stop is logged.
                 let (stx, srx) = mpsc::channel();
                 self.start_sync(stx)?;
@@ -202,7 +205,7 @@ impl Worker {
                 continue;
             }
             let copy = self.copy.as_mut();
-            if root.read_on(until, &mut self.sink, copy.as_ref().map(|(o, _)| o))? {
+            if root.read_on(until, &mut self.sink, copy.as_ref().map(|(o, _)| o), false)? {
                 if let Some((_, c)) = copy {
                     c.started(i, root.copy);
                 }
@@ -228,6 +231,31 @@ impl Worker {
         };
         let mut trees = copy_trees(&mut self.roots);
         c.step(&mut trees, self.sink.last);
+    }
+
+    /// Gives every touched directory its times now, so that the copy
+    /// takes them with it: the last round, after, logs every change they
+    /// show, and a change it applies forgets them again. A restart then
+    /// reads only the directories changed after the stop.
+    fn stamp_touched(&mut self) {
+        if self.copy.is_none() {
+            return;
+        }
+        for root in self
+            .roots
+            .iter_mut()
+            .filter(|r| r.ended.is_none() && !r.is_reading())
+        {
+            for id in root.tree.touched_ids() {
+                let times = match crate::rescan::open_dir(root.probe.mount(), &id, &root.id) {
+                    Ok(Some(fd)) => crate::walk::times_at(std::os::fd::AsFd::as_fd(&fd)).ok(),
+                    _ => None,
+                };
+                if let Some(t) = times {
+                    root.tree.set_dir_times(&id, t);
+                }
+            }
+        }
     }
 
     /// At a stop: the copy takes everything logged, and its thread ends.

@@ -1,0 +1,188 @@
+//! The live tree from the tree as last logged, reading only the
+//! directories whose times moved: a restart's comparison, namespace-exact,
+//! at the cost of a `statx` per directory and a read of those changed.
+//!
+//! A change to a directory's entries (a create, a removal, a rename in or
+//! out, a link) moves the directory's mtime and ctime on ext4, xfs, btrfs
+//! and tmpfs. A directory whose times are those the tree keeps for it
+//! (taken before its entries were read, and forgotten by any change the
+//! tree applied since) holds the entries the tree says: its subdirectories
+//! are the tree's, and only they are looked at. Any other directory (its
+//! times moved, or are not known) is read, and so is everything new below
+//! it. Renames while nothing watched keep their ids: a directory moved is
+//! found in its new parent (whose times moved) and is the same object.
+
+use std::collections::VecDeque;
+use std::ffi::CStr;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+
+use rustix::fs::{AtFlags, Dir, OFlags, StatxFlags};
+use rustix::io::Errno;
+use weir_sys::fanotify::fid::open_by_handle_at;
+
+use crate::id::ObjectId;
+use crate::tree::{DirTimes, Entry, Set, Tree};
+use crate::walk::{entry_at, times_at};
+
+/// What a rescan counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RescanStats {
+    /// Directories whose times were looked at.
+    pub checked: u64,
+    /// Directories read (their times moved, or were not known).
+    pub read: u64,
+    /// Entries seen in the directories read.
+    pub entries: u64,
+}
+
+/// A directory read: its id and its entries.
+type Listing = (ObjectId, Vec<(Box<[u8]>, Entry)>);
+
+/// What a rescan found.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Rescan {
+    /// The live tree.
+    pub live: Tree,
+    /// What it counted.
+    pub stats: RescanStats,
+    /// The times of every directory read, taken before it was read.
+    pub times: Vec<(ObjectId, DirTimes)>,
+}
+
+/// The live tree below the root open at `root` (id `root_id`, events with
+/// `fsid`), from `known`, the tree as last logged.
+pub fn rescan(
+    root: BorrowedFd<'_>,
+    known: &Tree,
+    root_id: &ObjectId,
+    fsid: [u32; 2],
+) -> Result<Rescan, weir_sys::Error> {
+    let mnt = rustix::fs::statx(
+        root,
+        c"",
+        AtFlags::EMPTY_PATH,
+        StatxFlags::from_bits_retain(weir_sys::statx::STATX_MNT_ID_UNIQUE),
+    )
+    .map_err(|errno| sys("statx", errno))?
+    .stx_mnt_id;
+    let mut stats = RescanStats::default();
+    let mut listings: Vec<Listing> = Vec::new();
+    let mut times = Vec::new();
+    let mut seen: Set<ObjectId> = Set::default();
+    let mut queue = VecDeque::from([root_id.clone()]);
+    let mut cname = Vec::with_capacity(256);
+    while let Some(d) = queue.pop_front() {
+        if !seen.insert(d.clone()) {
+            continue;
+        }
+        let Some(fd) = open_dir(root, &d, root_id)? else {
+            // Gone: its parent was read, and says so.
+            continue;
+        };
+        stats.checked += 1;
+        let now = times_at(fd.as_fd())?;
+        if known.dir_times(&d) == Some(now) {
+            queue.extend(
+                known
+                    .entries_of(&d)
+                    .filter(|(_, e)| e.kind.is_dir())
+                    .map(|(_, e)| e.id),
+            );
+            continue;
+        }
+        stats.read += 1;
+        times.push((d.clone(), now));
+        let mut listing = Vec::new();
+        let mut dir = Dir::new(fd).map_err(|errno| sys("getdents64", errno))?;
+        while let Some(de) = dir.next() {
+            let de = match de {
+                Ok(de) => de,
+                // Removed while read: its parent says so.
+                Err(Errno::NOENT | Errno::STALE) => break,
+                Err(errno) => return Err(sys("getdents64", errno)),
+            };
+            let name = de.file_name().to_bytes();
+            if name == b"." || name == b".." || (d == *root_id && crate::tracker::is_cookie(name)) {
+                continue;
+            }
+            cname.clear();
+            cname.extend_from_slice(name);
+            cname.push(0);
+            let Ok(c) = CStr::from_bytes_with_nul(&cname) else {
+                continue;
+            };
+            let dfd = dir.fd().map_err(|errno| sys("getdents64", errno))?;
+            let Some((e, _)) = entry_at(dfd, c, fsid, mnt)? else {
+                continue;
+            };
+            stats.entries += 1;
+            if e.kind.is_dir() {
+                queue.push_back(e.id.clone());
+            }
+            listing.push((Box::from(name), e));
+        }
+        listings.push((d, listing));
+    }
+    Ok(Rescan {
+        live: apply(known, &listings),
+        stats,
+        times,
+    })
+}
+
+/// `known` with the directories read as read: what moved in first (a
+/// directory moved keeps its subtree), then what went.
+fn apply(known: &Tree, listings: &[Listing]) -> Tree {
+    let mut live = known.clone();
+    let mut refused = Vec::new();
+    for (d, listing) in listings {
+        for (name, e) in listing {
+            if live.lookup(d, name).as_ref() != Some(e) && live.insert(d, name, e.clone()).is_err()
+            {
+                // Below itself as the tree stands now: a cycle of moves,
+                // which the removals below undo.
+                refused.push((d, name, e));
+            }
+        }
+    }
+    for (d, listing) in listings {
+        let names: Set<&[u8]> = listing.iter().map(|(n, _)| &n[..]).collect();
+        let gone: Vec<Box<[u8]>> = live
+            .entries_of(d)
+            .filter(|(n, _)| !names.contains(n))
+            .map(|(n, _)| Box::from(n))
+            .collect();
+        for n in gone {
+            live.remove(d, &n);
+        }
+    }
+    for (d, name, e) in refused {
+        let _ = live.insert(d, name, e.clone());
+    }
+    live
+}
+
+/// Directory `d` of the tree whose root is open at `root`, opened for
+/// reading; `None` when it is gone.
+pub(crate) fn open_dir(
+    root: BorrowedFd<'_>,
+    d: &ObjectId,
+    root_id: &ObjectId,
+) -> Result<Option<OwnedFd>, weir_sys::Error> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    if d == root_id {
+        return rustix::fs::openat(root, c".", flags, rustix::fs::Mode::empty())
+            .map(Some)
+            .map_err(|errno| sys("openat", errno));
+    }
+    match open_by_handle_at(root, &d.handle(), flags) {
+        Ok(fd) => Ok(Some(fd)),
+        Err(e) if matches!(e.errno(), Some(Errno::STALE | Errno::NOENT)) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+fn sys(call: &'static str, errno: Errno) -> weir_sys::Error {
+    weir_sys::Error::Syscall { call, errno }
+}
