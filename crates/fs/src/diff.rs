@@ -20,17 +20,30 @@ use std::collections::{HashMap, HashSet};
 
 use crate::change::Change;
 use crate::id::ObjectId;
-use crate::tree::{Entry, Tree};
+use crate::tree::{Entry, Set, Tree};
 
 type Link = (ObjectId, Box<[u8]>);
+/// A link with its depth, as [`Tree::links_top_down`] lists them.
+type TopDown = (ObjectId, Box<[u8]>, Entry, usize);
 
 /// The changes from `old` to `new` (both with the same root), applied to
 /// `old` in order, give `new`.
 pub fn diff(old: &Tree, new: &Tree) -> Vec<Change> {
+    diff_with(old, new, Tree::links_top_down)
+}
+
+/// As [`diff`], when only the entries of the directories in `scope` may
+/// differ (those of `new`, and of `old`, subtrees gone included): a
+/// comparison that costs the size of what changed, not of the tree.
+pub fn diff_in(old: &Tree, new: &Tree, scope: &Set<ObjectId>) -> Vec<Change> {
+    diff_with(old, new, |t| t.links_in(scope))
+}
+
+fn diff_with(old: &Tree, new: &Tree, links: impl Fn(&Tree) -> Vec<TopDown>) -> Vec<Change> {
     let mut out = Vec::new();
     let mut w = old.clone();
-    let old_links = old.links_top_down();
-    let new_links = new.links_top_down();
+    let old_links = links(old);
+    let new_links = links(new);
     let same =
         |t: &Tree, p: &ObjectId, n: &[u8], e: &Entry| t.lookup(p, n).is_some_and(|x| x.id == e.id);
     // Links that went, and links that came, by id.
@@ -96,7 +109,7 @@ pub fn diff(old: &Tree, new: &Tree) -> Vec<Change> {
     // 2. Removals: whatever of `w` is not in `new` (a rename that could
     // not be ordered included), deepest first.
     let mut left: Vec<(Link, usize)> = Vec::new();
-    for (p, n, e, depth) in w.links_top_down() {
+    for (p, n, e, depth) in links(&w) {
         if !same(new, &p, &n, &e) {
             left.push(((p, n), depth));
         }
@@ -107,7 +120,7 @@ pub fn diff(old: &Tree, new: &Tree) -> Vec<Change> {
     }
     // 3. Creations: whatever of `new` is not in `w`, parents first (a
     // directory created here is empty, so its contents follow it).
-    for (p, n, e, _) in new.links_top_down() {
+    for (p, n, e, _) in new_links {
         if same(&w, &p, &n, &e) {
             continue;
         }

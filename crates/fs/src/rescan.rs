@@ -48,6 +48,9 @@ pub struct Rescan {
     pub stats: RescanStats,
     /// The times of every directory read, taken before it was read.
     pub times: Vec<(ObjectId, DirTimes)>,
+    /// The directories whose entries may differ between the tree as
+    /// logged and the live one: those read, and those of subtrees gone.
+    pub scope: Set<ObjectId>,
 }
 
 /// The live tree below the root open at `root` (id `root_id`, events with
@@ -124,16 +127,20 @@ pub fn rescan(
         }
         listings.push((d, listing));
     }
+    let (live, scope) = apply(known, &listings);
     Ok(Rescan {
-        live: apply(known, &listings),
+        live,
         stats,
         times,
+        scope,
     })
 }
 
 /// `known` with the directories read as read: what moved in first (a
-/// directory moved keeps its subtree), then what went.
-fn apply(known: &Tree, listings: &[Listing]) -> Tree {
+/// directory moved keeps its subtree), then what went; and the scope of
+/// the difference.
+fn apply(known: &Tree, listings: &[Listing]) -> (Tree, Set<ObjectId>) {
+    let mut scope: Set<ObjectId> = listings.iter().map(|(d, _)| d.clone()).collect();
     let mut live = known.clone();
     let mut refused = Vec::new();
     for (d, listing) in listings {
@@ -154,13 +161,27 @@ fn apply(known: &Tree, listings: &[Listing]) -> Tree {
             .map(|(n, _)| Box::from(n))
             .collect();
         for n in gone {
-            live.remove(d, &n);
+            if let Some(e) = live.remove(d, &n)
+                && e.kind.is_dir()
+            {
+                // Its subtree went with it: as the tree logged it.
+                let mut stack = vec![e.id];
+                while let Some(x) = stack.pop() {
+                    stack.extend(
+                        known
+                            .entries_of(&x)
+                            .filter(|(_, e)| e.kind.is_dir())
+                            .map(|(_, e)| e.id),
+                    );
+                    scope.insert(x);
+                }
+            }
         }
     }
     for (d, name, e) in refused {
         let _ = live.insert(d, name, e.clone());
     }
-    live
+    (live, scope)
 }
 
 /// Directory `d` of the tree whose root is open at `root`, opened for

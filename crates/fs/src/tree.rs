@@ -526,6 +526,48 @@ impl Tree {
         out
     }
 
+    /// The entries of the directories in `dirs` that the tree holds, as
+    /// [`Tree::links_top_down`] gives them (shallower directories first,
+    /// names in order): a comparison's input when only they may differ.
+    pub(crate) fn links_in(
+        &self,
+        dirs: &Set<ObjectId>,
+    ) -> Vec<(ObjectId, Box<[u8]>, Entry, usize)> {
+        let mut found: Vec<(usize, u32)> = dirs
+            .iter()
+            .filter_map(|id| self.dir(id))
+            .map(|d| {
+                let mut depth = 0;
+                let mut up = self.store.dir(d).node.parent;
+                while up != NIL {
+                    depth += 1;
+                    up = self.store.dir(up).node.parent;
+                }
+                (depth, d)
+            })
+            .collect();
+        found.sort_unstable();
+        let mut out = Vec::new();
+        let mut names = Vec::new();
+        for (depth, d) in found {
+            let dir = self.store.dir(d);
+            let id = self.store.id(&dir.node);
+            names.clear();
+            names.extend(self.children(dir.child));
+            let name = |r: &Ref| self.store.name(self.store.node(*r));
+            names.sort_by(|a, b| name(a).cmp(name(b)));
+            for r in &names {
+                out.push((
+                    id.clone(),
+                    Box::from(name(r)),
+                    self.store.entry(*r),
+                    depth + 1,
+                ));
+            }
+        }
+        out
+    }
+
     /// Every directory's entries, parents before children: (parent, name,
     /// entry), the order a comparison creates them in.
     pub(crate) fn links_top_down(&self) -> Vec<(ObjectId, Box<[u8]>, Entry, usize)> {

@@ -78,8 +78,21 @@ impl WeirRun {
         tag: &str,
         limit: Duration,
     ) -> Result<WeirRun> {
-        let weir = tools.weir.as_ref().context("weir is not available")?;
         let state = ws.fresh_dir(&format!("{tag}.state"))?;
+        WeirRun::start_in(tools, ws, root, tag, state, limit)
+    }
+
+    /// As [`WeirRun::start`], with the state directory `state` (a restart
+    /// over an earlier run's).
+    pub(crate) fn start_in(
+        tools: &Tools,
+        ws: &Workspace,
+        root: &Path,
+        tag: &str,
+        state: PathBuf,
+        limit: Duration,
+    ) -> Result<WeirRun> {
+        let weir = tools.weir.as_ref().context("weir is not available")?;
         let mut cmd = std::process::Command::new(weir);
         cmd.arg("--state-dir")
             .arg(&state)
@@ -193,6 +206,11 @@ impl WeirRun {
             }),
             life_cpu_ns: Some(after.saturating_sub(before)),
         })
+    }
+
+    /// Its state directory, kept for a restart (after [`WeirRun::stop`]).
+    pub(crate) fn keep_state(self) -> PathBuf {
+        self.state.clone()
     }
 
     /// Removes its state directory (after [`WeirRun::stop`]).

@@ -39,6 +39,7 @@ mod kmem;
 mod latency;
 mod load;
 mod parts;
+mod restart;
 mod rounds;
 mod setup;
 mod start;

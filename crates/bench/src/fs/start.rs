@@ -20,6 +20,9 @@
 //!   it (its crawl done and its cookie seen: the first answer a client can
 //!   trust); the server's RSS gained, and its watches' kernel memory.
 //!
+//! - weir's restart after 1000 changes made while it was stopped, beside
+//!   a warm `find` of the tree (see `restart`).
+//!
 //! One watcher runs at a time: each is stopped before the next starts.
 
 use std::collections::BTreeMap;
@@ -34,6 +37,7 @@ use super::bigtree::{self, Made, Shape};
 use super::child::Proc;
 use super::journal::{Stopped, WeirRun};
 use super::kmem::{self, Delta};
+use super::restart::Restart;
 use super::setup::{FsKind, Target, Workspace};
 use super::watchers::{Case, Tools};
 use crate::report::{median, num};
@@ -100,6 +104,9 @@ pub(crate) struct StartResult {
     /// Per peer: its figures or why there are none.
     pub(crate) inotifywait: std::result::Result<InotifyStart, String>,
     pub(crate) watchman: std::result::Result<WatchmanStart, String>,
+    /// weir's restart over the tree, after changes made while it was
+    /// stopped (see `restart`).
+    pub(crate) restart: std::result::Result<Restart, String>,
 }
 
 /// Runs the part on `target`; `missing` says which watchers cannot run.
@@ -162,6 +169,14 @@ pub(crate) fn run(
             watchman_start(server, &root, opts.shape).map_err(|e| format!("failed: {e:#}"))
         }
     };
+    stop.check()?;
+    // Last: it changes the tree.
+    let restart = match &weir_error {
+        Some(e) => Err(format!("not run: {e}")),
+        None => {
+            super::restart::run(tools, ws, &root, fs.name()).map_err(|e| format!("failed: {e:#}"))
+        }
+    };
     Ok(StartResult {
         fs,
         opts,
@@ -170,6 +185,7 @@ pub(crate) fn run(
         weir_error,
         inotifywait,
         watchman,
+        restart,
     })
 }
 
@@ -357,6 +373,10 @@ impl StartResult {
             ),
             Err(e) => println!("    watchman: {e}"),
         }
+        match &self.restart {
+            Ok(r) => println!("{}", r.text()),
+            Err(e) => println!("    restart: {e}"),
+        }
     }
 
     /// Prints the part's PASS/FAIL lines; the JSON of them.
@@ -446,6 +466,10 @@ impl StartResult {
             "weir_error": self.weir_error,
             "inotifywait": inotifywait,
             "watchman": watchman,
+            "restart": match &self.restart {
+                Ok(r) => r.json(),
+                Err(e) => json!({"error": e}),
+            },
             "targets": targets,
         })
     }

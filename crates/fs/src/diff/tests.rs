@@ -54,7 +54,43 @@ fn check(a: &Tree, b: &Tree) -> Vec<Change> {
             .unwrap_or_else(|e| panic!("{c:?} does not apply: {e}"));
     }
     assert_eq!(w.listing(), b.listing(), "changes {changes:#?}");
+    // Scoped to the directories that differ: changes that apply and give
+    // `b` too (their order, and so which name of a hard-linked file pairs
+    // with which, may differ from the whole comparison's).
+    let scoped = diff_in(a, b, &differing(a, b));
+    let mut w = a.clone();
+    for c in &scoped {
+        c.apply(&mut w)
+            .unwrap_or_else(|e| panic!("scoped: {c:?} does not apply: {e}"));
+    }
+    assert_eq!(w.listing(), b.listing(), "scoped changes {scoped:#?}");
     changes
+}
+
+/// The directories whose entries differ between `a` and `b`, and those
+/// only one of them has: what a rescan reads, and the subtrees it finds
+/// gone.
+fn differing(a: &Tree, b: &Tree) -> Set<ObjectId> {
+    let dirs = |t: &Tree| -> Vec<ObjectId> {
+        std::iter::once(t.root().clone())
+            .chain(
+                t.links_top_down()
+                    .into_iter()
+                    .filter(|l| l.2.kind.is_dir())
+                    .map(|l| l.2.id),
+            )
+            .collect()
+    };
+    let entries = |t: &Tree, d: &ObjectId| {
+        let mut v: Vec<(Vec<u8>, Entry)> = t.entries_of(d).map(|(n, e)| (n.to_vec(), e)).collect();
+        v.sort_by(|x, y| x.0.cmp(&y.0));
+        v
+    };
+    dirs(a)
+        .into_iter()
+        .chain(dirs(b))
+        .filter(|d| !a.has_dir(d) || !b.has_dir(d) || entries(a, d) != entries(b, d))
+        .collect()
 }
 
 #[test]
@@ -100,6 +136,9 @@ fn a_moved_directory_is_one_rename_and_keeps_its_subtree() {
     let c = check(&a, &b);
     assert_eq!(c.len(), 1, "{c:#?}");
     assert!(matches!(&c[0], Change::Rename { entry, .. } if entry.id == oid(1)));
+    // Scoped to the two directories whose entries changed, the same.
+    let scoped = diff_in(&a, &b, &differing(&a, &b));
+    assert_eq!(scoped, c);
 }
 
 #[test]

@@ -90,7 +90,10 @@ impl Root {
             (f.copy_tried, f.resume, copy, sink.log().cloned())
         {
             let budget = quick.then_some(QUICK_ENTRIES);
-            match checkpoint::load(c, &log, &self.path, &self.id, budget) {
+            let t = Instant::now();
+            let loaded = checkpoint::load(c, &log, &self.path, &self.id, budget);
+            tracing::debug!(root = %self.path.display(), seconds = t.elapsed().as_secs_f64(), "loaded from the persistent copy");
+            match loaded {
                 Load::Later => return Ok(false),
                 Load::No => f.copy_tried = true,
                 Load::Yes(l) => {
@@ -203,13 +206,21 @@ impl Root {
         if v.since != covered {
             return Ok(false);
         }
-        let Rescan { live, stats, times } =
-            rescan(self.probe.mount(), &v.tree, &self.id, self.fsid)
-                .map_err(|e| self.read_error(e))?;
+        let t = std::time::Instant::now();
+        let Rescan {
+            live,
+            stats,
+            times,
+            scope,
+        } = rescan(self.probe.mount(), &v.tree, &self.id, self.fsid)
+            .map_err(|e| self.read_error(e))?;
+        let rescan_s = t.elapsed().as_secs_f64();
         self.tree = v.tree;
         self.copy = Some((no, covered));
-        let n = self.compare_with(&live, How::Reconciled, sink);
+        let t = std::time::Instant::now();
+        let n = self.compare_in(&live, &scope, How::Reconciled, sink);
         drop(live);
+        tracing::debug!(root = %self.path.display(), rescan_s, compare_s = t.elapsed().as_secs_f64(), read = stats.read, checked = stats.checked, "rescanned from the persistent copy");
         // Taken before each was read, and after every change the
         // comparison applied.
         for (d, t) in times {

@@ -8,10 +8,10 @@ use std::collections::HashMap;
 use super::root::{Root, is_cookie};
 use super::sink::Sink;
 use crate::change::{Change, How};
-use crate::diff::diff;
+use crate::diff::{diff, diff_in};
 use crate::id::ObjectId;
 use crate::probe::Found;
-use crate::tree::{Entry, Tree};
+use crate::tree::{Entry, Set, Tree};
 use crate::walk::{WalkStats, walk};
 
 /// Entries touched in one drain before they are looked at anyway: bounds
@@ -229,8 +229,25 @@ impl Root {
     /// Logs the difference between the tree and `live` (a walk), flagged
     /// `how`; the tree is then `live`. Returns the number of changes.
     pub(crate) fn compare_with(&mut self, live: &Tree, how: How, sink: &mut Sink) -> u64 {
-        self.counters.compares += 1;
         let changes = diff(&self.tree, live);
+        self.log_changes(changes, how, sink)
+    }
+
+    /// As [`Root::compare_with`], when only the entries of the directories
+    /// in `scope` may differ (a rescan's).
+    pub(crate) fn compare_in(
+        &mut self,
+        live: &Tree,
+        scope: &Set<ObjectId>,
+        how: How,
+        sink: &mut Sink,
+    ) -> u64 {
+        let changes = diff_in(&self.tree, live, scope);
+        self.log_changes(changes, how, sink)
+    }
+
+    fn log_changes(&mut self, changes: Vec<Change>, how: How, sink: &mut Sink) -> u64 {
+        self.counters.compares += 1;
         let n = changes.len() as u64;
         for c in changes {
             self.emit(c, how, sink);
