@@ -39,7 +39,12 @@ fn pack(t: DirTimes) -> Option<[i64; 2]> {
 }
 
 fn unpack(p: [i64; 2]) -> Option<DirTimes> {
-    let t = |n: i64| (n.div_euclid(1_000_000_000), n.rem_euclid(1_000_000_000) as u32);
+    let t = |n: i64| {
+        (
+            n.div_euclid(1_000_000_000),
+            n.rem_euclid(1_000_000_000) as u32,
+        )
+    };
     (p != NONE).then(|| DirTimes {
         mtime: t(p[0]),
         ctime: t(p[1]),
