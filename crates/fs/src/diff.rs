@@ -119,10 +119,24 @@ fn diff_with(old: &Tree, new: &Tree, links: impl Fn(&Tree) -> Vec<TopDown>) -> V
         remove_bottom_up(&mut w, &p, &n, &mut out);
     }
     // 3. Creations: whatever of `new` is not in `w`, parents first (a
-    // directory created here is empty, so its contents follow it).
-    for (p, n, e, _) in new_links {
-        if same(&w, &p, &n, &e) {
+    // directory created here is empty, so its contents follow it, all of
+    // them: in a scoped comparison a directory whose entries did not
+    // change is out of scope, yet its removal above, as part of one that
+    // went or as a rename that could not be ordered, took them).
+    let mut queue: std::collections::VecDeque<TopDown> = new_links.into();
+    while let Some((p, n, e, depth)) = queue.pop_front() {
+        // A parent gone from `w` comes back with its contents, this one
+        // among them.
+        if same(&w, &p, &n, &e) || !w.has_dir(&p) {
             continue;
+        }
+        if e.kind.is_dir() {
+            let mut below: Vec<TopDown> = new
+                .entries_of(&e.id)
+                .map(|(cn, ce)| (e.id.clone(), Box::from(cn), ce, depth + 1))
+                .collect();
+            below.sort_by(|a, b| a.1.cmp(&b.1));
+            queue.extend(below);
         }
         if w.lookup(&p, &n).is_some() {
             remove_bottom_up(&mut w, &p, &n, &mut out);
