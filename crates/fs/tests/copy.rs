@@ -24,72 +24,26 @@
 mod support;
 
 use std::path::Path;
-use std::sync::Arc;
 
-use support::journal::{describe_all, records_from};
+use support::journal::describe_all;
+use support::run::{Run, at, marks, mkdir, rename, touch};
 use support::scratch::{FsKind, Scratch, scratch};
+use weir_fs::TrackerOptions;
 use weir_fs::record::{FLAG_COMPARE, decode};
-use weir_fs::{Tracker, TrackerOptions};
-use weir_log::{FLAG_RECONCILED, Log, LogRecord, Options, RecordType};
+use weir_log::{FLAG_RECONCILED, LogRecord, RecordType};
 
 const RECONCILED: u16 = FLAG_RECONCILED | FLAG_COMPARE;
 
-struct Run {
-    log: Arc<Log>,
-    tracker: Tracker,
-    from: u64,
-}
-
-impl Run {
-    fn start(s: &Scratch, log_dir: &Path, index: &Path) -> Run {
-        let log = Arc::new(Log::open(log_dir, Options::default()).expect("open the log"));
-        let from = log.last_index() + 1;
-        let tracker = Tracker::start(
-            Some(log.clone()),
-            TrackerOptions {
-                roots: vec![s.root().to_path_buf()],
-                index: Some(index.to_path_buf()),
-                ..TrackerOptions::default()
-            },
-            None,
-        )
-        .unwrap_or_else(|e| panic!("{}: starting the tracker: {e}", s.kind()));
-        Run { log, tracker, from }
-    }
-
-    fn records(&self) -> Vec<LogRecord> {
-        self.tracker.sync().expect("sync");
-        records_from(&self.log, self.from)
-    }
-
-    fn stop(self) {
-        self.tracker.stop().expect("stop");
-        let log = Arc::try_unwrap(self.log).unwrap_or_else(|_| panic!("the log is still shared"));
-        log.close().expect("close the log");
-    }
-}
-
-fn at(s: &Scratch, rel: &str) -> std::path::PathBuf {
-    s.root().join(rel)
-}
-
-fn touch(s: &Scratch, rel: &str) {
-    std::fs::write(at(s, rel), b"x").unwrap_or_else(|e| panic!("write {rel}: {e}"));
-}
-
-fn mkdir(s: &Scratch, rel: &str) {
-    std::fs::create_dir(at(s, rel)).unwrap_or_else(|e| panic!("mkdir {rel}: {e}"));
-}
-
-fn rename(s: &Scratch, from: &str, to: &str) {
-    std::fs::rename(at(s, from), at(s, to)).unwrap_or_else(|e| panic!("rename {from} {to}: {e}"));
-}
-
-fn marks(rs: &[LogRecord]) -> Vec<Vec<u8>> {
-    rs.iter()
-        .filter(|r| r.kind == RecordType::MARK)
-        .map(|r| r.name.clone())
-        .collect()
+/// A run on the log in `log_dir`, with the copy at `index`.
+fn run(s: &Scratch, log_dir: &Path, index: &Path) -> Run {
+    Run::start(
+        s,
+        log_dir,
+        TrackerOptions {
+            index: Some(index.to_path_buf()),
+            ..TrackerOptions::default()
+        },
+    )
 }
 
 fn restart_from_copy(kind: FsKind) {
@@ -129,7 +83,7 @@ fn restart_from_copy(kind: FsKind) {
         touch(&s, f);
     }
 
-    let first = Run::start(&s, &log_dir, &index);
+    let first = run(&s, &log_dir, &index);
     touch(&s, "b/while-watched");
     rename(&s, "a/f2", "b/f2");
     let rs = first.records();
@@ -154,7 +108,7 @@ fn restart_from_copy(kind: FsKind) {
     std::fs::remove_dir_all(at(&s, "gone")).unwrap();
     std::fs::hard_link(at(&s, "b/f2"), at(&s, "a/f2-link")).unwrap();
 
-    let second = Run::start(&s, &log_dir, &index);
+    let second = run(&s, &log_dir, &index);
     let rs = second.records();
     assert_eq!(
         marks(&rs),
@@ -213,7 +167,7 @@ fn restart_from_copy(kind: FsKind) {
     );
     second.stop();
 
-    let third = Run::start(&s, &log_dir, &index);
+    let third = run(&s, &log_dir, &index);
     let rs = third.records();
     assert_eq!(
         (marks(&rs), rs.len()),
@@ -248,7 +202,7 @@ fn restart_from_copy(kind: FsKind) {
     // one (the log alone never described this root), and the next one
     // starts from the new copy.
     std::fs::write(&index, b"not an index at all").unwrap();
-    let fourth = Run::start(&s, &log_dir, &index);
+    let fourth = run(&s, &log_dir, &index);
     let rs = fourth.records();
     assert_eq!(
         marks(&rs),
@@ -259,7 +213,7 @@ fn restart_from_copy(kind: FsKind) {
     fourth.stop();
     let aside = base.path().join("state/fs/index.redb.damaged");
     assert_eq!(std::fs::read(&aside).unwrap(), b"not an index at all");
-    let fifth = Run::start(&s, &log_dir, &index);
+    let fifth = run(&s, &log_dir, &index);
     let rs = fifth.records();
     assert_eq!(
         marks(&rs),
@@ -314,7 +268,7 @@ fn full_disk(kind: FsKind) {
             touch(&s, &format!("d{d}/a-file-with-a-long-name-{f:04}"));
         }
     }
-    let first = Run::start(&s, &log_dir, &index);
+    let first = run(&s, &log_dir, &index);
     touch(&s, "while-watched");
     let rs = first.records();
     assert!(
@@ -331,7 +285,7 @@ fn full_disk(kind: FsKind) {
     // Made (so it was the build that failed, not the open).
     assert!(index.exists(), "{what}: the copy was not even made");
     mount("remount,size=64m");
-    let second = Run::start(&s, &log_dir, &index);
+    let second = run(&s, &log_dir, &index);
     let rs = second.records();
     assert_eq!(
         marks(&rs),
@@ -341,7 +295,7 @@ fn full_disk(kind: FsKind) {
     );
     second.stop();
     touch(&s, "while-down");
-    let third = Run::start(&s, &log_dir, &index);
+    let third = run(&s, &log_dir, &index);
     let rs = third.records();
     assert_eq!(
         marks(&rs),

@@ -23,73 +23,29 @@ mod support;
 
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::Arc;
 
 use support::journal::{
-    assert_replay_is_live, describe, describe_all, fsid, live_id, records_from, replay_counts,
+    assert_replay_is_live, describe, describe_all, fsid, live_id, replay_counts,
 };
+use support::run::{Run, at, mkdir, rename, touch};
 use support::scratch::{FsKind, Scratch, scratch};
 use weir_fs::record::{FLAG_COMPARE, FLAG_LAST};
-use weir_fs::{ObjectId, Tracker, TrackerOptions};
-use weir_log::{FLAG_RECONCILED, Log, LogRecord, Options, RecordType};
+use weir_fs::{ObjectId, TrackerOptions};
+use weir_log::{FLAG_RECONCILED, LogRecord, RecordType};
 
 /// Both flags of a change found at a start.
 const RECONCILED: u16 = FLAG_RECONCILED | FLAG_COMPARE;
 
-/// A tracker's run: the log opened afresh (as a new process would), a
-/// tracker started on it, and where its records begin.
-struct Run {
-    log: Arc<Log>,
-    tracker: Tracker,
-    from: u64,
-}
-
-impl Run {
-    fn start(s: &Scratch, log_dir: &Path, resume: bool) -> Run {
-        let log = Arc::new(Log::open(log_dir, Options::default()).expect("open the log"));
-        let from = log.last_index() + 1;
-        let tracker = Tracker::start(
-            Some(log.clone()),
-            TrackerOptions {
-                roots: vec![s.root().to_path_buf()],
-                resume,
-                ..TrackerOptions::default()
-            },
-            None,
-        )
-        .unwrap_or_else(|e| panic!("{}: starting the tracker: {e}", s.kind()));
-        Run { log, tracker, from }
-    }
-
-    /// Syncs, and returns this run's records so far.
-    fn records(&self) -> Vec<LogRecord> {
-        self.tracker.sync().expect("sync");
-        records_from(&self.log, self.from)
-    }
-
-    /// Stops the tracker and closes the log, as a process exit would.
-    fn stop(self) {
-        self.tracker.stop().expect("stop");
-        let log = Arc::try_unwrap(self.log).unwrap_or_else(|_| panic!("the log is still shared"));
-        log.close().expect("close the log");
-    }
-}
-
-/// The path of `rel` under the root.
-fn at(s: &Scratch, rel: &str) -> std::path::PathBuf {
-    s.root().join(rel)
-}
-
-fn touch(s: &Scratch, rel: &str) {
-    std::fs::File::create(at(s, rel)).unwrap_or_else(|e| panic!("create {rel}: {e}"));
-}
-
-fn mkdir(s: &Scratch, rel: &str) {
-    std::fs::create_dir(at(s, rel)).unwrap_or_else(|e| panic!("mkdir {rel}: {e}"));
-}
-
-fn rename(s: &Scratch, from: &str, to: &str) {
-    std::fs::rename(at(s, from), at(s, to)).unwrap_or_else(|e| panic!("rename {from} {to}: {e}"));
+/// A run on the log in `log_dir`, resuming or not.
+fn run(s: &Scratch, log_dir: &Path, resume: bool) -> Run {
+    Run::start(
+        s,
+        log_dir,
+        TrackerOptions {
+            resume,
+            ..TrackerOptions::default()
+        },
+    )
 }
 
 /// The records whose target is `id`.
@@ -127,7 +83,7 @@ fn restart_on(kind: FsKind) {
     let id = |rel: &str| live_id(fsid, &at(&s, rel));
 
     // 1. Watched: the tree the restart starts from.
-    let first = Run::start(&s, &log_dir, true);
+    let first = run(&s, &log_dir, true);
     for d in [
         "keep",
         "moved",
@@ -195,7 +151,7 @@ fn restart_on(kind: FsKind) {
     assert_ne!(new_b, old_b, "{what}: the new keep/b is another file");
 
     // 3. The restart.
-    let second = Run::start(&s, &log_dir, true);
+    let second = run(&s, &log_dir, true);
     let rs = second.records();
     let (mark, changes) = rs
         .split_last()
@@ -368,7 +324,7 @@ fn restart_on(kind: FsKind) {
     second.stop();
 
     // 4. A start with nothing changed: the MARK alone, no change.
-    let third = Run::start(&s, &log_dir, true);
+    let third = run(&s, &log_dir, true);
     let rs = third.records();
     assert!(
         rs.len() == 1
@@ -404,13 +360,13 @@ fn fresh_start_on(kind: FsKind) {
             .map(|r| r.name.clone())
             .collect()
     };
-    let first = Run::start(&s, &log_dir, true);
+    let first = run(&s, &log_dir, true);
     let rs = first.records();
     assert_eq!(marks(&rs), [b"fs root watched".to_vec()], "{what}");
     assert_eq!(rs[0].field("entries"), Some(&b"1"[..]), "{what}");
     first.stop();
     touch(&s, "while-down");
-    let second = Run::start(&s, &log_dir, true);
+    let second = run(&s, &log_dir, true);
     let rs = second.records();
     // Nothing about the file made meanwhile: there was nothing to compare
     // with.
@@ -427,11 +383,11 @@ fn fresh_start_on(kind: FsKind) {
         return;
     };
     let log2 = base.mkdir("log2");
-    let first = Run::start(&s2, &log2, true);
+    let first = run(&s2, &log2, true);
     let _ = first.records();
     first.stop();
     touch(&s2, "while-down");
-    let second = Run::start(&s2, &log2, false);
+    let second = run(&s2, &log2, false);
     let rs = second.records();
     assert!(
         rs.len() == 1

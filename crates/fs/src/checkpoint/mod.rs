@@ -232,6 +232,14 @@ impl Checkpoints {
         }
     }
 
+    /// Whether a checkpoint is due or under way: the loop turns over every
+    /// millisecond in a storm, and most turns have nothing to hand over.
+    pub(crate) fn is_due(&self) -> bool {
+        self.held.is_some()
+            || !self.pending.is_empty()
+            || self.next.is_none_or(|t| Instant::now() >= t)
+    }
+
     /// Sends what a checkpoint due or under way has next, without waiting:
     /// `trees` are the roots' trees (`None` while one is first read), and
     /// `last` the last record logged.

@@ -18,7 +18,7 @@ use super::sink::Sink;
 use crate::change::How;
 use crate::checkpoint::{self, Load, Loaded, Opened};
 use crate::replay::View;
-use crate::rescan::{Rescan, rescan};
+use crate::rescan::{Rescan, RescanStats, rescan};
 use crate::walk::Walk;
 use crate::{Error, Result};
 
@@ -140,19 +140,7 @@ impl Root {
                     self.tree.track_touches(true);
                 }
                 let n = self.compare_with(&live, How::Reconciled, sink);
-                let (since, replayed, changes) =
-                    (v.since.to_string(), v.replayed.to_string(), n.to_string());
-                sink.mark(
-                    crate::replay::RECONCILED,
-                    &id,
-                    &[
-                        ("root", &path),
-                        ("entries", entries.as_bytes()),
-                        ("since", since.as_bytes()),
-                        ("replayed", replayed.as_bytes()),
-                        ("changes", changes.as_bytes()),
-                    ],
-                );
+                self.mark_reconciled(sink, live.len(), (v.since, v.replayed), n, None);
             }
             None => {
                 let dirs = stats.dirs.to_string();
@@ -226,31 +214,33 @@ impl Root {
         for (d, t) in times {
             self.tree.set_dir_times(&d, t);
         }
-        let id = self.id.as_bytes().to_vec();
-        let path = self.path.as_os_str().as_encoded_bytes().to_vec();
-        let [entries, since, replayed, changes, checked, read] = [
-            self.tree.len() as u64,
-            v.since,
-            v.replayed,
-            n,
-            stats.checked,
-            stats.read,
-        ]
-        .map(|x| x.to_string());
-        sink.mark(
-            crate::replay::RECONCILED,
-            &id,
-            &[
-                ("root", &path),
-                ("entries", entries.as_bytes()),
-                ("since", since.as_bytes()),
-                ("replayed", replayed.as_bytes()),
-                ("changes", changes.as_bytes()),
-                ("dirs_checked", checked.as_bytes()),
-                ("dirs_read", read.as_bytes()),
-            ],
-        );
+        self.mark_reconciled(sink, self.tree.len(), (v.since, v.replayed), n, Some(stats));
         Ok(true)
+    }
+
+    /// The MARK `fs tree reconciled`: `entries` live, where the view the
+    /// comparison started from starts and the records it replayed, its
+    /// `changes`, and what a rescan counted.
+    fn mark_reconciled(
+        &self,
+        sink: &mut Sink,
+        entries: usize,
+        (since, replayed): (u64, u64),
+        changes: u64,
+        rescan: Option<RescanStats>,
+    ) {
+        let id = self.id.as_bytes();
+        let path = self.path.as_os_str().as_encoded_bytes();
+        let counts = [entries as u64, since, replayed, changes].map(|x| x.to_string());
+        let keys = ["entries", "since", "replayed", "changes"];
+        let dirs = rescan.map(|r| [r.checked, r.read].map(|x| x.to_string()));
+        let mut fields: Vec<(&str, &[u8])> = vec![("root", path)];
+        fields.extend(keys.iter().zip(&counts).map(|(k, c)| (*k, c.as_bytes())));
+        if let Some(d) = &dirs {
+            fields.push(("dirs_checked", d[0].as_bytes()));
+            fields.push(("dirs_read", d[1].as_bytes()));
+        }
+        sink.mark(crate::replay::RECONCILED, id, &fields);
     }
 
     fn read_error(&self, source: weir_sys::Error) -> Error {

@@ -226,7 +226,7 @@ impl Worker {
 
     /// Hands the copy what a checkpoint due or under way has next.
     fn checkpoint(&mut self) {
-        let Some((_, c)) = self.copy.as_mut() else {
+        let Some((_, c)) = self.copy.as_mut().filter(|(_, c)| c.is_due()) else {
             return;
         };
         let mut trees = copy_trees(&mut self.roots);

@@ -21,6 +21,7 @@
 pub(crate) mod journal;
 pub(crate) mod names;
 pub(crate) mod rng;
+pub(crate) mod run;
 pub(crate) mod scratch;
 pub(crate) mod sysctl;
 pub(crate) mod tree;
