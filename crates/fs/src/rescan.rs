@@ -21,7 +21,7 @@ use rustix::io::Errno;
 use weir_sys::fanotify::fid::open_by_handle_at;
 
 use crate::id::ObjectId;
-use crate::tree::{DirTimes, Entry, Set, Tree};
+use crate::tree::{Entry, Set, Tree};
 use crate::walk::{entry_at, times_at};
 
 /// What a rescan counted.
@@ -46,8 +46,8 @@ pub struct Rescan {
     pub live: Tree,
     /// What it counted.
     pub stats: RescanStats,
-    /// The times of every directory read, taken before it was read.
-    pub times: Vec<(ObjectId, DirTimes)>,
+    /// The directories read.
+    pub read: Vec<ObjectId>,
     /// The directories whose entries may differ between the tree as
     /// logged and the live one: those read, and those of subtrees gone.
     pub scope: Set<ObjectId>,
@@ -71,7 +71,7 @@ pub fn rescan(
     .stx_mnt_id;
     let mut stats = RescanStats::default();
     let mut listings: Vec<Listing> = Vec::new();
-    let mut times = Vec::new();
+    let mut read = Vec::new();
     let mut seen: Set<ObjectId> = Set::default();
     let mut queue = VecDeque::from([root_id.clone()]);
     let mut cname = Vec::with_capacity(256);
@@ -95,7 +95,7 @@ pub fn rescan(
             continue;
         }
         stats.read += 1;
-        times.push((d.clone(), now));
+        read.push(d.clone());
         let mut listing = Vec::new();
         let mut dir = Dir::new(fd).map_err(|errno| sys("getdents64", errno))?;
         while let Some(de) = dir.next() {
@@ -131,7 +131,7 @@ pub fn rescan(
     Ok(Rescan {
         live,
         stats,
-        times,
+        read,
         scope,
     })
 }

@@ -206,6 +206,15 @@ impl Tree {
         self.touched = Some(t);
     }
 
+    /// Counts directory `dir` as touched (when touches are tracked), its
+    /// times forgotten: the next checkpoint takes it, and a stop its times.
+    pub fn touch_dir(&mut self, dir: &ObjectId) {
+        if let (Some(d), Some(t)) = (self.dir(dir), self.touched.as_mut()) {
+            t.mark(d);
+            self.times.take(d);
+        }
+    }
+
     /// The ids of the directories touched and not yet taken.
     pub fn touched_ids(&self) -> Vec<ObjectId> {
         self.touched.as_ref().map_or_else(Vec::new, |t| {

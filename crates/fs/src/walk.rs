@@ -108,7 +108,9 @@ impl Walk {
         let mut tree = Tree::new(start.clone());
         if from.is_none() {
             // Taken before the root is read, as every directory's is.
-            tree.set_dir_times(start, times_of(&top));
+            if let Some(t) = settled(times_of(&top)) {
+                tree.set_dir_times(start, t);
+            }
         }
         Ok(Walk {
             root_id: root_id.clone(),
@@ -204,7 +206,9 @@ impl Walk {
             let _ = self.tree.insert(dir_id, name, entry);
             if let Some(id) = dir {
                 // Its times now, before it is read (it is read later).
-                self.tree.set_dir_times(&id, times);
+                if let Some(t) = settled(times) {
+                    self.tree.set_dir_times(&id, t);
+                }
                 self.stack.push(id);
             }
         }
@@ -268,6 +272,23 @@ fn times_of(st: &rustix::fs::Statx) -> DirTimes {
         mtime: (st.stx_mtime.tv_sec, st.stx_mtime.tv_nsec),
         ctime: (st.stx_ctime.tv_sec, st.stx_ctime.tv_nsec),
     }
+}
+
+/// How long after its last change a directory's times are trusted: the
+/// kernel stamps changes from a clock that moves a tick at a time (up to
+/// 10 ms), so a change in the same tick as a `statx` may leave the times
+/// it saw unmoved. As git does for its index, times this recent are not
+/// kept, and the directory is read again.
+const SETTLED_NS: i64 = 100_000_000;
+
+/// `t`, if its last change is old enough to be trusted (see
+/// [`SETTLED_NS`]).
+pub(crate) fn settled(t: DirTimes) -> Option<DirTimes> {
+    let ns = |(s, n): (i64, u32)| i128::from(s) * 1_000_000_000 + i128::from(n);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i128);
+    (now - ns(t.mtime).max(ns(t.ctime)) >= i128::from(SETTLED_NS)).then_some(t)
 }
 
 /// The times of the directory open at `fd`.

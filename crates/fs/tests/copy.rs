@@ -15,7 +15,8 @@
 //!    them): the copy keeps each directory's times as taken before it was
 //!    read, and the stop takes them again for those that changed;
 //! 4. a third start with no change in between logs the MARK alone, and
-//!    reads only the root (where the stop's sync cookie was made);
+//!    reads only the root (where the stop's sync cookie was made) and the
+//!    directories the second start read (a rescan keeps no times);
 //! 5. the log's consumer `weir-fs-index` has cleared no further than the
 //!    copy covers, so retention keeps what a restart replays;
 //! 6. a damaged copy is set aside and made again, never a reason not to
@@ -83,6 +84,8 @@ fn restart_from_copy(kind: FsKind) {
         touch(&s, f);
     }
 
+    // Settled before the walk takes times (see `weir_fs::walk::settled`).
+    std::thread::sleep(std::time::Duration::from_millis(150));
     let first = run(&s, &log_dir, &index);
     touch(&s, "b/while-watched");
     rename(&s, "a/f2", "b/f2");
@@ -175,12 +178,14 @@ fn restart_from_copy(kind: FsKind) {
         "{what}: a start with nothing changed:\n{}",
         describe_all(&rs)
     );
-    // Only the root read: the stop's sync cookie, made and removed in it
-    // after its times were taken, moved them; every other directory's
-    // times are those the copy took.
+    // The root read (the stop's sync cookie, made and removed in it after
+    // its times were taken, moved them), and the four the last start read:
+    // a rescan does not keep the times it saw (the events of what changed
+    // while it read come after it), and they were checkpointed before the
+    // stop took times again. still and still/sub keep the walk's.
     assert_eq!(
         (rs[0].field("dirs_read"), rs[0].field("dirs_checked")),
-        (Some(&b"1"[..]), Some(&b"7"[..])),
+        (Some(&b"5"[..]), Some(&b"7"[..])),
         "{what}: {}",
         describe_all(&rs)
     );

@@ -248,7 +248,9 @@ impl Worker {
         {
             for id in root.tree.touched_ids() {
                 let times = match crate::rescan::open_dir(root.probe.mount(), &id, &root.id) {
-                    Ok(Some(fd)) => crate::walk::times_at(std::os::fd::AsFd::as_fd(&fd)).ok(),
+                    Ok(Some(fd)) => crate::walk::times_at(std::os::fd::AsFd::as_fd(&fd))
+                        .ok()
+                        .and_then(crate::walk::settled),
                     _ => None,
                 };
                 if let Some(t) = times {
