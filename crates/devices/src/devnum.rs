@@ -28,6 +28,13 @@ impl DevNum {
         }
     }
 
+    /// The `dev_t` glibc's makedev(3) makes of it, the order lsblk lists
+    /// devices in: the minor's low byte, then the major's low 12 bits, then
+    /// the minor's upper bits, so `7:1918` comes after `259:0`.
+    pub fn dev_t(self) -> u64 {
+        rustix::fs::makedev(self.major, self.minor)
+    }
+
     /// `major << 32 | minor`, big-endian: a record's target.
     pub fn to_be_bytes(self) -> [u8; 8] {
         ((u64::from(self.major) << 32) | u64::from(self.minor)).to_be_bytes()
@@ -78,6 +85,31 @@ mod tests {
         };
         assert_eq!(DevNum::from_be_slice(&dn.to_be_bytes()), Some(dn));
         assert_eq!(DevNum::parse(dn.to_string().as_bytes()), Some(dn));
+    }
+
+    #[test]
+    fn dev_t_orders_as_lsblk() {
+        let dn = |major, minor| DevNum { major, minor };
+        let mut v = [
+            dn(7, 1918),
+            dn(259, 0),
+            dn(7, 7),
+            dn(254, 0),
+            dn(7, 255),
+            dn(7, 256),
+        ];
+        v.sort_by_key(|d| d.dev_t());
+        assert_eq!(
+            v,
+            [
+                dn(7, 7),
+                dn(7, 255),
+                dn(254, 0),
+                dn(259, 0),
+                dn(7, 256),
+                dn(7, 1918)
+            ]
+        );
     }
 
     #[test]

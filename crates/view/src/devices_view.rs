@@ -73,7 +73,7 @@ pub fn listed_by_default(inv: &Inventory, e: &Entry) -> bool {
 
 struct Ctx<'a> {
     inv: &'a Inventory,
-    /// The listed devices, in the inventory's order (by number).
+    /// The listed devices, in lsblk's order (by `dev_t`).
     shown: Vec<DevNum>,
     mounts: HashMap<DevNum, Vec<&'a Mount>>,
     vg_of: HashMap<Uuid, String>,
@@ -89,11 +89,12 @@ struct Row<'a> {
 
 impl<'a> Ctx<'a> {
     fn new(inv: &'a Inventory, mounts: &'a [Mount], all: bool) -> Ctx<'a> {
-        let shown = inv
+        let mut shown: Vec<DevNum> = inv
             .devices()
             .filter(|e| all || listed_by_default(inv, e))
             .map(|e| DevNum::of(&e.device))
             .collect();
+        shown.sort_by_key(|dn| dn.dev_t());
         let mut by_dev: HashMap<DevNum, Vec<&Mount>> = HashMap::new();
         for m in mounts {
             by_dev
@@ -140,8 +141,8 @@ impl<'a> Ctx<'a> {
             .collect()
     }
 
-    /// The rows: in tree order, or for `list` each device once by device
-    /// number, as `lsblk -l` orders them.
+    /// The rows: in tree order, or for `list` each device once by `dev_t`,
+    /// as `lsblk -l` orders them.
     fn rows(&self, list: bool) -> Vec<Row<'a>> {
         if list {
             return self
@@ -171,8 +172,8 @@ impl<'a> Ctx<'a> {
         // Partitions by number first, then holders by device number.
         for kids in children.values_mut() {
             kids.sort_by_key(|e| match e.device.kind {
-                Kind::Partition { number, .. } => (0, number, DevNum::of(&e.device)),
-                Kind::Disk { .. } => (1, 0, DevNum::of(&e.device)),
+                Kind::Partition { number, .. } => (0, number, DevNum::of(&e.device).dev_t()),
+                Kind::Disk { .. } => (1, 0, DevNum::of(&e.device).dev_t()),
             });
         }
         let mut out = Vec::new();

@@ -74,7 +74,8 @@ impl Tree {
 
 /// wdx (a disk with two partitions, the second built on by dm-7),
 /// xloop0 attached and xloop1 detached (size 0), zdisk (empty, not a
-/// loop device).
+/// loop device). The loop devices' minors are over 255, so lsblk lists
+/// them after the others.
 fn fixture() -> Tree {
     let t = Tree::new();
     t.device("wdx", "250:0", 2 << 21, None, &[]);
@@ -126,12 +127,12 @@ fn draws_the_tree_and_hides_detached_loop_devices() {
         got,
         "\
 NAME     MAJ:MIN RM SIZE RO TYPE MOUNTPOINTS
-xloop0     7:900  0   8M  0 loop
 wdx      250:0    0   2G  0 disk
 ├─wdx1   250:1    0   1G  0 part /boot
 └─wdx2   250:2    0   1G  0 part
   └─dm-7 251:7    0 512M  0 disk /srv
 zdisk    252:0    0   0B  0 disk
+xloop0     7:900  0   8M  0 loop
 "
     );
 }
@@ -145,13 +146,13 @@ fn all_shows_the_empty_ones_and_list_drops_the_drawing() {
         got,
         "\
 NAME   SIZE TYPE
-xloop0   8M loop
-xloop1   0B loop
 wdx      2G disk
 wdx1     1G part
 wdx2     1G part
 dm-7   512M disk
 zdisk    0B disk
+xloop0   8M loop
+xloop1   0B loop
 "
     );
 }
@@ -223,8 +224,8 @@ fn json_lists_the_same_devices_with_their_mount_points() {
             .collect()
     };
     let some = json(false);
-    assert_eq!(names(&some), ["xloop0", "wdx", "wdx1", "wdx2", "dm-7"]);
-    let wdx1 = &some[2];
+    assert_eq!(names(&some), ["wdx", "wdx1", "wdx2", "dm-7", "xloop0"]);
+    let wdx1 = &some[1];
     assert_eq!(wdx1["mountpoints"], serde_json::json!(["/boot"]));
     assert_eq!(wdx1["parent"], "wdx");
     assert_eq!(wdx1["filtered"], false);
