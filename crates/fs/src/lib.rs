@@ -13,7 +13,8 @@
 //! - [`tree`]: a watched tree by id, as records describe it; [`change`]:
 //!   what happened to one, and applying it; [`record`]: changes as records,
 //!   and back ([`record::decode`]).
-//! - [`replay`]: a tree as the log describes it.
+//! - [`replay`]: a tree as the log describes it; [`since`]: what changed
+//!   under a root since a log index, from the records after it.
 //! - [`walk`]: reading a live tree; [`diff`]: the changes between two trees.
 //! - [`tracker`]: marks, the thread, the event rules, sync cookies and the
 //!   comparison after lost events.
@@ -36,6 +37,7 @@ pub mod kind;
 mod probe;
 pub mod record;
 pub mod replay;
+pub mod since;
 pub mod tracker;
 pub mod tree;
 pub mod walk;
