@@ -151,6 +151,8 @@ pub enum ErrorCode {
     NotFound,
     /// `unknown_consumer`: no consumer of that name.
     UnknownConsumer,
+    /// `unknown_root`: the log holds no watch of that directory tree.
+    UnknownRoot,
     /// `consumer_exists`: a consumer of that name is already registered.
     ConsumerExists,
     /// `forbidden`: this peer may not make this call.
@@ -172,11 +174,12 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    const KNOWN: [(ErrorCode, &'static str); 12] = [
+    const KNOWN: [(ErrorCode, &'static str); 13] = [
         (ErrorCode::BadRequest, "bad_request"),
         (ErrorCode::BadRange, "bad_range"),
         (ErrorCode::NotFound, "not_found"),
         (ErrorCode::UnknownConsumer, "unknown_consumer"),
+        (ErrorCode::UnknownRoot, "unknown_root"),
         (ErrorCode::ConsumerExists, "consumer_exists"),
         (ErrorCode::Forbidden, "forbidden"),
         (ErrorCode::PayloadTooLarge, "payload_too_large"),

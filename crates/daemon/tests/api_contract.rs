@@ -142,6 +142,13 @@ fn cases(max_body: usize) -> Vec<Case> {
         case("GET", r, &format!("{r}?path=caf%E9&follow=true&limit=0"), ""),
         case("GET", r, &format!("{r}?path=a&path=b"), ""),
         refused("GET", r, r, ""),
+        // A watch of /w, as the fs tracker starts one, for the query.
+        case("POST", r, r, r#"{"records":[{"type":"MARK","name":"fs root watched","target":"000000010000000200000001aa","fields":{"source":"fs","root":"/w","entries":"0"}}],"durable":true}"#),
+        case("GET", "/v1/fs/changes", "/v1/fs/changes?root=/w&since=0", ""),
+        case("GET", "/v1/fs/changes", "/v1/fs/changes?root=%2Fw&since=1&format=text", ""),
+        case("GET", "/v1/fs/changes", "/v1/fs/changes?root=/w", ""),
+        case("GET", "/v1/fs/changes", "/v1/fs/changes?root=/nope&since=1", ""),
+        refused("GET", "/v1/fs/changes", "/v1/fs/changes?root=/w&since=0", ""),
         case("GET", "/v1/log/stats", "/v1/log/stats", ""),
         case("GET", "/v1/log/stats", "/v1/log/stats?x=1", ""),
         refused("GET", "/v1/log/stats", "/v1/log/stats", ""),

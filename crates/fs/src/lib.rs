@@ -13,7 +13,8 @@
 //! - [`tree`]: a watched tree by id, as records describe it; [`change`]:
 //!   what happened to one, and applying it; [`record`]: changes as records,
 //!   and back ([`record::decode`]).
-//! - [`replay`]: a tree as the log describes it.
+//! - [`replay`]: a tree as the log describes it; [`since`]: what changed
+//!   under a root since a log index, from the records after it.
 //! - [`walk`]: reading a live tree; [`rescan`]: reading only the
 //!   directories whose times moved since a tree was logged; [`diff`]: the
 //!   changes between two trees.
@@ -39,6 +40,7 @@ mod probe;
 pub mod record;
 pub mod replay;
 pub mod rescan;
+pub mod since;
 pub mod tracker;
 pub mod tree;
 pub mod walk;

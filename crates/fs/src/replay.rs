@@ -57,13 +57,23 @@ pub fn view(log: &Log, path: &Path, root: Option<&ObjectId>) -> weir_log::Result
     view_from(log.reader(log.first_index()), path, root)
 }
 
+/// As [`view`], as of record `until`: the records after it left out.
+pub fn view_until(
+    log: &Log,
+    path: &Path,
+    root: Option<&ObjectId>,
+    until: u64,
+) -> weir_log::Result<Option<View>> {
+    replay(log.reader(log.first_index()), path, root, None, until)
+}
+
 /// As [`view`], from the records `reader` gives.
 pub fn view_from(
     reader: Reader,
     path: &Path,
     root: Option<&ObjectId>,
 ) -> weir_log::Result<Option<View>> {
-    replay(reader, path, root, None)
+    replay(reader, path, root, None, u64::MAX)
 }
 
 /// `start` (the tree of root `path` as of record `start.since`, from a
@@ -76,7 +86,7 @@ pub fn tail(
     root: Option<&ObjectId>,
     start: View,
 ) -> weir_log::Result<Option<View>> {
-    replay(reader, path, root, Some(start))
+    replay(reader, path, root, Some(start), u64::MAX)
 }
 
 fn replay(
@@ -84,11 +94,15 @@ fn replay(
     path: &Path,
     root: Option<&ObjectId>,
     start: Option<View>,
+    until: u64,
 ) -> weir_log::Result<Option<View>> {
     let path = path.as_os_str().as_encoded_bytes();
     let mut reader = reader.with_mask(record::mask());
     let mut view = start;
     while let Some(r) = reader.next_record()? {
+        if r.index > until {
+            break;
+        }
         if r.kind == RecordType::MARK {
             let this_root = r.field("source") == Some(b"fs") && r.field("root") == Some(path);
             if this_root && (r.name == REMOVED || r.name == MOVED) {

@@ -8,7 +8,8 @@
 //! very same bytes over its API, so `weir mounts` gives one answer whether
 //! or not a daemon runs; the LVM listings have one entry point for both,
 //! [`lvm_view::render`], `weir devices` its own,
-//! [`devices_view::render`], and `weir fs` [`fs_view::render`].
+//! [`devices_view::render`], `weir fs` [`fs_view::render`] and `weir fs
+//! changes` [`fs_changes::render`].
 //! Everything here is pure formatting: no I/O.
 #![forbid(unsafe_code)]
 
@@ -19,6 +20,7 @@ pub mod devices_columns;
 pub mod devices_line;
 pub mod devices_view;
 pub mod error;
+pub mod fs_changes;
 pub mod fs_line;
 pub mod fs_view;
 mod json;

@@ -28,6 +28,8 @@ pub enum Code {
     NotFound,
     /// No consumer has that name.
     UnknownConsumer,
+    /// The log holds no watch of that directory tree.
+    UnknownRoot,
     /// A consumer with that name already exists.
     ConsumerExists,
     /// The peer may not do this.
@@ -55,6 +57,7 @@ impl Code {
             Code::BadRange => "bad_range",
             Code::NotFound => "not_found",
             Code::UnknownConsumer => "unknown_consumer",
+            Code::UnknownRoot => "unknown_root",
             Code::ConsumerExists => "consumer_exists",
             Code::Forbidden => "forbidden",
             Code::PayloadTooLarge => "payload_too_large",
@@ -70,7 +73,7 @@ impl Code {
     pub fn status(self) -> StatusCode {
         match self {
             Code::BadRequest | Code::BadRange => StatusCode::BAD_REQUEST,
-            Code::NotFound | Code::UnknownConsumer => StatusCode::NOT_FOUND,
+            Code::NotFound | Code::UnknownConsumer | Code::UnknownRoot => StatusCode::NOT_FOUND,
             Code::ConsumerExists => StatusCode::CONFLICT,
             Code::Forbidden => StatusCode::FORBIDDEN,
             Code::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,

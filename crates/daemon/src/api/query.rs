@@ -104,7 +104,7 @@ fn decode(s: &str) -> Result<Vec<u8>, QueryError> {
 
 /// The pairs of a query, each taken at most once by name. Every value is
 /// UTF-8 but those of the parameters a route takes as bytes.
-struct Params(Vec<(String, Option<Vec<u8>>)>);
+pub(super) struct Params(Vec<(String, Option<Vec<u8>>)>);
 
 impl Params {
     fn parse(query: Option<&str>) -> Result<Params, QueryError> {
@@ -113,7 +113,10 @@ impl Params {
 
     /// As [`Params::parse`], the values of `bytes` left as bytes that
     /// need not be UTF-8 (a path).
-    fn parse_with_bytes(query: Option<&str>, bytes: &[&str]) -> Result<Params, QueryError> {
+    pub(super) fn parse_with_bytes(
+        query: Option<&str>,
+        bytes: &[&str],
+    ) -> Result<Params, QueryError> {
         let pairs = raw_pairs(query.unwrap_or(""))?;
         for (k, v) in &pairs {
             if !bytes.contains(&k.as_str()) && std::str::from_utf8(v).is_err() {
@@ -131,7 +134,7 @@ impl Params {
     }
 
     /// Takes the value of `name`, if given.
-    fn take(&mut self, name: &str) -> Option<String> {
+    pub(super) fn take(&mut self, name: &str) -> Option<String> {
         // UTF-8 unless the route took `name` as bytes (then lossy, which
         // no route does).
         self.take_bytes(name)
@@ -139,7 +142,7 @@ impl Params {
     }
 
     /// Takes the value of `name` as bytes, if given.
-    fn take_bytes(&mut self, name: &str) -> Option<Vec<u8>> {
+    pub(super) fn take_bytes(&mut self, name: &str) -> Option<Vec<u8>> {
         self.0
             .iter_mut()
             .find(|(k, _)| k == name)
@@ -147,7 +150,7 @@ impl Params {
     }
 
     /// Fails on any parameter not taken.
-    fn done(self) -> Result<(), QueryError> {
+    pub(super) fn done(self) -> Result<(), QueryError> {
         match self.0.into_iter().find(|(_, v)| v.is_some()) {
             Some((k, _)) => Err(QueryError::Unknown(k)),
             None => Ok(()),
@@ -155,7 +158,7 @@ impl Params {
     }
 }
 
-fn bad(name: &'static str, reason: impl Into<String>) -> QueryError {
+pub(super) fn bad(name: &'static str, reason: impl Into<String>) -> QueryError {
     QueryError::BadValue {
         name,
         reason: reason.into(),
@@ -183,7 +186,7 @@ impl FromStr for Format {
     }
 }
 
-fn format(p: &mut Params) -> Result<Format, QueryError> {
+pub(super) fn format(p: &mut Params) -> Result<Format, QueryError> {
     p.take("format").map_or(Ok(Format::Json), |v| v.parse())
 }
 
@@ -199,7 +202,7 @@ fn boolean(name: &'static str, v: &str) -> Result<bool, QueryError> {
 
 /// Decimal digits only: `u64::from_str` also takes a leading `+`, which
 /// no integer of the document is written with.
-fn number(name: &'static str, v: &str) -> Result<u64, QueryError> {
+pub(super) fn number(name: &'static str, v: &str) -> Result<u64, QueryError> {
     let wrong = || bad(name, "expected a whole number from 0 to 2^64-1");
     if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
         return Err(wrong());

@@ -42,6 +42,7 @@ pub const ROUTES: &[RouteSpec] = &[
     read("GET", "/v1/lvm/vgs"),
     read("GET", "/v1/lvm/lvs"),
     read("GET", "/v1/fs"),
+    read("GET", "/v1/fs/changes"),
     read("GET", "/v1/log/records"),
     mutation("POST", "/v1/log/records"),
     read("GET", "/v1/log/stats"),

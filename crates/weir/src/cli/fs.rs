@@ -1,5 +1,6 @@
-//! The options of `weir fs` (the daemon's watched directory trees, listed)
-//! and `weir fs watch` (the filesystem change journal in the foreground).
+//! The options of `weir fs` (the daemon's watched directory trees, listed),
+//! `weir fs watch` (the filesystem change journal in the foreground) and
+//! `weir fs changes` (what changed under a root since a log index).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -32,6 +33,28 @@ pub(crate) enum FsCommand {
     /// (CREAT, UNLNK, RENME, ...) and print a line for it, until SIGINT or
     /// SIGTERM. Needs root (a fanotify filesystem mark).
     Watch(FsWatchArgs),
+    /// What changed under a watched root since a log index: a line per
+    /// change (`- removed`, `> from -> to`, `+ created`, `~ modified`),
+    /// then `next INDEX fresh no|yes: why`; ask again with `--since` the
+    /// `next` given. From the daemon when one answers, else (or with
+    /// `--direct`) from the log itself.
+    Changes(FsChangesArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct FsChangesArgs {
+    /// The watched root.
+    #[arg(value_name = "PATH")]
+    pub(crate) root: PathBuf,
+
+    /// The log index last looked at (the `next` of the previous answer;
+    /// 0 for the whole log).
+    #[arg(long, value_name = "INDEX")]
+    pub(crate) since: u64,
+
+    /// Print one JSON object.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Args)]

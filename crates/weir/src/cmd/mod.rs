@@ -60,6 +60,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<()> {
         Command::Fs(f) => match f.command {
             None => fs::list(&route, &f.list),
             Some(FsCommand::Watch(a)) => fs_watch::watch(&state?, &a),
+            Some(FsCommand::Changes(a)) => fs::changes(&route, &state?, &a),
         },
         Command::Pvs(a) => lvm::list(&route, Listing::Pvs, &a.list, a.columns.as_ref(), &a.units),
         Command::Vgs(a) => lvm::list(&route, Listing::Vgs, &a.list, a.columns.as_ref(), &a.units),

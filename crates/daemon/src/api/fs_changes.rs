@@ -1,0 +1,108 @@
+//! `GET /v1/fs/changes?root=PATH&since=INDEX`: what changed under a
+//! watched root after a log index (`weir_fs::since::changes` over the
+//! daemon's log), in the very bytes `weir fs changes` prints (weir-view's
+//! `fs_changes::render`).
+//!
+//! `root` is taken as bytes (a path need not be UTF-8) and must be the
+//! path as watched; `since` is required. A root the log holds no watch of
+//! is `unknown_root`. An answer that cannot be complete is still a 200, with
+//! `fresh: true` and `why`: the caller must read the tree again, which is
+//! an answer, not a failure. The query reads the log on a blocking thread.
+
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStringExt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::extract::{RawQuery, State};
+use axum::http::header::CONTENT_TYPE;
+use axum::response::{IntoResponse, Response};
+use weir_fs::since;
+use weir_view::{fs_changes, lvm_view};
+
+use super::context::Ctx;
+use super::error::{ApiError, Code};
+use super::inventory::bad_query;
+use super::query::{Format, Params, QueryError, bad, format, number};
+
+/// The parameters.
+#[derive(Debug, PartialEq, Eq)]
+struct ChangesQuery {
+    root: Vec<u8>,
+    since: u64,
+    format: Format,
+}
+
+impl ChangesQuery {
+    fn parse(query: Option<&str>) -> Result<ChangesQuery, QueryError> {
+        let mut p = Params::parse_with_bytes(query, &["root"])?;
+        let root = p
+            .take_bytes("root")
+            .filter(|r| r.first() == Some(&b'/'))
+            .ok_or_else(|| bad("root", "expected the watched root's absolute path"))?;
+        let since = p
+            .take("since")
+            .ok_or_else(|| bad("since", "expected a log index"))
+            .and_then(|v| number("since", &v))?;
+        let format = format(&mut p)?;
+        p.done()?;
+        Ok(ChangesQuery {
+            root,
+            since,
+            format,
+        })
+    }
+}
+
+/// The handler.
+pub(crate) async fn changes(
+    State(ctx): State<Arc<Ctx>>,
+    RawQuery(q): RawQuery,
+) -> Result<Response, ApiError> {
+    let q = ChangesQuery::parse(q.as_deref()).map_err(bad_query)?;
+    let log = ctx.state.log.clone();
+    let root = PathBuf::from(OsString::from_vec(q.root));
+    let answer = tokio::task::spawn_blocking(move || since::changes(&log, &root, q.since))
+        .await
+        .map_err(|e| ApiError::join(&e))?;
+    let changes = match answer {
+        Ok(c) => c,
+        Err(e @ since::Error::NotWatched { .. }) => {
+            return Err(ApiError::new(Code::UnknownRoot, e.to_string()));
+        }
+        Err(since::Error::Log(e)) => return Err(e.into()),
+        Err(e) => return Err(ApiError::new(Code::Internal, e.to_string())),
+    };
+    let (format, kind) = match q.format {
+        Format::Json => (lvm_view::Format::Json, "application/json"),
+        Format::Text => (lvm_view::Format::Text, "text/plain; charset=utf-8"),
+    };
+    Ok(([(CONTENT_TYPE, kind)], fs_changes::render(&changes, format)).into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn root_and_since_are_required_and_checked() {
+        let q = ChangesQuery::parse(Some("root=/srv/a%FF&since=7&format=text")).unwrap();
+        assert_eq!(
+            q,
+            ChangesQuery {
+                root: b"/srv/a\xff".to_vec(),
+                since: 7,
+                format: Format::Text
+            }
+        );
+        for bad in [
+            "root=/srv",
+            "since=3",
+            "root=srv&since=3",
+            "root=/srv&since=-1",
+            "root=/srv&since=3&x=1",
+        ] {
+            assert!(ChangesQuery::parse(Some(bad)).is_err(), "{bad}");
+        }
+    }
+}
