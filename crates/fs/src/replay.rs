@@ -20,6 +20,9 @@ use crate::tree::Tree;
 
 /// The MARK that starts a root's watch.
 pub const WATCHED: &[u8] = b"fs root watched";
+/// The MARK that says again that a root is watched, written as the log
+/// grows, so that retention never leaves a since query without its root.
+pub const WATCHING: &[u8] = b"fs root watching";
 /// The MARK that ends a restart's comparison.
 pub const RECONCILED: &[u8] = b"fs tree reconciled";
 /// The MARK that ends a root's watch: its directory was removed.

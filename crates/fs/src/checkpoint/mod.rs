@@ -13,7 +13,9 @@
 //! commits the images and that index together, once the log is durable
 //! there, so the copy is never ahead of the log; then it clears the log's
 //! consumer [`INDEX_CONSUMER`] up to it, so that retention keeps every record a
-//! restart replays. The consumer's id and registration time are the log's
+//! restart replays, but never past a watched root's latest MARK, which a
+//! since query finds the root by (the tracker marks a root again once its
+//! latest MARK is far behind, so this holds back little). The consumer's id and registration time are the log's
 //! identity in the copy: a copy made over another log is not trusted.
 //!
 //! A root the copy does not hold (or holds for another log) is written
@@ -42,7 +44,7 @@ pub(crate) use load::{Load, Loaded, load};
 pub const INDEX_FILE: &str = "fs/index.redb";
 
 /// The log consumer that holds back retention for the trees' persistent
-/// copy: it clears what the copy covers.
+/// copy: it clears what the copy covers, up to the roots' latest MARKs.
 pub const INDEX_CONSUMER: &str = "weir-fs-index";
 
 /// How often a checkpoint is taken while directories change.
@@ -71,8 +73,13 @@ pub(crate) enum Msg {
         images: Vec<DirImage>,
     },
     /// Root `root`'s checkpoint is whole: every change up to `covered` is
-    /// in the images sent.
-    Done { root: usize, covered: Appended },
+    /// in the images sent. Retention must keep the log from `keep` on (the
+    /// watched roots' latest MARKs, which since queries find roots by).
+    Done {
+        root: usize,
+        covered: Appended,
+        keep: Option<u64>,
+    },
     /// Answered once everything before it is committed.
     Flush(mpsc::Sender<Result<()>>),
 }
@@ -241,9 +248,15 @@ impl Checkpoints {
     }
 
     /// Sends what a checkpoint due or under way has next, without waiting:
-    /// `trees` are the roots' trees (`None` while one is first read), and
-    /// `last` the last record logged.
-    pub(crate) fn step(&mut self, trees: &mut [Option<&mut Tree>], last: Option<Appended>) {
+    /// `trees` are the roots' trees (`None` while one is first read),
+    /// `last` the last record logged, and `keep` the first index the log
+    /// must keep whatever the copy covers.
+    pub(crate) fn step(
+        &mut self,
+        trees: &mut [Option<&mut Tree>],
+        last: Option<Appended>,
+        keep: Option<u64>,
+    ) {
         if !self.flush_held() {
             return;
         }
@@ -265,7 +278,11 @@ impl Checkpoints {
             // Nothing touched is left: the images sent are the tree now.
             self.pending.remove(0);
             if let Some(covered) = last
-                && !self.send(Msg::Done { root, covered })
+                && !self.send(Msg::Done {
+                    root,
+                    covered,
+                    keep,
+                })
             {
                 return;
             }
@@ -281,6 +298,7 @@ impl Checkpoints {
         mut self,
         trees: &mut [Option<&mut Tree>],
         last: Option<Appended>,
+        keep: Option<u64>,
     ) -> Result<()> {
         let tx = self.tx.take().ok_or(Error::Stopped)?;
         if let Some(m) = self.held.take() {
@@ -294,8 +312,12 @@ impl Checkpoints {
                 tx.send(m).map_err(|_| Error::Stopped)?;
             }
             if let Some(covered) = last {
-                tx.send(Msg::Done { root, covered })
-                    .map_err(|_| Error::Stopped)?;
+                tx.send(Msg::Done {
+                    root,
+                    covered,
+                    keep,
+                })
+                .map_err(|_| Error::Stopped)?;
             }
         }
         let (rtx, rrx) = mpsc::channel();

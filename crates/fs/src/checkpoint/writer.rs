@@ -66,8 +66,12 @@ impl Writer {
                     removed,
                     images,
                 } => self.part(&index, &mut open[root], root, &removed, &images),
-                Msg::Done { root, covered } => match open[root].take() {
-                    Some(o) => self.done(o, root, covered),
+                Msg::Done {
+                    root,
+                    covered,
+                    keep,
+                } => match open[root].take() {
+                    Some(o) => self.done(o, root, covered, keep),
                     None => Ok(()),
                 },
                 Msg::Flush(reply) => {
@@ -145,7 +149,13 @@ impl Writer {
         Ok(())
     }
 
-    fn done(&mut self, open: Open<'_>, root: usize, covered: Appended) -> Result<()> {
+    fn done(
+        &mut self,
+        open: Open<'_>,
+        root: usize,
+        covered: Appended,
+        keep: Option<u64>,
+    ) -> Result<()> {
         // Never ahead of the log: what the copy covers is durable first.
         self.log.wait_durable(covered)?;
         match open {
@@ -165,11 +175,15 @@ impl Writer {
             s.commits += 1;
             s.error = None;
         });
-        // Retention may now take what every root's copy covers.
+        // Retention may now take what every root's copy covers, up to the
+        // roots' latest MARKs. A clear of 0 would be of everything.
         if self.covered.iter().all(Option::is_some)
-            && let Some(upto) = self.covered.iter().flatten().min()
+            && let Some(&upto) = self.covered.iter().flatten().min()
         {
-            self.log.clear(INDEX_CONSUMER, *upto)?;
+            let upto = keep.map_or(upto, |k| upto.min(k.saturating_sub(1)));
+            if upto > 0 {
+                self.log.clear(INDEX_CONSUMER, upto)?;
+            }
         }
         Ok(())
     }

@@ -1,6 +1,7 @@
 //! Where changes go once applied: the log (one record each, appended on
 //! weir-log's concurrent path) and the caller's callback.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use weir_log::{Appended, Field, Log, Record, RecordType};
@@ -23,6 +24,9 @@ pub(crate) struct Sink {
     pub(crate) error: Option<weir_log::Error>,
     /// Records appended.
     pub(crate) records: u64,
+    /// The index of each root's latest MARK, by the root's id: a since
+    /// query finds the root by it, so retention must keep it.
+    marks: HashMap<Vec<u8>, u64>,
 }
 
 impl Sink {
@@ -33,7 +37,13 @@ impl Sink {
             last: None,
             error: None,
             records: 0,
+            marks: HashMap::new(),
         }
+    }
+
+    /// The index of the latest MARK about the root with id `target`.
+    pub(crate) fn latest_mark(&self, target: &[u8]) -> Option<u64> {
+        self.marks.get(target).copied()
     }
 
     pub(crate) fn log(&self) -> Option<&Arc<Log>> {
@@ -68,6 +78,9 @@ impl Sink {
                 .target(target)
                 .fields(&fs),
         );
+        if let Ok(a) = &r {
+            self.marks.insert(target.to_vec(), a.index());
+        }
         self.appended(r);
     }
 

@@ -42,6 +42,10 @@ const PUBLISH: Duration = Duration::from_millis(50);
 /// that took `d`, the next waits `d * (1 / share - 1)`.
 const COMPARE_SHARE: f64 = 0.25;
 
+/// Records after a root's latest MARK before it is marked again: the copy
+/// holds retention back to that MARK, so this bounds what it keeps more.
+const REMARK_AFTER: u64 = 1 << 16;
+
 struct SyncWait {
     round: u64,
     pending: usize,
@@ -226,11 +230,48 @@ impl Worker {
 
     /// Hands the copy what a checkpoint due or under way has next.
     fn checkpoint(&mut self) {
-        let Some((_, c)) = self.copy.as_mut().filter(|(_, c)| c.is_due()) else {
+        if !self.copy.as_ref().is_some_and(|(_, c)| c.is_due()) {
+            return;
+        }
+        let keep = self.keep_marks();
+        let Some((_, c)) = self.copy.as_mut() else {
             return;
         };
         let mut trees = copy_trees(&mut self.roots);
-        c.step(&mut trees, self.sink.last);
+        c.step(&mut trees, self.sink.last, keep);
+    }
+
+    /// The first index retention must keep for since queries: the oldest
+    /// of the watched roots' latest MARKs (a query finds its root by one).
+    /// A root whose latest MARK is over [`REMARK_AFTER`] records old is
+    /// marked again (`fs root watching`) first, so what is kept stays
+    /// within that of what the copy covers.
+    fn keep_marks(&mut self) -> Option<u64> {
+        let last = self.sink.last?.index();
+        let mut keep: Option<u64> = None;
+        for root in self
+            .roots
+            .iter()
+            .filter(|r| r.ended.is_none() && !r.is_reading())
+        {
+            let id = root.id.as_bytes();
+            if self
+                .sink
+                .latest_mark(id)
+                .is_none_or(|at| last.saturating_sub(at) > REMARK_AFTER)
+            {
+                let path = root.path.as_os_str().as_encoded_bytes();
+                self.sink.mark(
+                    crate::replay::WATCHING,
+                    id,
+                    &[("root", path), ("fsid", root.fsid_text.as_bytes())],
+                );
+            }
+            if let Some(at) = self.sink.latest_mark(id) {
+                keep = Some(keep.map_or(at, |k| k.min(at)));
+            }
+        }
+        keep
     }
 
     /// Gives every touched directory its times now, so that the copy
@@ -262,11 +303,15 @@ impl Worker {
 
     /// At a stop: the copy takes everything logged, and its thread ends.
     fn finish_copy(&mut self) -> Result<()> {
+        if self.copy.is_none() {
+            return Ok(());
+        }
+        let keep = self.keep_marks();
         let Some((_, c)) = self.copy.take() else {
             return Ok(());
         };
         let mut trees = copy_trees(&mut self.roots);
-        c.finish(&mut trees, self.sink.last)
+        c.finish(&mut trees, self.sink.last, keep)
     }
 
     /// Sleeps in poll on the requests and (with `group`) the events.
