@@ -92,6 +92,13 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A rescan was asked of a path the tracker does not watch (or no
+    /// longer does: its root was removed or moved away).
+    #[error("{}: not a watched root", path.display())]
+    NotARoot {
+        /// The path asked about.
+        path: PathBuf,
+    },
     /// Reading or writing the trees' persistent copy failed.
     #[error("the trees' persistent copy")]
     Index(#[source] weir_fsindex::Error),

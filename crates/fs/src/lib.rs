@@ -51,6 +51,7 @@ pub use error::{Error, Result};
 pub use id::ObjectId;
 pub use kind::Kind;
 pub use tracker::{
-    MarkKind, OnChange, RootState, RootStatus, Tracker, TrackerOptions, TrackerStats,
+    MarkKind, OnChange, RESCANNED, Rescanned, RootState, RootStatus, Tracker, TrackerOptions,
+    TrackerStats,
 };
 pub use tree::{DirImage, DirTimes, Entry, Tree, TreeError};

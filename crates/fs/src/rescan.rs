@@ -21,7 +21,7 @@ use rustix::io::Errno;
 use weir_sys::fanotify::fid::open_by_handle_at;
 
 use crate::id::ObjectId;
-use crate::tree::{Entry, Set, Tree};
+use crate::tree::{DirTimes, Entry, Set, Tree};
 use crate::walk::{entry_at, times_at};
 
 /// What a rescan counted.
@@ -61,6 +61,18 @@ pub fn rescan(
     root_id: &ObjectId,
     fsid: [u32; 2],
 ) -> Result<Rescan, weir_sys::Error> {
+    rescan_with(root, known, root_id, fsid, &|d| known.dir_times(d))
+}
+
+/// As [`rescan`], with each directory's times as `times` says: a running
+/// tracker's tree has handed most of its times to the persistent copy.
+pub fn rescan_with(
+    root: BorrowedFd<'_>,
+    known: &Tree,
+    root_id: &ObjectId,
+    fsid: [u32; 2],
+    times: &dyn Fn(&ObjectId) -> Option<DirTimes>,
+) -> Result<Rescan, weir_sys::Error> {
     let mnt = rustix::fs::statx(
         root,
         c"",
@@ -85,7 +97,7 @@ pub fn rescan(
         };
         stats.checked += 1;
         let now = times_at(fd.as_fd())?;
-        if known.dir_times(&d) == Some(now) {
+        if times(&d) == Some(now) {
             queue.extend(
                 known
                     .entries_of(&d)

@@ -113,3 +113,32 @@ fn try_load(
         covered: root.covered,
     }))
 }
+
+/// The directory times a root's copy holds, read from a snapshot: a
+/// running tracker's tree hands its times to the copy with each image.
+pub(crate) struct CopyTimes {
+    snap: weir_fsindex::Snapshot,
+    no: weir_fsindex::RootNo,
+}
+
+impl CopyTimes {
+    /// The times of the directories of the root at `path` (with id `id`,
+    /// made over this log) in `opened`, as committed now; none while the
+    /// copy does not hold the root whole.
+    pub(crate) fn new(opened: &Opened, path: &Path, id: &ObjectId) -> Option<CopyTimes> {
+        let snap = opened.index.snapshot().ok()?;
+        let root = snap.root(path.as_os_str().as_encoded_bytes()).ok()??;
+        (root.id == id.as_bytes() && root.log_identity == opened.identity)
+            .then_some(CopyTimes { snap, no: root.no })
+    }
+
+    /// Directory `dir`'s times, when the copy holds valid ones (an error
+    /// reading is as none: the directory is then read).
+    pub(crate) fn get(&self, dir: &ObjectId) -> Option<DirTimes> {
+        let d = self.snap.dir(self.no, dir.as_bytes()).ok()??;
+        d.times_valid.then_some(DirTimes {
+            mtime: (d.mtime.sec, d.mtime.nsec),
+            ctime: (d.ctime.sec, d.ctime.nsec),
+        })
+    }
+}

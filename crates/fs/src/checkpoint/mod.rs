@@ -38,7 +38,7 @@ use crate::kind::Kind;
 use crate::tree::{DirImage, Tree};
 use crate::{Error, Result};
 
-pub(crate) use load::{Load, Loaded, load};
+pub(crate) use load::{CopyTimes, Load, Loaded, load};
 
 /// Where a state directory keeps the trees' persistent copy.
 pub const INDEX_FILE: &str = "fs/index.redb";

@@ -14,10 +14,14 @@
 //! each root puts a marker in the kernel's queue; once the thread has read
 //! every root's marker, every change made before the call has been read,
 //! and its records are durable when `sync` returns.
+//!
+//! [`Tracker::rescan`] compares a root with the live tree on demand
+//! (`rescan_now`'s module).
 
 mod end;
 mod events;
 mod mark;
+mod rescan_now;
 mod root;
 mod sink;
 mod start;
@@ -39,6 +43,7 @@ use crate::id::ObjectId;
 use crate::{Error, Result};
 
 pub use mark::MarkKind;
+pub use rescan_now::{RESCANNED, Rescanned};
 pub use root::{COOKIE_PREFIX, is_cookie};
 pub use sink::OnChange;
 
@@ -181,6 +186,7 @@ pub(crate) struct Shared {
 
 pub(crate) enum Request {
     Sync(mpsc::Sender<Result<()>>),
+    Rescan(PathBuf, mpsc::Sender<Result<Rescanned>>),
     Stop(mpsc::Sender<Result<()>>),
 }
 
@@ -294,6 +300,19 @@ impl Tracker {
     pub fn sync(&self) -> Result<()> {
         let (tx, rx) = mpsc::channel();
         self.send(Request::Sync(tx))?;
+        rx.recv().map_err(|_| Error::Stopped)?
+    }
+
+    /// Compares the watched root `root` with the live tree now, reading
+    /// only the directories whose times moved or are not known, and logs
+    /// each difference flagged `COMPARE`, then the MARK `fs tree
+    /// rescanned`. Returns once they are appended (not yet durable). The
+    /// thread reads no event meanwhile: they wait in the kernel's queue.
+    pub fn rescan(&self, root: &std::path::Path) -> Result<Rescanned> {
+        // Roots are kept absolute and without symlinks.
+        let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+        let (tx, rx) = mpsc::channel();
+        self.send(Request::Rescan(root, tx))?;
         rx.recv().map_err(|_| Error::Stopped)?
     }
 

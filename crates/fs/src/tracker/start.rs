@@ -245,7 +245,7 @@ impl Root {
         sink.mark(crate::replay::RECONCILED, id, &fields);
     }
 
-    fn read_error(&self, source: weir_sys::Error) -> Error {
+    pub(super) fn read_error(&self, source: weir_sys::Error) -> Error {
         Error::Root {
             path: self.path.clone(),
             what: "reading the tree",

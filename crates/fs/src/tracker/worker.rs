@@ -21,7 +21,7 @@ use super::root::{Root, is_cookie};
 use super::sink::Sink;
 use super::start::READ_SLICE;
 use super::verify::MAX_TOUCHES;
-use super::{Request, Shared};
+use super::{Request, Rescanned, Shared};
 use crate::change::How;
 use crate::checkpoint::{Checkpoints, Opened};
 use crate::id::ObjectId;
@@ -132,18 +132,28 @@ impl Worker {
 
     fn run_loop(&mut self) -> Result<()> {
         let mut stop = None;
+        let mut rescans = Vec::new();
         loop {
             while let Ok(r) = self.requests.try_recv() {
                 match r {
                     Request::Sync(tx) => self.start_sync(tx)?,
+                    Request::Rescan(path, tx) => rescans.push((path, tx)),
                     Request::Stop(tx) => stop = Some(tx),
                 }
             }
             if self.read_first()? {
                 // Trees still being read: no event is read before they
-                // are, since an event is judged against its tree. A sync
-                // or a stop waits.
+                // are, since an event is judged against its tree. A sync,
+                // a rescan or a stop waits.
                 continue;
+            }
+            if !rescans.is_empty() {
+                // The tree as logged up to the requests, then each one.
+                self.drain()?;
+                for (path, tx) in rescans.drain(..) {
+                    let _ = tx.send(self.rescan_now(&path));
+                }
+                self.publish();
             }
             if let Some(tx) = stop.take() {
                 // The times of the directories the copy will take, before
@@ -226,6 +236,21 @@ impl Worker {
             self.publish_now_and_then();
         }
         Ok(reading)
+    }
+
+    /// The on-demand rescan of the root at `path`.
+    fn rescan_now(&mut self, path: &std::path::Path) -> Result<Rescanned> {
+        let root = self
+            .roots
+            .iter_mut()
+            .find(|r| r.path == path && r.ended.is_none())
+            .ok_or_else(|| Error::NotARoot {
+                path: path.to_path_buf(),
+            })?;
+        let copy = self.copy.as_ref().and_then(|(opened, _)| {
+            crate::checkpoint::CopyTimes::new(opened, &root.path, &root.id)
+        });
+        root.rescan_now(&mut self.sink, copy.as_ref())
     }
 
     /// Hands the copy what a checkpoint due or under way has next.
