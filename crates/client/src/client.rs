@@ -107,7 +107,16 @@ impl Client {
     /// `GET target`, its body copied to `out` as it arrives, then `out`
     /// flushed. Returns the number of bytes copied.
     pub fn get_text(&mut self, target: &str, out: &mut dyn Write) -> Result<u64, Error> {
-        let req = request(Method::GET, target, None)?;
+        self.copy_text(request(Method::GET, target, None)?, out)
+    }
+
+    /// `POST target` without a body, the answer's body copied to `out` as
+    /// [`Client::get_text`] copies it.
+    pub fn post_text(&mut self, target: &str, out: &mut dyn Write) -> Result<u64, Error> {
+        self.copy_text(request(Method::POST, target, None)?, out)
+    }
+
+    fn copy_text(&mut self, req: Request<Full<Bytes>>, out: &mut dyn Write) -> Result<u64, Error> {
         let Client {
             rt,
             sender,

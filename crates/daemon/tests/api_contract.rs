@@ -211,7 +211,27 @@ async fn run(trackers: Trackers, limits: Limits) -> BTreeSet<(String, String, u1
     api_support::wait_committed(&fx.state.log, 5);
     let router = weir_daemon::api::router(fx.state.clone());
     let mut reached = BTreeSet::new();
-    for c in cases(limits.max_body_bytes) {
+    let mut all = cases(limits.max_body_bytes);
+    let rs = "/v1/fs/rescan";
+    all.extend([
+        case("POST", rs, &format!("{rs}?root=/nope"), ""),
+        case("POST", rs, rs, ""),
+        case("POST", rs, &format!("{rs}?root=nope"), ""),
+        refused("POST", rs, &format!("{rs}?root=/nope"), ""),
+    ]);
+    // The real filesystem tracker's root, as it watches it.
+    if let Some(t) = &fx.tree {
+        let root = std::fs::canonicalize(t.path()).unwrap();
+        let root = root.to_str().unwrap();
+        all.push(case("POST", rs, &format!("{rs}?root={root}"), ""));
+        all.push(case(
+            "POST",
+            rs,
+            &format!("{rs}?root={root}&format=text"),
+            "",
+        ));
+    }
+    for c in all {
         let a = call(
             &router,
             c.method,
@@ -289,7 +309,7 @@ async fn every_operation_answers_as_documented() {
                 || (s == 503
                     && matches!(
                         (m.as_str(), p.as_str()),
-                        ("POST", "/v1/log/records" | "/v1/sync")
+                        ("POST", "/v1/log/records" | "/v1/sync" | "/v1/fs/rescan")
                     ))
                 || (s == 200
                     && !is_root()

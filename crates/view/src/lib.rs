@@ -8,8 +8,9 @@
 //! very same bytes over its API, so `weir mounts` gives one answer whether
 //! or not a daemon runs; the LVM listings have one entry point for both,
 //! [`lvm_view::render`], `weir devices` its own,
-//! [`devices_view::render`], `weir fs` [`fs_view::render`] and `weir fs
-//! changes` [`fs_changes::render`].
+//! [`devices_view::render`], `weir fs` [`fs_view::render`], `weir fs
+//! changes` [`fs_changes::render`] and `weir fs rescan`
+//! [`fs_rescan::render`].
 //! Everything here is pure formatting: no I/O.
 #![forbid(unsafe_code)]
 
@@ -22,6 +23,7 @@ pub mod devices_view;
 pub mod error;
 pub mod fs_changes;
 pub mod fs_line;
+pub mod fs_rescan;
 pub mod fs_view;
 mod json;
 pub mod log_select;

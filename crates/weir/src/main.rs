@@ -74,7 +74,7 @@ fn init_tracing(command: &cli::Command) {
         },
         cli::Command::Fs(f) => match f.command {
             Some(cli::FsCommand::Watch(_)) => "info",
-            Some(cli::FsCommand::Changes(_)) | None => "warn",
+            Some(cli::FsCommand::Changes(_) | cli::FsCommand::Rescan(_)) | None => "warn",
         },
         cli::Command::Pvs(_)
         | cli::Command::Vgs(_)

@@ -9,6 +9,8 @@
 //! made just before SIGTERM is in the log (the stop is a barrier), one
 //! made while no daemon runs is logged `RECONCILED` by the next start,
 //! and a root that cannot be watched fails the start with its reason.
+//! `weir fs rescan ROOT` finds nothing the daemon missed and logs its
+//! MARK; a path that is not a root is refused.
 //! Without a daemon `weir fs` exits 3.
 //!
 //! Needs root and unshare; skipped (with a message) otherwise.
@@ -238,6 +240,49 @@ fn the_daemon_journals_a_watched_tree() {
     let metrics = String::from_utf8(metrics).unwrap();
     let sample = format!("weir_fs_root_records_total{{root=\"{}\"}} ", root.display());
     assert!(metrics.contains(&sample), "{metrics}");
+
+    // `weir fs rescan`: nothing was missed, so nothing differs; the MARK
+    // it logged is in the log at the index it gives, with its counts.
+    let found: Value = serde_json::from_slice(&ok(weir(
+        &socket,
+        &["fs", "rescan", "--json", root.to_str().unwrap()],
+    )))
+    .unwrap();
+    assert_eq!(found["root"], root.to_str().unwrap(), "{found}");
+    assert_eq!(found["changes"], 0, "{found}");
+    assert!(found["dirs_checked"].as_u64().unwrap() >= 4, "{found}");
+    let at = found["index"].as_u64().expect("the MARK's index");
+    let mark = log_records(&state)
+        .into_iter()
+        .find(|r| r.index == at)
+        .expect("the MARK is in the log");
+    assert_eq!(&mark.name[..], weir_fs::RESCANNED, "{found}");
+    assert_eq!(
+        mark.field("dirs_read").map(<[u8]>::to_vec),
+        Some(found["dirs_read"].to_string().into_bytes())
+    );
+    let line =
+        String::from_utf8(ok(weir(&socket, &["fs", "rescan", root.to_str().unwrap()]))).unwrap();
+    assert!(
+        line.starts_with(&format!("{}: 0 changes; ", root.display())),
+        "{line}"
+    );
+    let sub = root.join("sub");
+    let out = weir(&socket, &["fs", "rescan", sub.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not a watched root"),
+        "{out:?}"
+    );
+    let out = weir(
+        &socket,
+        &["--direct", "fs", "rescan", root.to_str().unwrap()],
+    )
+    .output()
+    .unwrap();
+    assert!(!out.status.success(), "{out:?}");
 
     // The stop logs what was made before it, without a sync.
     std::fs::write(root.join("sub/last"), b"l").unwrap();

@@ -29,6 +29,7 @@ mod cursor;
 mod error;
 mod fs;
 mod fs_changes;
+mod fs_rescan;
 mod gate;
 pub mod head;
 mod inventory;
@@ -80,6 +81,7 @@ fn build(ctx: Arc<Ctx>) -> Router {
         .route("/v1/lvm/vgs", get(inventory::vgs))
         .route("/v1/fs", get(fs::list))
         .route("/v1/fs/changes", get(fs_changes::changes))
+        .route("/v1/fs/rescan", post(fs_rescan::rescan))
         .route("/v1/log/records", get(records::read).post(records::append))
         .route("/v1/log/stats", get(status::log_stats))
         .route(

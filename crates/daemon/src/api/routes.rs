@@ -43,6 +43,7 @@ pub const ROUTES: &[RouteSpec] = &[
     read("GET", "/v1/lvm/lvs"),
     read("GET", "/v1/fs"),
     read("GET", "/v1/fs/changes"),
+    mutation("POST", "/v1/fs/rescan"),
     read("GET", "/v1/log/records"),
     mutation("POST", "/v1/log/records"),
     read("GET", "/v1/log/stats"),

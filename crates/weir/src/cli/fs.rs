@@ -1,6 +1,7 @@
 //! The options of `weir fs` (the daemon's watched directory trees, listed),
-//! `weir fs watch` (the filesystem change journal in the foreground) and
-//! `weir fs changes` (what changed under a root since a log index).
+//! `weir fs watch` (the filesystem change journal in the foreground),
+//! `weir fs changes` (what changed under a root since a log index) and
+//! `weir fs rescan` (the daemon compares a root with the live tree).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -39,6 +40,22 @@ pub(crate) enum FsCommand {
     /// `next` given. From the daemon when one answers, else (or with
     /// `--direct`) from the log itself.
     Changes(FsChangesArgs),
+    /// Have the daemon compare a watched root with the live tree now: it
+    /// reads only the directories whose times moved, logs each difference
+    /// (flagged COMPARE) and the MARK `fs tree rescanned`, and prints what
+    /// it found. Needs the daemon, and a peer it lets write.
+    Rescan(FsRescanArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct FsRescanArgs {
+    /// The watched root.
+    #[arg(value_name = "PATH")]
+    pub(crate) root: PathBuf,
+
+    /// Print one JSON object.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -20,7 +20,7 @@ use clap::{Args, Parser, Subcommand};
 use weir_mounts::BackendChoice;
 
 pub(crate) use devices::{DevicesArgs, DevicesCommand, DevicesWatchArgs, FilterArgs, LvmListArgs};
-pub(crate) use fs::{FsArgs, FsChangesArgs, FsCommand, FsListArgs, FsWatchArgs};
+pub(crate) use fs::{FsArgs, FsChangesArgs, FsCommand, FsListArgs, FsRescanArgs, FsWatchArgs};
 pub(crate) use log::{ConsumerCommand, LogCommand, TailArgs, WriteArgs};
 pub(crate) use lvm::{LvmColumnsArg, LvsArgs, PvsArgs, UnitsArgs, VgsArgs};
 pub(crate) use mounts::{MountsArgs, MountsCommand, MountsListArgs, MountsWatchArgs};

@@ -7,6 +7,11 @@
 //! a daemon it says so and exits 3, as `weir status` does; with
 //! `--direct` it refuses.
 //!
+//! `weir fs rescan PATH` asks the daemon (`POST /v1/fs/rescan`) to compare
+//! a root with the live tree; it has no direct form either, since only the
+//! tracker that watches the root can log what differs, and prints the
+//! daemon's bytes.
+//!
 //! `weir fs changes PATH --since INDEX` asks the daemon
 //! (`GET /v1/fs/changes`) when one answers for this state directory, and
 //! otherwise (or with `--direct`) reads the log itself, without the
@@ -22,7 +27,7 @@ use weir_view::fs_changes;
 use weir_view::lvm_view::Format;
 
 use super::NoDaemon;
-use crate::cli::{FsChangesArgs, FsListArgs};
+use crate::cli::{FsChangesArgs, FsListArgs, FsRescanArgs};
 use crate::daemon::Route;
 use crate::state_dir::StateDir;
 
@@ -38,6 +43,28 @@ pub(super) fn list(route: &Route, args: &FsListArgs) -> Result<()> {
         .get_text(target.as_str(), &mut crate::stdout::lock())
         .context("asking the daemon for its watched trees")?;
     Ok(())
+}
+
+pub(super) fn rescan(route: &Route, args: &FsRescanArgs) -> Result<()> {
+    if route.direct() {
+        bail!("weir fs rescan asks the daemon that watches the root; it has no --direct form");
+    }
+    let Some(mut client) = route.client()? else {
+        return Err(NoDaemon::new(route.tried()).into());
+    };
+    let root = std::fs::canonicalize(&args.root).unwrap_or_else(|_| args.root.clone());
+    let target = PathQuery::new("/v1/fs/rescan")
+        .param_bytes("root", root.as_os_str().as_encoded_bytes())
+        .param("format", if args.json { "json" } else { "text" });
+    match client.post_text(target.as_str(), &mut crate::stdout::lock()) {
+        Ok(_) => Ok(()),
+        Err(weir_client::Error::Api {
+            code: ErrorCode::UnknownRoot,
+            message,
+            ..
+        }) => bail!("{message}"),
+        Err(e) => Err(e).context("asking the daemon to rescan"),
+    }
 }
 
 pub(super) fn changes(route: &Route, state: &StateDir, args: &FsChangesArgs) -> Result<()> {

@@ -61,6 +61,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<()> {
             None => fs::list(&route, &f.list),
             Some(FsCommand::Watch(a)) => fs_watch::watch(&state?, &a),
             Some(FsCommand::Changes(a)) => fs::changes(&route, &state?, &a),
+            Some(FsCommand::Rescan(a)) => fs::rescan(&route, &a),
         },
         Command::Pvs(a) => lvm::list(&route, Listing::Pvs, &a.list, a.columns.as_ref(), &a.units),
         Command::Vgs(a) => lvm::list(&route, Listing::Vgs, &a.list, a.columns.as_ref(), &a.units),
