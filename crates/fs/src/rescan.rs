@@ -35,6 +35,20 @@ pub struct RescanStats {
     pub entries: u64,
 }
 
+/// A file whose inode changed at or after the moment a content-exact
+/// rescan asked about (its ctime), in a directory it read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Changed {
+    /// Its directory.
+    pub parent: ObjectId,
+    /// Its name there.
+    pub name: Box<[u8]>,
+    /// The object.
+    pub id: ObjectId,
+    /// Whether its content changed too (its mtime), not only attributes.
+    pub written: bool,
+}
+
 /// A directory read: its id and its entries.
 type Listing = (ObjectId, Vec<(Box<[u8]>, Entry)>);
 
@@ -51,6 +65,9 @@ pub struct Rescan {
     /// The directories whose entries may differ between the tree as
     /// logged and the live one: those read, and those of subtrees gone.
     pub scope: Set<ObjectId>,
+    /// With `content`, the files (not directories) whose ctime is at or
+    /// after it, in directory order.
+    pub changed: Vec<Changed>,
 }
 
 /// The live tree below the root open at `root` (id `root_id`, events with
@@ -61,17 +78,21 @@ pub fn rescan(
     root_id: &ObjectId,
     fsid: [u32; 2],
 ) -> Result<Rescan, weir_sys::Error> {
-    rescan_with(root, known, root_id, fsid, &|d| known.dir_times(d))
+    rescan_with(root, known, root_id, fsid, &|d| known.dir_times(d), None)
 }
 
-/// As [`rescan`], with each directory's times as `times` says: a running
-/// tracker's tree has handed most of its times to the persistent copy.
+/// As [`rescan`], with each directory's times as `times` says (a running
+/// tracker's tree has handed most of its times to the persistent copy).
+/// With `content` (seconds and nanoseconds), content-exact: every
+/// directory is read, and the files whose ctime is at or after `content`
+/// are in [`Rescan::changed`].
 pub fn rescan_with(
     root: BorrowedFd<'_>,
     known: &Tree,
     root_id: &ObjectId,
     fsid: [u32; 2],
     times: &dyn Fn(&ObjectId) -> Option<DirTimes>,
+    content: Option<(i64, u32)>,
 ) -> Result<Rescan, weir_sys::Error> {
     let mnt = rustix::fs::statx(
         root,
@@ -87,6 +108,7 @@ pub fn rescan_with(
     let mut seen: Set<ObjectId> = Set::default();
     let mut queue = VecDeque::from([root_id.clone()]);
     let mut cname = Vec::with_capacity(256);
+    let mut changed = Vec::new();
     while let Some(d) = queue.pop_front() {
         if !seen.insert(d.clone()) {
             continue;
@@ -97,7 +119,7 @@ pub fn rescan_with(
         };
         stats.checked += 1;
         let now = times_at(fd.as_fd())?;
-        if times(&d) == Some(now) {
+        if content.is_none() && times(&d) == Some(now) {
             queue.extend(
                 known
                     .entries_of(&d)
@@ -128,10 +150,21 @@ pub fn rescan_with(
                 continue;
             };
             let dfd = dir.fd().map_err(|errno| sys("getdents64", errno))?;
-            let Some((e, _)) = entry_at(dfd, c, fsid, mnt)? else {
+            let Some((e, t)) = entry_at(dfd, c, fsid, mnt)? else {
                 continue;
             };
             stats.entries += 1;
+            if let Some(since) = content
+                && !e.kind.is_dir()
+                && t.ctime >= since
+            {
+                changed.push(Changed {
+                    parent: d.clone(),
+                    name: Box::from(name),
+                    id: e.id.clone(),
+                    written: t.mtime >= since,
+                });
+            }
             if e.kind.is_dir() {
                 queue.push_back(e.id.clone());
             }
@@ -145,6 +178,7 @@ pub fn rescan_with(
         stats,
         read,
         scope,
+        changed,
     })
 }
 

@@ -171,6 +171,11 @@ pub struct FsConfig {
     /// often, in milliseconds; one closed after writing gets it at the
     /// close.
     pub mtime_interval_ms: u64,
+    /// Whether a restart is content-exact: besides the namespace, every
+    /// file is looked at, and those written or with attributes set while
+    /// no daemon watched get an MTIME or SATTR record (a read of every
+    /// directory, as a full walk costs).
+    pub content: bool,
 }
 
 impl Default for FsConfig {

@@ -91,6 +91,7 @@ pub(super) fn fs_defaults() -> FsConfig {
     FsConfig {
         watch: t.roots,
         mtime_interval_ms: u64::try_from(t.mtime_interval.as_millis()).unwrap_or(u64::MAX),
+        content: t.content,
     }
 }
 
@@ -185,6 +186,7 @@ impl FsConfig {
             roots: self.watch.clone(),
             mtime_interval: Duration::from_millis(self.mtime_interval_ms),
             resume: true,
+            content: self.content,
             ..weir_fs::TrackerOptions::default()
         })
     }

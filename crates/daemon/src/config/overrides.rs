@@ -43,6 +43,8 @@ pub struct ConfigOverrides {
     pub fs_watch: Option<Vec<PathBuf>>,
     /// `fs.mtime_interval_ms`.
     pub fs_mtime_interval_ms: Option<u64>,
+    /// `fs.content`.
+    pub fs_content: Option<bool>,
     /// `log.flush_ms`.
     pub log_flush_ms: Option<u64>,
     /// `log.sync_ms`.
@@ -103,6 +105,7 @@ impl Config {
         );
         set(&mut self.fs.watch, o.fs_watch);
         set(&mut self.fs.mtime_interval_ms, o.fs_mtime_interval_ms);
+        set(&mut self.fs.content, o.fs_content);
         let l = &mut self.log;
         set(&mut l.flush_ms, o.log_flush_ms);
         set(&mut l.sync_ms, o.log_sync_ms);

@@ -120,6 +120,7 @@ impl Config {
                 &mut f.mtime_interval_ms,
                 s.take("fs.mtime_interval_ms", UINT)?,
             );
+            set(&mut f.content, s.take("fs.content", BOOL)?);
             s.finish()?;
         }
         if let Some(mut s) = root.section("log")? {

@@ -18,6 +18,7 @@
 //! [`Tracker::rescan`] compares a root with the live tree on demand
 //! (`rescan_now`'s module).
 
+mod content;
 mod end;
 mod events;
 mod mark;
@@ -71,6 +72,12 @@ pub struct TrackerOptions {
     /// when it was first watched. `None` keeps none: a restart then starts
     /// from the log alone, which describes only roots first watched empty.
     pub index: Option<PathBuf>,
+    /// Whether a restart from the persistent copy is content-exact: every
+    /// directory is read and every file looked at, and those written or
+    /// with attributes set while nothing watched get an `MTIME` or
+    /// `SATTR` (`RECONCILED`). Default `false`: namespace-exact, reading
+    /// only the directories whose times moved.
+    pub content: bool,
 }
 
 impl Default for TrackerOptions {
@@ -81,6 +88,7 @@ impl Default for TrackerOptions {
             batch: Duration::from_millis(1),
             resume: true,
             index: None,
+            content: false,
         }
     }
 }
@@ -228,7 +236,7 @@ impl Tracker {
             })?;
             let id = ObjectId::from_handle(m.fsid, &h);
             let mut root = Root::new(m, id);
-            root.begin_reading(opts.resume)?;
+            root.begin_reading(opts.resume, opts.content)?;
             watched.push(root);
         }
         let mut checkpoints = match (&opened, &log) {

@@ -55,7 +55,8 @@ impl Root {
             stats,
             read,
             scope,
-        } = rescan_with(self.probe.mount(), tree, &self.id, self.fsid, &times)
+            ..
+        } = rescan_with(self.probe.mount(), tree, &self.id, self.fsid, &times, None)
             .map_err(|e| self.read_error(e))?;
         let changes = self.compare_in(&live, &scope, How::Compare, sink);
         drop(live);

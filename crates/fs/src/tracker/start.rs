@@ -18,7 +18,7 @@ use super::sink::Sink;
 use crate::change::How;
 use crate::checkpoint::{self, Load, Loaded, Opened};
 use crate::replay::View;
-use crate::rescan::{Rescan, RescanStats, rescan};
+use crate::rescan::{Rescan, RescanStats, rescan_with};
 use crate::walk::Walk;
 use crate::{Error, Result};
 
@@ -37,6 +37,8 @@ pub(crate) struct FirstRead {
     resume: bool,
     /// Whether the persistent copy was tried (it is, before the walk).
     copy_tried: bool,
+    /// Whether a restart from the copy is content-exact.
+    content: bool,
     started: Instant,
 }
 
@@ -48,7 +50,7 @@ const QUICK_ENTRIES: u64 = 20_000;
 impl Root {
     /// Begins the first reading (removing the sync cookies a killed weir
     /// left first, so that the walk does not see them).
-    pub(crate) fn begin_reading(&mut self, resume: bool) -> Result<()> {
+    pub(crate) fn begin_reading(&mut self, resume: bool, content: bool) -> Result<()> {
         self.remove_stale_cookies();
         let walk = Walk::new(self.probe.mount(), None, &self.id, self.fsid)
             .map_err(|e| self.read_error(e))?;
@@ -56,6 +58,7 @@ impl Root {
             walk,
             resume,
             copy_tried: false,
+            content,
             started: Instant::now(),
         });
         Ok(())
@@ -98,8 +101,8 @@ impl Root {
                 Load::No => f.copy_tried = true,
                 Load::Yes(l) => {
                     f.copy_tried = true;
-                    let started = f.started;
-                    if self.restart_from(l, &log, sink)? {
+                    let (started, content) = (f.started, f.content);
+                    if self.restart_from(l, &log, sink, content)? {
                         self.first = None;
                         tracing::info!(root = %self.path.display(), entries = self.tree.len(), seconds = started.elapsed().as_secs_f64(), "reconciled the tree from its persistent copy");
                         return Ok(true);
@@ -178,6 +181,7 @@ impl Root {
         l: Box<Loaded>,
         log: &weir_log::Log,
         sink: &mut Sink,
+        content: bool,
     ) -> Result<bool> {
         let Loaded {
             mut tree,
@@ -195,19 +199,34 @@ impl Root {
             return Ok(false);
         }
         let t = std::time::Instant::now();
+        let horizon = match content {
+            true => Some(super::content::horizon(log, covered)?),
+            false => None,
+        };
+        let known = &v.tree;
         let Rescan {
             live,
             stats,
             read,
             scope,
-        } = rescan(self.probe.mount(), &v.tree, &self.id, self.fsid)
-            .map_err(|e| self.read_error(e))?;
+            changed,
+        } = rescan_with(
+            self.probe.mount(),
+            known,
+            &self.id,
+            self.fsid,
+            &|d| known.dir_times(d),
+            horizon,
+        )
+        .map_err(|e| self.read_error(e))?;
         let rescan_s = t.elapsed().as_secs_f64();
+        let changed = super::content::known_changed(changed, known);
         self.tree = v.tree;
         self.copy = Some((no, covered));
         let t = std::time::Instant::now();
-        let n = self.compare_in(&live, &scope, How::Reconciled, sink);
+        let mut n = self.compare_in(&live, &scope, How::Reconciled, sink);
         drop(live);
+        n += self.log_content(changed, sink);
         tracing::debug!(root = %self.path.display(), rescan_s, compare_s = t.elapsed().as_secs_f64(), read = stats.read, checked = stats.checked, "rescanned from the persistent copy");
         // Their times are taken again at the stop, before its last sync
         // round, as for every directory touched. Not the rescan's own: the

@@ -86,6 +86,12 @@ pub(crate) struct FsWatchArgs {
     #[arg(long)]
     pub(crate) fresh: bool,
 
+    /// Restart content-exact: besides the namespace, look at every file,
+    /// and log an MTIME or SATTR (flagged RECONCILED) for those written or
+    /// with attributes set while nothing watched; reads every directory.
+    #[arg(long, conflicts_with = "fresh")]
+    pub(crate) content: bool,
+
     /// Print nothing per change (the records still go to the log).
     #[arg(short, long)]
     pub(crate) quiet: bool,

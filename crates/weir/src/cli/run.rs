@@ -65,6 +65,11 @@ pub(crate) struct RunArgs {
     /// often [default: 1000].
     #[arg(long, value_name = "MS", help_heading = "Filesystem")]
     pub(crate) fs_mtime_interval_ms: Option<u64>,
+    /// Restarts are content-exact: every file is looked at, and those
+    /// written or with attributes set while no daemon watched get an MTIME
+    /// or SATTR record [default: false].
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true", help_heading = "Filesystem")]
+    pub(crate) fs_content: Option<bool>,
 
     /// Appended records reach the OS within this many ms [default: 10].
     #[arg(long, value_name = "MS", help_heading = "Log")]

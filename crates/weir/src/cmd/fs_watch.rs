@@ -33,6 +33,7 @@ pub(super) fn watch(state: &StateDir, args: &FsWatchArgs) -> Result<()> {
         mtime_interval: args.mtime_interval(),
         resume: !args.fresh,
         index: Some(state.root().join(weir_fs::INDEX_FILE)),
+        content: args.content,
         ..TrackerOptions::default()
     };
     let on_change: Option<OnChange> = if args.quiet {

@@ -64,6 +64,7 @@ fn overrides(a: &RunArgs, state_dir: Option<PathBuf>, socket: Option<PathBuf>) -
     o.devices_on_vg_complete = a.devices_on_vg_complete.clone();
     o.fs_watch = (!a.fs_watch.is_empty()).then(|| a.fs_watch.clone());
     o.fs_mtime_interval_ms = a.fs_mtime_interval_ms;
+    o.fs_content = a.fs_content;
     o.log_flush_ms = a.log_flush_ms;
     o.log_sync_ms = a.log_sync_ms;
     o.log_segment_mib = a.log_segment_mib;
