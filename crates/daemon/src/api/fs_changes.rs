@@ -5,7 +5,9 @@
 //!
 //! `root` is taken as bytes (a path need not be UTF-8) and must be the
 //! path as watched; `since` is required. A root the log holds no watch of
-//! is `unknown_root`. An answer that cannot be complete is still a 200, with
+//! is `unknown_root`. While the tracker still reads the root's tree (its
+//! first reading, or a start's reconciliation) the answer is `fresh`, the
+//! log not holding its changes yet. An answer that cannot be complete is still a 200, with
 //! `fresh: true` and `why`: the caller must read the tree again, which is
 //! an answer, not a failure. The query reads the log on a blocking thread.
 
@@ -62,11 +64,33 @@ pub(crate) async fn changes(
     let q = ChangesQuery::parse(q.as_deref()).map_err(bad_query)?;
     let log = ctx.state.log.clone();
     let root = PathBuf::from(OsString::from_vec(q.root));
-    let answer = tokio::task::spawn_blocking(move || since::changes(&log, &root, q.since))
+    // Asked before the tracker has read the root: the log does not hold
+    // its changes yet (they wait in the kernel's queue).
+    let reading = ctx.state.fs.as_deref().is_some_and(|t| {
+        t.roots()
+            .iter()
+            .any(|r| r.path == root && r.state == weir_fs::RootState::Reading)
+    });
+    let asked = root.clone();
+    let answer = tokio::task::spawn_blocking(move || since::changes(&log, &asked, q.since))
         .await
         .map_err(|e| ApiError::join(&e))?;
     let changes = match answer {
+        Ok(mut c) if reading => {
+            c.fresh = true;
+            c.why = Some(since::Fresh::Reading);
+            c
+        }
         Ok(c) => c,
+        Err(since::Error::NotWatched { .. }) if reading => {
+            let mut c = since::Changes::default();
+            c.root = root;
+            c.since = q.since;
+            c.next = ctx.state.log.last_index();
+            c.fresh = true;
+            c.why = Some(since::Fresh::Reading);
+            c
+        }
         Err(e @ since::Error::NotWatched { .. }) => {
             return Err(ApiError::new(Code::UnknownRoot, e.to_string()));
         }

@@ -70,6 +70,11 @@ pub enum Fresh {
     /// Another root on the same filesystem was watched in the window: ids
     /// alone cannot tell its records from this root's.
     SharedFilesystem,
+    /// The tracker is still reading the root's tree for the first time
+    /// (or reconciling it at a start): its changes are logged once it is
+    /// done, so the log is not yet complete. Only a tracker knows this
+    /// (the daemon's answer says it; the log read directly cannot).
+    Reading,
 }
 
 impl Fresh {
@@ -88,6 +93,9 @@ impl Fresh {
             }
             Fresh::SharedFilesystem => {
                 "another watched root shares the filesystem: records cannot be told apart".into()
+            }
+            Fresh::Reading => {
+                "the root's tree is still being read: its changes are logged once it is".into()
             }
         }
     }
