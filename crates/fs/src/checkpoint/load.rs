@@ -2,13 +2,14 @@
 //! holds the root whole, for this root directory and this log, and the log
 //! still has every record after the index it covers.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::path::Path;
 
 use weir_log::Log;
 
 use super::{Opened, from_copy};
 use crate::id::ObjectId;
+use crate::kind::Kind;
 use crate::tree::{DirTimes, Entry, Tree};
 
 /// A tree loaded from the copy.
@@ -48,6 +49,71 @@ pub(crate) fn load(
     }
 }
 
+/// Root `no`'s tree, read in two scans of the store, not a lookup per
+/// directory: the directories (with their times), inserted from the root
+/// down, then every other entry, each directory's together.
+fn read_tree(
+    snap: &weir_fsindex::Snapshot,
+    no: weir_fsindex::RootNo,
+    id: &ObjectId,
+) -> Result<Tree, &'static str> {
+    const DIRS: &str = "a directory cannot be read";
+    const ENTRIES: &str = "a directory's entries cannot be read";
+    let mut tree = Tree::new(id.clone());
+    let mut below: HashMap<ObjectId, Vec<(Vec<u8>, ObjectId)>> = HashMap::new();
+    let mut times: HashMap<ObjectId, DirTimes> = HashMap::new();
+    for row in snap.dirs(no).map_err(|_| DIRS)? {
+        let (did, d) = row.map_err(|_| DIRS)?;
+        let did = ObjectId::from_bytes(&did).ok_or("it holds an id that is not one")?;
+        if d.times_valid {
+            let t = DirTimes {
+                mtime: (d.mtime.sec, d.mtime.nsec),
+                ctime: (d.ctime.sec, d.ctime.nsec),
+            };
+            times.insert(did.clone(), t);
+        }
+        if let Some(parent) = d.parent {
+            let parent = ObjectId::from_bytes(&parent).ok_or("it holds an id that is not one")?;
+            below.entry(parent).or_default().push((d.name, did));
+        }
+    }
+    let mut queue = VecDeque::from([id.clone()]);
+    while let Some(dir) = queue.pop_front() {
+        if let Some(t) = times.remove(&dir) {
+            tree.set_dir_times(&dir, t);
+        }
+        for (name, sub) in below.remove(&dir).unwrap_or_default() {
+            let entry = Entry {
+                id: sub.clone(),
+                kind: Kind::Dir,
+            };
+            tree.insert(&dir, &name, entry)
+                .map_err(|_| "its directories do not make a tree")?;
+            queue.push_back(sub);
+        }
+    }
+    let mut bad = None;
+    snap.for_each_entry(no, |e| {
+        if bad.is_some() || e.kind == weir_fsindex::Kind::Dir {
+            return;
+        }
+        let (Some(parent), Some(eid)) = (ObjectId::from_bytes(e.parent), ObjectId::from_bytes(e.id))
+        else {
+            bad = Some("it holds an id that is not one");
+            return;
+        };
+        let entry = Entry {
+            id: eid,
+            kind: from_copy(e.kind),
+        };
+        if tree.insert(&parent, e.name, entry).is_err() {
+            bad = Some("its entries do not make a tree");
+        }
+    })
+    .map_err(|_| ENTRIES)?;
+    bad.map_or(Ok(tree), Err)
+}
+
 fn try_load(
     opened: &Opened,
     log: &Log,
@@ -72,40 +138,9 @@ fn try_load(
     if budget.is_some_and(|b| root.entries > b) {
         return Ok(None);
     }
-    let mut tree = Tree::new(id.clone());
-    let mut queue = VecDeque::from([id.clone()]);
-    while let Some(dir) = queue.pop_front() {
-        let row = snap
-            .dir(root.no, dir.as_bytes())
-            .map_err(|_| "a directory cannot be read")?;
-        if let Some(d) = row.filter(|d| d.times_valid) {
-            let t = DirTimes {
-                mtime: (d.mtime.sec, d.mtime.nsec),
-                ctime: (d.ctime.sec, d.ctime.nsec),
-            };
-            tree.set_dir_times(&dir, t);
-        }
-        let rows = snap
-            .children(root.no, dir.as_bytes())
-            .map_err(|_| "a directory's entries cannot be read")?;
-        for row in rows {
-            let row = row.map_err(|_| "a directory's entries cannot be read")?;
-            let eid =
-                ObjectId::from_bytes(&row.entry.id).ok_or("it holds an id that is not one")?;
-            let kind = from_copy(row.entry.kind);
-            tree.insert(
-                &dir,
-                &row.name,
-                Entry {
-                    id: eid.clone(),
-                    kind,
-                },
-            )
-            .map_err(|_| "its entries do not make a tree")?;
-            if kind.is_dir() {
-                queue.push_back(eid);
-            }
-        }
+    let tree = read_tree(&snap, root.no, id)?;
+    if tree.len() as u64 != root.entries {
+        return Err("its entries do not make a tree");
     }
     Ok(Some(Loaded {
         tree,
