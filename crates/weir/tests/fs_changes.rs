@@ -6,12 +6,16 @@
 //! private mount namespace on tmpfs; needs root and unshare, skipped
 //! (with a message) otherwise.
 
+#[path = "support/fs_watcher.rs"]
+mod fs_watcher;
 #[path = "../../fs/tests/support/mod.rs"]
 mod support;
 
+use std::ffi::OsStr;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
+use fs_watcher::Watcher;
 use serde_json::{Value, json};
 use support::scratch::{FsKind, scratch};
 
@@ -19,79 +23,32 @@ support::workload_child_test!();
 
 const WEIR: &str = env!("CARGO_BIN_EXE_weir");
 
-/// A running `weir fs watch`, stopped by `stop` (killed on drop).
-struct Watcher(std::process::Child);
-
-impl Watcher {
-    /// Starts it and waits until it watches (its tree read).
-    fn start(state: &Path, root: &Path) -> Watcher {
-        Watcher::start_with(state, root, &[])
-    }
-
-    /// As [`Watcher::start`], with weir's options `pre` first.
-    fn start_with(state: &Path, root: &Path, pre: &[&std::ffi::OsStr]) -> Watcher {
-        let mut child = Command::new(WEIR)
-            .args(pre)
-            .arg("--state-dir")
-            .arg(state)
-            .args(["fs", "watch", "--quiet"])
-            .arg(root)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn weir fs watch");
-        let err = child.stderr.take().expect("stderr");
-        let mut r = std::io::BufReader::new(err);
-        let mut seen = String::new();
-        loop {
-            let mut line = String::new();
-            let n = std::io::BufRead::read_line(&mut r, &mut line).expect("read stderr");
-            assert!(n > 0, "weir fs watch ended before it was ready:\n{seen}");
-            seen.push_str(&line);
-            if line.starts_with("weir: watching") || line.starts_with("weir: read ") {
-                break;
-            }
-        }
-        std::thread::spawn(move || std::io::copy(&mut r, &mut std::io::sink()));
-        Watcher(child)
-    }
-
-    /// SIGTERM: the stop logs everything before it.
-    fn stop(mut self) {
-        let pid = rustix::process::Pid::from_child(&self.0);
-        rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("signal");
-        let st = self.0.wait().expect("wait");
-        assert!(st.success(), "weir fs watch exited with {st}");
-    }
-}
-
-impl Drop for Watcher {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+/// `weir --direct --state-dir STATE ARGS...`'s output; it must succeed.
+fn direct(state: &Path, args: &[&OsStr]) -> String {
+    let out = Command::new(WEIR)
+        .arg("--direct")
+        .arg("--state-dir")
+        .arg(state)
+        .args(args)
+        .output()
+        .expect("run weir");
+    assert!(
+        out.status.success(),
+        "weir {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8 output")
 }
 
 /// `weir --direct fs changes ROOT --since SINCE [--json]`'s output.
 fn changes(state: &Path, root: &Path, since: u64, json: bool) -> String {
-    let mut cmd = Command::new(WEIR);
-    cmd.arg("--direct")
-        .arg("--state-dir")
-        .arg(state)
-        .args(["fs", "changes"])
-        .arg(root)
-        .args(["--since", &since.to_string()]);
+    let since = since.to_string();
+    let mut args: Vec<&OsStr> = vec!["fs".as_ref(), "changes".as_ref(), root.as_os_str()];
+    args.extend(["--since".as_ref(), OsStr::new(&since)]);
     if json {
-        cmd.arg("--json");
+        args.push("--json".as_ref());
     }
-    let out = cmd.output().expect("run weir fs changes");
-    assert!(
-        out.status.success(),
-        "weir fs changes: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("UTF-8 output")
+    direct(state, &args)
 }
 
 fn answer(state: &Path, root: &Path, since: u64) -> Value {
@@ -170,19 +127,8 @@ fn inner_changes_since_an_index_are_what_was_done() {
 
 /// `weir --direct log stats --json`'s `first_index`.
 fn first_index(state: &Path) -> u64 {
-    let out = Command::new(WEIR)
-        .arg("--direct")
-        .arg("--state-dir")
-        .arg(state)
-        .args(["log", "stats", "--json"])
-        .output()
-        .expect("run weir log stats");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let out = direct(state, &["log", "stats", "--json"].map(OsStr::new));
+    let v: Value = serde_json::from_str(&out).expect("JSON");
     v["first_index"].as_u64().expect("first_index")
 }
 
@@ -205,8 +151,8 @@ fn inner_retention_leaves_the_root_answerable() {
     // Segments of 1 MiB and no floor: what every consumer cleared goes.
     let config = base.path().join("weir.toml");
     std::fs::write(&config, "[log]\nsegment_mib = 1\nkeep_mib = 0\n").unwrap();
-    let pre = [std::ffi::OsStr::new("--config"), config.as_os_str()];
-    let w = Watcher::start_with(&state, &root, &pre);
+    let pre = [OsStr::new("--config"), config.as_os_str()];
+    let w = Watcher::start_with(&state, &root, &pre, true);
     // Enough records that the watch is marked again and its first MARK's
     // segments are cleared by the copy's consumer; the copy commits every
     // few seconds, so go on until retention has taken them.
@@ -240,14 +186,7 @@ fn inner_retention_leaves_the_root_answerable() {
     std::fs::remove_dir_all(root.join("b0")).unwrap();
     w.stop();
     let since = first_index(&state);
-    let tail = Command::new(WEIR)
-        .arg("--direct")
-        .arg("--state-dir")
-        .arg(&state)
-        .args(["log", "tail", "--json"])
-        .output()
-        .expect("run weir log tail");
-    let tail = String::from_utf8_lossy(&tail.stdout);
+    let tail = direct(&state, &["log", "tail", "--json"].map(OsStr::new));
     assert!(
         !tail.contains("fs root watched"),
         "the first MARK is still in the log"

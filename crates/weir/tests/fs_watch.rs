@@ -9,93 +9,21 @@
 //! own test support, shared here by path. Needs root, unshare and
 //! mkfs.ext4; skipped (with a message) otherwise.
 
+#[path = "support/fs_watcher.rs"]
+mod fs_watcher;
 #[path = "../../fs/tests/support/mod.rs"]
 mod support;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use fs_watcher::Watcher;
 use support::journal::compare;
 use support::scratch::{FsKind, scratch};
 
 support::workload_child_test!();
-
-const WEIR: &str = env!("CARGO_BIN_EXE_weir");
-
-/// A running `weir fs watch`, killed on drop.
-struct Watcher(std::process::Child);
-
-impl Watcher {
-    /// Starts it and waits for its "watching" line (marks placed, trees
-    /// read and, after a kill, reconciled).
-    fn start(state: &Path, root: &Path) -> Watcher {
-        Watcher::start_until(state, root, true)
-    }
-
-    /// Starts it and waits for its "watching" line (the marks placed)
-    /// and, with `read`, for its tree read too: a tree too big to read
-    /// before that line has a `weir: read` line after it.
-    fn start_until(state: &Path, root: &Path, read: bool) -> Watcher {
-        let mut child = Command::new(WEIR)
-            .arg("--state-dir")
-            .arg(state)
-            .args(["fs", "watch", "--quiet"])
-            .arg(root)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn weir fs watch");
-        let err = child.stderr.take().expect("stderr");
-        let mut r = std::io::BufReader::new(err);
-        let mut seen = String::new();
-        loop {
-            let mut line = String::new();
-            let n = std::io::BufRead::read_line(&mut r, &mut line).expect("read stderr");
-            assert!(n > 0, "weir fs watch ended before it was ready:\n{seen}");
-            seen.push_str(&line);
-            let read_later =
-                line.starts_with("weir: watching") && line.contains("reading the tree");
-            if line.starts_with("weir: watching") && !(read && read_later) {
-                break;
-            }
-            if line.starts_with("weir: read ") {
-                break;
-            }
-        }
-        // Keep draining stderr so the child never blocks on it.
-        std::thread::spawn(move || std::io::copy(&mut r, &mut std::io::sink()));
-        Watcher(child)
-    }
-
-    fn signal(&self, sig: rustix::process::Signal) {
-        let pid = rustix::process::Pid::from_child(&self.0);
-        rustix::process::kill_process(pid, sig).expect("signal the watcher");
-    }
-
-    /// SIGTERM, then its exit status must be success: the stop logs
-    /// everything before it.
-    fn stop(mut self) {
-        self.signal(rustix::process::Signal::TERM);
-        let st = self.0.wait().expect("wait");
-        assert!(st.success(), "weir fs watch exited with {st}");
-    }
-
-    fn kill(mut self) {
-        self.signal(rustix::process::Signal::KILL);
-        let _ = self.0.wait();
-    }
-}
-
-impl Drop for Watcher {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn open_log(state: &Path) -> weir_log::Log {
     weir_log::Log::open(state.join("log"), weir_log::Options::default()).expect("open the log")
@@ -186,7 +114,7 @@ fn inner_twenty_kills_during_a_storm_lose_nothing() {
         std::thread::sleep(Duration::from_millis(20 + rng.below(60) as u64));
         w.kill();
         let wait_read = i % 2 == 0 || i == 19;
-        w = Watcher::start_until(&state, &root, wait_read);
+        w = Watcher::start_with(&state, &root, &[], wait_read);
         read += usize::from(wait_read);
     }
     done.store(true, Ordering::Relaxed);

@@ -97,7 +97,8 @@ fn read_tree(
         if bad.is_some() || e.kind == weir_fsindex::Kind::Dir {
             return;
         }
-        let (Some(parent), Some(eid)) = (ObjectId::from_bytes(e.parent), ObjectId::from_bytes(e.id))
+        let (Some(parent), Some(eid)) =
+            (ObjectId::from_bytes(e.parent), ObjectId::from_bytes(e.id))
         else {
             bad = Some("it holds an id that is not one");
             return;
