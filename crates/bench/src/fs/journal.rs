@@ -79,11 +79,11 @@ impl WeirRun {
         limit: Duration,
     ) -> Result<WeirRun> {
         let state = ws.fresh_dir(&format!("{tag}.state"))?;
-        WeirRun::start_in(tools, ws, root, tag, state, limit)
+        WeirRun::start_in(tools, ws, root, tag, state, limit, &[])
     }
 
     /// As [`WeirRun::start`], with the state directory `state` (a restart
-    /// over an earlier run's).
+    /// over an earlier run's) and `extra` after the configured arguments.
     pub(crate) fn start_in(
         tools: &Tools,
         ws: &Workspace,
@@ -91,6 +91,7 @@ impl WeirRun {
         tag: &str,
         state: PathBuf,
         limit: Duration,
+        extra: &[&str],
     ) -> Result<WeirRun> {
         let weir = tools.weir.as_ref().context("weir is not available")?;
         let mut cmd = std::process::Command::new(weir);
@@ -98,6 +99,7 @@ impl WeirRun {
             .arg(&state)
             .args(["fs", "watch", "--quiet"])
             .args(&tools.weir_args)
+            .args(extra)
             .arg(root);
         let t0 = Instant::now();
         let proc = Proc::spawn(
