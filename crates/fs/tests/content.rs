@@ -2,7 +2,9 @@
 //! persistent copy, on ext4 and tmpfs: a file written while nothing
 //! watched gets one `MTIME` (one, though it has two names), a file whose
 //! mode was changed a `SATTR`, both flagged `RECONCILED | COMPARE`; a new
-//! file gets its `CREAT` alone, and an untouched one nothing. Every
+//! file gets its `CREAT` alone, a renamed one its `RENME` and a new link
+//! its `HLINK` (not a `SATTR` for the ctime they move), and an untouched
+//! one nothing. Every
 //! directory is read. (What changed within the margin, 2 s, before the
 //! previous run's last record counts again: the test waits that long.) Without `content`, the same restart logs the
 //! namespace alone.
@@ -85,6 +87,10 @@ fn content_restart(kind: FsKind) {
     std::fs::write(at(&s, "a/w"), b"written again").unwrap();
     std::fs::set_permissions(at(&s, "a/c"), std::fs::Permissions::from_mode(0o640)).unwrap();
     touch(&s, "b/new");
+    // A rename and a new link move a file's ctime: their own records say
+    // it, not a SATTR.
+    std::fs::rename(at(&s, "b/other"), at(&s, "a/other")).unwrap();
+    std::fs::hard_link(at(&s, "b/same"), at(&s, "b/same-link")).unwrap();
     let third = run(&s, &base, true);
     let rs = third.records();
     let got = changes(&rs);
@@ -112,6 +118,8 @@ fn content_restart(kind: FsKind) {
         rest,
         [
             (RecordType::CREAT, b"b/new".to_vec()),
+            (RecordType::HLINK, b"b/same-link".to_vec()),
+            (RecordType::RENME, b"a/other".to_vec()),
             (RecordType::SATTR, b"a/c".to_vec()),
         ],
         "{what}:\n{}",
@@ -131,7 +139,7 @@ fn content_restart(kind: FsKind) {
     assert_eq!(mark.name, b"fs tree reconciled", "{what}");
     assert_eq!(
         (mark.field("dirs_read"), mark.field("changes")),
-        (Some(&b"3"[..]), Some(&b"3"[..])),
+        (Some(&b"3"[..]), Some(&b"5"[..])),
         "{what}: every directory read:\n{}",
         describe_all(&rs)
     );

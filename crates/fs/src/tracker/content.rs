@@ -43,12 +43,22 @@ pub(crate) fn horizon(log: &Log, covered: u64) -> weir_log::Result<(i64, u32)> {
 
 /// Those of `changed` that `known` (the tree as logged, before the
 /// comparison) holds, once each: the others are new, and their creation
-/// says it all.
-pub(crate) fn known_changed(changed: Vec<Changed>, known: &Tree) -> Vec<Changed> {
+/// says it all. A file whose ctime alone moved and that was renamed, or
+/// gained or lost a link, is left out too: that moves the ctime, and its
+/// RENME, HLINK or UNLNK says it.
+pub(crate) fn known_changed(changed: Vec<Changed>, known: &Tree, live: &Tree) -> Vec<Changed> {
     let mut seen: HashSet<ObjectId> = HashSet::new();
     changed
         .into_iter()
-        .filter(|c| known.contains(&c.id) && seen.insert(c.id.clone()))
+        .filter(|c| known.contains(&c.id))
+        .filter(|c| {
+            c.written
+                || (known
+                    .lookup(&c.parent, &c.name)
+                    .is_some_and(|e| e.id == c.id)
+                    && known.links(&c.id) == live.links(&c.id))
+        })
+        .filter(|c| seen.insert(c.id.clone()))
         .collect()
 }
 

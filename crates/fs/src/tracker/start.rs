@@ -220,7 +220,7 @@ impl Root {
         )
         .map_err(|e| self.read_error(e))?;
         let rescan_s = t.elapsed().as_secs_f64();
-        let changed = super::content::known_changed(changed, known);
+        let changed = super::content::known_changed(changed, known, &live);
         self.tree = v.tree;
         self.copy = Some((no, covered));
         let t = std::time::Instant::now();
