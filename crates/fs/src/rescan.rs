@@ -22,7 +22,7 @@ use weir_sys::fanotify::fid::open_by_handle_at;
 
 use crate::id::ObjectId;
 use crate::tree::{DirTimes, Entry, Set, Tree};
-use crate::walk::{entry_at, times_at};
+use crate::walk::{dir_times_in, entry_at, times_at};
 
 /// What a rescan counted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -106,10 +106,26 @@ pub fn rescan_with(
     let mut listings: Vec<Listing> = Vec::new();
     let mut read = Vec::new();
     let mut seen: Set<ObjectId> = Set::default();
-    let mut queue = VecDeque::from([root_id.clone()]);
+    // Each directory with its times when its parent's handle gave them.
+    let mut queue: VecDeque<(ObjectId, Option<DirTimes>)> =
+        VecDeque::from([(root_id.clone(), None)]);
     let mut cname = Vec::with_capacity(256);
     let mut changed = Vec::new();
-    while let Some(d) = queue.pop_front() {
+    let unchanged = |d: &ObjectId, t: DirTimes| content.is_none() && times(d) == Some(t);
+    // A directory found unchanged through its parent, with no directory
+    // below it, needs nothing more: most directories are such leaves, and
+    // this spares each an open by handle.
+    let visit = |queue: &mut VecDeque<_>, stats: &mut RescanStats, c, t: Option<DirTimes>| {
+        if let Some(t) = t
+            && unchanged(&c, t)
+            && !known.entries_of(&c).any(|(_, e)| e.kind.is_dir())
+        {
+            stats.checked += 1;
+            return;
+        }
+        queue.push_back((c, t));
+    };
+    while let Some((d, pre)) = queue.pop_front() {
         if !seen.insert(d.clone()) {
             continue;
         }
@@ -118,14 +134,23 @@ pub fn rescan_with(
             continue;
         };
         stats.checked += 1;
-        let now = times_at(fd.as_fd())?;
-        if content.is_none() && times(&d) == Some(now) {
-            queue.extend(
-                known
-                    .entries_of(&d)
-                    .filter(|(_, e)| e.kind.is_dir())
-                    .map(|(_, e)| e.id),
-            );
+        let now = match pre {
+            Some(t) => t,
+            None => times_at(fd.as_fd())?,
+        };
+        if unchanged(&d, now) {
+            // Its entries are the tree's: each subdirectory's name is the
+            // same object, so its times come by name through this one.
+            for (name, e) in known.entries_of(&d).filter(|(_, e)| e.kind.is_dir()) {
+                cname.clear();
+                cname.extend_from_slice(name);
+                cname.push(0);
+                let t = match CStr::from_bytes_with_nul(&cname) {
+                    Ok(c) => dir_times_in(fd.as_fd(), c, mnt)?,
+                    Err(_) => None,
+                };
+                visit(&mut queue, &mut stats, e.id, t);
+            }
             continue;
         }
         stats.read += 1;
@@ -166,7 +191,7 @@ pub fn rescan_with(
                 });
             }
             if e.kind.is_dir() {
-                queue.push_back(e.id.clone());
+                visit(&mut queue, &mut stats, e.id.clone(), Some(t));
             }
             listing.push((Box::from(name), e));
         }

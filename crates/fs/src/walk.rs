@@ -301,6 +301,31 @@ pub(crate) fn times_at(fd: BorrowedFd<'_>) -> Result<DirTimes, weir_sys::Error> 
         })
 }
 
+/// The times of the directory `name` in `dir`, by one `statx`; `None`
+/// when it is gone, not a directory, or on another mount (something is
+/// mounted on it).
+pub(crate) fn dir_times_in(
+    dir: BorrowedFd<'_>,
+    name: &CStr,
+    mnt: u64,
+) -> Result<Option<DirTimes>, weir_sys::Error> {
+    match rustix::fs::statx(
+        dir,
+        name,
+        AtFlags::SYMLINK_NOFOLLOW | AtFlags::NO_AUTOMOUNT,
+        mask(),
+    ) {
+        Ok(st) => Ok((st.stx_mnt_id == mnt
+            && FileType::from_raw_mode(u32::from(st.stx_mode)) == FileType::Directory)
+            .then(|| times_of(&st))),
+        Err(Errno::NOENT | Errno::STALE | Errno::NOTDIR) => Ok(None),
+        Err(errno) => Err(weir_sys::Error::Syscall {
+            call: "statx",
+            errno,
+        }),
+    }
+}
+
 /// The entry `name` of `dir`, with its times (a directory's are kept);
 /// `None` when it is gone or on another mount.
 pub(crate) fn entry_at(
