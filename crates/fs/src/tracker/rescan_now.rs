@@ -9,12 +9,13 @@
 //! the tree is logged once, flagged `COMPARE`, then the MARK `fs tree
 //! rescanned` counts them. A change made while it reads is either seen by
 //! it (its event, read after, finds it applied) or not (its event logs
-//! it), as for the comparison after lost events.
+//! it). The repair after lost events is this rescan too, without the
+//! MARK (`compare_rescanned`).
 
 use crate::Result;
 use crate::change::How;
 use crate::checkpoint::CopyTimes;
-use crate::rescan::{Rescan, rescan_with};
+use crate::rescan::{Rescan, RescanStats, rescan_with};
 
 use super::root::Root;
 use super::sink::Sink;
@@ -48,23 +49,7 @@ impl Root {
         sink: &mut Sink,
         copy: Option<&CopyTimes>,
     ) -> Result<Rescanned> {
-        let tree = &self.tree;
-        let times = |d: &crate::ObjectId| tree.dir_times(d).or_else(|| copy.and_then(|c| c.get(d)));
-        let Rescan {
-            live,
-            stats,
-            read,
-            scope,
-            ..
-        } = rescan_with(self.probe.mount(), tree, &self.id, self.fsid, &times, None)
-            .map_err(|e| self.read_error(e))?;
-        let changes = self.compare_in(&live, &scope, How::Compare, sink);
-        drop(live);
-        // The times it saw are not kept: the events of changes made while
-        // it read come after it (as at a restart).
-        for d in read {
-            self.tree.touch_dir(&d);
-        }
+        let (changes, stats) = self.compare_rescanned(sink, copy)?;
         let done = Rescanned {
             entries: self.tree.len() as u64,
             changes,
@@ -82,5 +67,33 @@ impl Root {
         sink.mark(RESCANNED, id, &fields);
         let index = sink.latest_mark(id).filter(|&i| Some(i) != before);
         Ok(Rescanned { index, ..done })
+    }
+
+    /// The rescan and its comparison with the tree, each difference logged
+    /// flagged `COMPARE`: what an on-demand rescan and the repair after
+    /// lost events do. Returns the differences and what it counted.
+    pub(crate) fn compare_rescanned(
+        &mut self,
+        sink: &mut Sink,
+        copy: Option<&CopyTimes>,
+    ) -> Result<(u64, RescanStats)> {
+        let tree = &self.tree;
+        let times = |d: &crate::ObjectId| tree.dir_times(d).or_else(|| copy.and_then(|c| c.get(d)));
+        let Rescan {
+            live,
+            stats,
+            read,
+            scope,
+            ..
+        } = rescan_with(self.probe.mount(), tree, &self.id, self.fsid, &times, None)
+            .map_err(|e| self.read_error(e))?;
+        let changes = self.compare_in(&live, &scope, How::Compare, sink);
+        drop(live);
+        // The times it saw are not kept: the events of changes made while
+        // it read come after it (as at a restart).
+        for d in read {
+            self.tree.touch_dir(&d);
+        }
+        Ok((changes, stats))
     }
 }

@@ -12,7 +12,7 @@ use crate::diff::{diff, diff_in};
 use crate::id::ObjectId;
 use crate::probe::Found;
 use crate::tree::{Entry, Set, Tree};
-use crate::walk::{WalkStats, walk};
+use crate::walk::walk;
 
 /// Entries touched in one drain before they are looked at anyway: bounds
 /// the memory of a storm that never lets the queue empty.
@@ -219,11 +219,6 @@ impl Root {
                 sink,
             );
         }
-    }
-
-    /// Walks the whole root.
-    pub(crate) fn walk(&self) -> Result<(Tree, WalkStats), weir_sys::Error> {
-        walk(self.probe.mount(), None, &self.id, self.fsid)
     }
 
     /// Logs the difference between the tree and `live` (a walk), flagged

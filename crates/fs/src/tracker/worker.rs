@@ -22,7 +22,6 @@ use super::sink::Sink;
 use super::start::READ_SLICE;
 use super::verify::MAX_TOUCHES;
 use super::{Request, Rescanned, Shared};
-use crate::change::How;
 use crate::checkpoint::{Checkpoints, Opened};
 use crate::id::ObjectId;
 use crate::tree::Tree;
@@ -500,13 +499,18 @@ impl Worker {
             let path = root.path.as_os_str().as_encoded_bytes().to_vec();
             self.sink
                 .mark(b"fs events lost: tree compared", &idb, &[("root", &path)]);
-            match root.walk() {
-                Ok((live, _)) => {
-                    let n = root.compare_with(&live, How::Compare, &mut self.sink);
-                    tracing::info!(root = %root.path.display(), changes = n, "compared the tree after lost events");
+            // Incremental: a lost change moved its directory's times, so
+            // only the directories whose times moved (or are not known)
+            // are read, as at a restart.
+            let copy = self.copy.as_ref().and_then(|(opened, _)| {
+                crate::checkpoint::CopyTimes::new(opened, &root.path, &root.id)
+            });
+            match root.compare_rescanned(&mut self.sink, copy.as_ref()) {
+                Ok((n, stats)) => {
+                    tracing::info!(root = %root.path.display(), changes = n, dirs_read = stats.read, dirs_checked = stats.checked, "compared the tree after lost events");
                 }
                 Err(e) => {
-                    tracing::error!(error = %e, root = %root.path.display(), "walking the tree after lost events failed")
+                    tracing::error!(error = %e, root = %root.path.display(), "rescanning the tree after lost events failed")
                 }
             }
             root.dirty.clear();
