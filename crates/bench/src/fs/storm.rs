@@ -42,6 +42,9 @@ const READY_LIMIT: Duration = Duration::from_secs(60);
 /// How long weir may take to stop after the storm: it logs the backlog and
 /// any comparison first.
 const STOP_LIMIT: Duration = Duration::from_secs(1800);
+/// How long after the creates the copy's thread is given before its CPU
+/// is read: longer than the checkpoint interval.
+const INDEX_SETTLE: Duration = Duration::from_secs(6);
 
 /// The part's figures on one filesystem.
 #[derive(Debug, Clone)]
@@ -58,6 +61,9 @@ pub(crate) struct StormResult {
     pub(crate) stopped: Stopped,
     /// weir quit during the storm.
     pub(crate) quit: Option<String>,
+    /// The CPU of weir's persistent-copy thread (`weir-fs-index`) once a
+    /// checkpoint after the creates has had its time, before the stop.
+    pub(crate) index_cpu_s: Option<f64>,
     pub(crate) counts: LogCounts,
     pub(crate) cmp: Comparison,
     /// weir's last stderr lines, when the replay differs.
@@ -93,6 +99,13 @@ pub(crate) fn run(
     } else {
         (f64::NAN, 0)
     };
+    // A checkpoint every 5 s: one after the creates has then run.
+    let index_cpu_s = if quit.is_none() {
+        std::thread::sleep(INDEX_SETTLE);
+        Some(cpu::secs(cpu::named_threads_ns(w.pid(), "weir-fs-index")?))
+    } else {
+        None
+    };
     eprintln!("  storm: {creates_s:.1} s of creates; stopping weir");
     let stopped = w.stop(STOP_LIMIT)?;
     let counts = LogCounts::read(&w.log_dir())?;
@@ -118,6 +131,7 @@ pub(crate) fn run(
         hwm_kib,
         stopped,
         quit,
+        index_cpu_s,
         counts,
         cmp,
         weir_said,
@@ -197,6 +211,10 @@ impl StormResult {
     }
 
     /// weir stayed up, exited 0 and its log replays into the live tree.
+    fn index_us_per_record(&self) -> Option<f64> {
+        Some(self.index_cpu_s? * 1e6 / self.counts.records.max(1) as f64)
+    }
+
     fn ok(&self) -> bool {
         self.quit.is_none() && self.stopped.problem.is_none() && self.cmp.equal
     }
@@ -226,6 +244,12 @@ impl StormResult {
                 .map_or(String::new(), |p| format!("; {p}"))
         );
         let c = &self.counts;
+        if let Some(s) = self.index_cpu_s {
+            println!(
+                "    the persistent copy's thread: CPU {s:.3} s, {:.2} us per record logged (target <= 1 us amortized)",
+                self.index_us_per_record().unwrap_or(f64::NAN)
+            );
+        }
         println!(
             "    log: {} records ({} CREAT, {} MKDIR, {} flagged COMPARE), {} overflows (MARKs \"fs events lost: tree compared\")",
             c.records, c.creat, c.mkdir, c.compared, c.lost
@@ -264,6 +288,8 @@ impl StormResult {
             "weir_cpu_creates_s": num(self.cpu_creates_s, 3),
             "weir_cpu_total_s": self.cpu_total_s.map(|s| crate::report::round(s, 2)),
             "weir_hwm_mib": num(self.hwm_kib as f64 / 1024.0, 1),
+            "index_cpu_s": self.index_cpu_s.map(|s| num(s, 3)),
+            "index_us_per_record": self.index_us_per_record().map(|u| num(u, 3)),
             "stop_s": num(self.stopped.stop_s, 3),
             "wall_s": num(self.creates_s + self.stopped.stop_s, 3),
             "quit": self.quit,

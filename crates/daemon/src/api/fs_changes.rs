@@ -75,22 +75,9 @@ pub(crate) async fn changes(
     let answer = tokio::task::spawn_blocking(move || since::changes(&log, &asked, q.since))
         .await
         .map_err(|e| ApiError::join(&e))?;
-    let changes = match answer {
-        Ok(mut c) if reading => {
-            c.fresh = true;
-            c.why = Some(since::Fresh::Reading);
-            c
-        }
+    let last = ctx.state.log.last_index();
+    let changes = match while_reading(answer, reading, root, q.since, last) {
         Ok(c) => c,
-        Err(since::Error::NotWatched { .. }) if reading => {
-            let mut c = since::Changes::default();
-            c.root = root;
-            c.since = q.since;
-            c.next = ctx.state.log.last_index();
-            c.fresh = true;
-            c.why = Some(since::Fresh::Reading);
-            c
-        }
         Err(e @ since::Error::NotWatched { .. }) => {
             return Err(ApiError::new(Code::UnknownRoot, e.to_string()));
         }
@@ -104,9 +91,67 @@ pub(crate) async fn changes(
     Ok(([(CONTENT_TYPE, kind)], fs_changes::render(&changes, format)).into_response())
 }
 
+/// `answer`, made fresh while the tracker still reads the root (`reading`):
+/// the log does not hold its changes yet, nor perhaps its MARK, so a root
+/// not found in the log is such an answer too, with `last` (the log's last
+/// index) to ask from next.
+fn while_reading(
+    answer: Result<since::Changes, since::Error>,
+    reading: bool,
+    root: PathBuf,
+    asked: u64,
+    last: u64,
+) -> Result<since::Changes, since::Error> {
+    if !reading {
+        return answer;
+    }
+    let mut c = match answer {
+        Ok(c) => c,
+        Err(since::Error::NotWatched { .. }) => {
+            let mut c = since::Changes::default();
+            c.root = root;
+            c.since = asked;
+            c.next = last;
+            c
+        }
+        Err(e) => return Err(e),
+    };
+    c.fresh = true;
+    c.why = Some(since::Fresh::Reading);
+    Ok(c)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_answer_while_the_tree_is_read_is_fresh() {
+        let root = PathBuf::from("/w");
+        let not_watched = || {
+            Err(since::Error::NotWatched {
+                root: PathBuf::from("/w"),
+            })
+        };
+        let mut found = since::Changes::default();
+        found.next = 5;
+        found.created = vec![b"a".to_vec()];
+        let c = while_reading(Ok(found.clone()), true, root.clone(), 2, 9).unwrap();
+        assert!(c.fresh);
+        assert_eq!(c.why, Some(since::Fresh::Reading));
+        assert_eq!((c.next, c.created.len()), (5, 1));
+        let c = while_reading(not_watched(), true, root.clone(), 2, 9).unwrap();
+        assert_eq!((c.fresh, c.since, c.next), (true, 2, 9));
+        assert_eq!(c.root, root);
+        assert_eq!(
+            while_reading(Ok(found.clone()), false, root.clone(), 2, 9).unwrap(),
+            found
+        );
+        assert!(matches!(
+            while_reading(not_watched(), false, root, 2, 9),
+            Err(since::Error::NotWatched { .. })
+        ));
+    }
 
     #[test]
     fn root_and_since_are_required_and_checked() {
