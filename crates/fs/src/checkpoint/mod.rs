@@ -239,6 +239,18 @@ impl Checkpoints {
         }
     }
 
+    /// When the loop must turn over for the checkpoints, `touched` saying
+    /// whether a tree has directories to hand over: soon while one is under
+    /// way (the thread is taking a slice), at the next one's time when
+    /// there is something for it, never otherwise. So a burst of changes
+    /// reaches the copy within the interval even if nothing follows it.
+    pub(crate) fn wake_at(&self, touched: bool) -> Option<Instant> {
+        if self.held.is_some() || !self.pending.is_empty() {
+            return Some(Instant::now() + Duration::from_millis(10));
+        }
+        touched.then(|| self.next.unwrap_or_else(Instant::now))
+    }
+
     /// Whether a checkpoint is due or under way: the loop turns over every
     /// millisecond in a storm, and most turns have nothing to hand over.
     pub(crate) fn is_due(&self) -> bool {

@@ -195,6 +195,15 @@ impl Worker {
                 next = Some(next.map_or(t, |n| n.min(t)));
             }
             self.checkpoint();
+            if let Some((_, c)) = &self.copy {
+                let touched = self
+                    .roots
+                    .iter()
+                    .any(|r| r.ended.is_none() && !r.is_reading() && r.tree.touched_dirs() > 0);
+                if let Some(t) = c.wake_at(touched) {
+                    next = Some(next.map_or(t, |n| n.min(t)));
+                }
+            }
             self.publish_now_and_then();
             if self.stats.reads > reads && self.lost.is_none() {
                 // Events came: let the next ones gather for a batch's time
