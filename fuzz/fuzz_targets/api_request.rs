@@ -11,7 +11,8 @@
 use libfuzzer_sys::fuzz_target;
 use weir_daemon::api::head::{self, Check};
 use weir_daemon::api::query::{
-    DevicesQuery, MAX_PARAMS, MountsQuery, RecordsQuery, parse_empty, parse_pairs,
+    DevicesQuery, FsChangesQuery, FsRescanQuery, MAX_PARAMS, MountsQuery, RecordsQuery,
+    parse_empty, parse_pairs,
 };
 use weir_daemon::api::requests::{AppendRequest, ClearRequest, RegisterRequest, parse};
 
@@ -33,5 +34,10 @@ fuzz_target!(|data: &[u8]| {
     let _ = RecordsQuery::parse(Some(q));
     let _ = MountsQuery::parse(Some(q));
     let _ = DevicesQuery::parse(Some(q));
+    for root in [FsChangesQuery::parse(Some(q)).map(|c| c.root), FsRescanQuery::parse(Some(q)).map(|r| r.root)] {
+        if let Ok(root) = root {
+            assert_eq!(root.first(), Some(&b'/'));
+        }
+    }
     let _ = parse_empty(Some(q));
 });

@@ -25,43 +25,14 @@ use weir_view::{fs_changes, lvm_view};
 use super::context::Ctx;
 use super::error::{ApiError, Code};
 use super::inventory::bad_query;
-use super::query::{Format, Params, QueryError, bad, format, number};
-
-/// The parameters.
-#[derive(Debug, PartialEq, Eq)]
-struct ChangesQuery {
-    root: Vec<u8>,
-    since: u64,
-    format: Format,
-}
-
-impl ChangesQuery {
-    fn parse(query: Option<&str>) -> Result<ChangesQuery, QueryError> {
-        let mut p = Params::parse_with_bytes(query, &["root"])?;
-        let root = p
-            .take_bytes("root")
-            .filter(|r| r.first() == Some(&b'/'))
-            .ok_or_else(|| bad("root", "expected the watched root's absolute path"))?;
-        let since = p
-            .take("since")
-            .ok_or_else(|| bad("since", "expected a log index"))
-            .and_then(|v| number("since", &v))?;
-        let format = format(&mut p)?;
-        p.done()?;
-        Ok(ChangesQuery {
-            root,
-            since,
-            format,
-        })
-    }
-}
+use super::query::{Format, FsChangesQuery};
 
 /// The handler.
 pub(crate) async fn changes(
     State(ctx): State<Arc<Ctx>>,
     RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
-    let q = ChangesQuery::parse(q.as_deref()).map_err(bad_query)?;
+    let q = FsChangesQuery::parse(q.as_deref()).map_err(bad_query)?;
     let log = ctx.state.log.clone();
     let root = PathBuf::from(OsString::from_vec(q.root));
     // Asked before the tracker has read the root: the log does not hold
@@ -151,27 +122,5 @@ mod tests {
             while_reading(not_watched(), false, root, 2, 9),
             Err(since::Error::NotWatched { .. })
         ));
-    }
-
-    #[test]
-    fn root_and_since_are_required_and_checked() {
-        let q = ChangesQuery::parse(Some("root=/srv/a%FF&since=7&format=text")).unwrap();
-        assert_eq!(
-            q,
-            ChangesQuery {
-                root: b"/srv/a\xff".to_vec(),
-                since: 7,
-                format: Format::Text
-            }
-        );
-        for bad in [
-            "root=/srv",
-            "since=3",
-            "root=srv&since=3",
-            "root=/srv&since=-1",
-            "root=/srv&since=3&x=1",
-        ] {
-            assert!(ChangesQuery::parse(Some(bad)).is_err(), "{bad}");
-        }
     }
 }

@@ -23,34 +23,14 @@ use weir_view::{fs_rescan, lvm_view};
 use super::context::Ctx;
 use super::error::{ApiError, Code};
 use super::inventory::bad_query;
-use super::query::{Format, Params, QueryError, bad, format};
-
-/// The parameters.
-#[derive(Debug, PartialEq, Eq)]
-struct RescanQuery {
-    root: Vec<u8>,
-    format: Format,
-}
-
-impl RescanQuery {
-    fn parse(query: Option<&str>) -> Result<RescanQuery, QueryError> {
-        let mut p = Params::parse_with_bytes(query, &["root"])?;
-        let root = p
-            .take_bytes("root")
-            .filter(|r| r.first() == Some(&b'/'))
-            .ok_or_else(|| bad("root", "expected the watched root's absolute path"))?;
-        let format = format(&mut p)?;
-        p.done()?;
-        Ok(RescanQuery { root, format })
-    }
-}
+use super::query::{Format, FsRescanQuery};
 
 /// The handler.
 pub(crate) async fn rescan(
     State(ctx): State<Arc<Ctx>>,
     RawQuery(q): RawQuery,
 ) -> Result<Response, ApiError> {
-    let q = RescanQuery::parse(q.as_deref()).map_err(bad_query)?;
+    let q = FsRescanQuery::parse(q.as_deref()).map_err(bad_query)?;
     let root = PathBuf::from(OsString::from_vec(q.root));
     let Some(tracker) = ctx.state.fs.clone() else {
         return Err(ApiError::new(
@@ -96,30 +76,4 @@ pub(crate) async fn rescan(
         fs_rescan::render(&root, &found, format),
     )
         .into_response())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn root_is_required_and_absolute() {
-        let q = RescanQuery::parse(Some("root=/srv/a%FF&format=text")).unwrap();
-        assert_eq!(
-            q,
-            RescanQuery {
-                root: b"/srv/a\xff".to_vec(),
-                format: Format::Text
-            }
-        );
-        for bad in [
-            "",
-            "root=srv",
-            "root=/srv&x=1",
-            "root=/a&root=/b",
-            "format=json",
-        ] {
-            assert!(RescanQuery::parse(Some(bad)).is_err(), "{bad}");
-        }
-    }
 }

@@ -338,6 +338,64 @@ pub fn parse_empty(query: Option<&str>) -> Result<(), QueryError> {
     Params::parse(query)?.done()
 }
 
+/// `GET /v1/fs/changes`: `root` (bytes, absolute, as watched), `since`
+/// and `format`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FsChangesQuery {
+    /// The watched root's path.
+    pub root: Vec<u8>,
+    /// The log index asked from.
+    pub since: u64,
+    /// JSON or text.
+    pub format: Format,
+}
+
+impl FsChangesQuery {
+    /// Parses the query of `GET /v1/fs/changes`.
+    pub fn parse(query: Option<&str>) -> Result<FsChangesQuery, QueryError> {
+        let mut p = Params::parse_with_bytes(query, &["root"])?;
+        let root = absolute_root(&mut p)?;
+        let since = p
+            .take("since")
+            .ok_or_else(|| bad("since", "expected a log index"))
+            .and_then(|v| number("since", &v))?;
+        let format = format(&mut p)?;
+        p.done()?;
+        Ok(FsChangesQuery {
+            root,
+            since,
+            format,
+        })
+    }
+}
+
+/// `POST /v1/fs/rescan`: `root` (bytes, absolute, as watched) and `format`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FsRescanQuery {
+    /// The watched root's path.
+    pub root: Vec<u8>,
+    /// JSON or text.
+    pub format: Format,
+}
+
+impl FsRescanQuery {
+    /// Parses the query of `POST /v1/fs/rescan`.
+    pub fn parse(query: Option<&str>) -> Result<FsRescanQuery, QueryError> {
+        let mut p = Params::parse_with_bytes(query, &["root"])?;
+        let root = absolute_root(&mut p)?;
+        let format = format(&mut p)?;
+        p.done()?;
+        Ok(FsRescanQuery { root, format })
+    }
+}
+
+/// A watched root's path: bytes, required, absolute.
+fn absolute_root(p: &mut Params) -> Result<Vec<u8>, QueryError> {
+    p.take_bytes("root")
+        .filter(|r| r.first() == Some(&b'/'))
+        .ok_or_else(|| bad("root", "expected the watched root's absolute path"))
+}
+
 /// `GET /v1/log/records`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RecordsQuery {
@@ -593,5 +651,53 @@ mod tests {
             assert!(FsQuery::parse(Some(bad)).is_err(), "{bad}");
         }
         assert!(parse_empty(Some("&&")).is_ok());
+    }
+
+    #[test]
+    fn fs_queries_take_the_root_as_bytes() {
+        let q = FsChangesQuery::parse(Some("root=/srv/a%FF&since=7&format=text")).unwrap();
+        assert_eq!(
+            q,
+            FsChangesQuery {
+                root: b"/srv/a\xff".to_vec(),
+                since: 7,
+                format: Format::Text
+            }
+        );
+        for bad in [
+            "root=/srv",
+            "since=3",
+            "root=srv&since=3",
+            "root=/srv&since=-1",
+            "root=/srv&since=3&x=1",
+        ] {
+            assert!(FsChangesQuery::parse(Some(bad)).is_err(), "{bad}");
+        }
+        let r = FsRescanQuery::parse(Some("root=%2Fsrv&format=json")).unwrap();
+        assert_eq!((r.root, r.format), (b"/srv".to_vec(), Format::Json));
+        for bad in [
+            "",
+            "root=srv",
+            "root=/srv&x=1",
+            "root=/a&root=/b",
+            "format=json",
+        ] {
+            assert!(FsRescanQuery::parse(Some(bad)).is_err(), "{bad}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Any absolute path, every byte percent-escaped, and any index
+        /// come back as sent.
+        #[test]
+        fn fs_queries_round_trip(rest in proptest::collection::vec(proptest::num::u8::ANY, 0..300), since: u64) {
+            let mut root = vec![b'/'];
+            root.extend(&rest);
+            let escaped: String = root.iter().map(|b| format!("%{b:02X}")).collect();
+            let q = FsChangesQuery::parse(Some(&format!("root={escaped}&since={since}"))).unwrap();
+            proptest::prop_assert_eq!((&q.root, q.since), (&root, since));
+            let r = FsRescanQuery::parse(Some(&format!("format=text&root={escaped}"))).unwrap();
+            proptest::prop_assert_eq!(r.root, root);
+        }
     }
 }
