@@ -60,8 +60,6 @@ impl Root {
         tracing::warn!(root = %self.path.display(), state = state.name(), "the watched root went; its watch ends");
         self.dirty.clear();
         self.touches.clear();
-        self.doubtful.clear();
-        self.deferred.clear();
         self.ended = Some(state);
         Some(self.cookies.drain().map(|(_, round)| round).collect())
     }

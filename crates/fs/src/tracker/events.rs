@@ -25,8 +25,8 @@
 use std::time::Instant;
 
 use weir_sys::fanotify::fid::{
-    FAN_ATTRIB, FAN_CLOSE_WRITE, FAN_CREATE, FAN_DELETE, FAN_MODIFY, FAN_ONDIR, FAN_RENAME, Fid,
-    FidEvent,
+    FAN_ATTRIB, FAN_CLOSE_WRITE, FAN_CREATE, FAN_DELETE, FAN_DELETE_SELF, FAN_MODIFY, FAN_ONDIR,
+    FAN_RENAME, Fid, FidEvent,
 };
 
 use super::root::{Dirty, Root, is_cookie};
@@ -119,6 +119,11 @@ impl Root {
         if let Some(rounds) = self.ends_with(ev, sink) {
             h.released = rounds;
             return h;
+        }
+        if ev.mask & FAN_DELETE_SELF != 0
+            && let Some(t) = ev.target
+        {
+            self.touches.dead(&id(&t));
         }
         let isdir = ev.mask & FAN_ONDIR != 0;
         if ev.mask & FAN_RENAME != 0 {

@@ -26,6 +26,7 @@ mod rescan_now;
 mod root;
 mod sink;
 mod start;
+mod touches;
 mod verify;
 mod worker;
 

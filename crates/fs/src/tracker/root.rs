@@ -6,7 +6,6 @@
 //! the tree, applies the change, and hands the record to the sink, so the
 //! tree is always exactly what the records so far describe.
 
-use std::hash::BuildHasher;
 use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -16,6 +15,7 @@ use rustix::io::Errno;
 
 use super::mark::{MarkKind, Marked};
 use super::sink::Sink;
+use super::touches::Touches;
 use crate::change::{Change, How};
 use crate::id::ObjectId;
 use crate::probe::Probe;
@@ -58,9 +58,6 @@ pub(crate) struct Counters {
     pub(crate) inconsistent: u64,
 }
 
-/// An entry by its directory and name.
-pub(crate) type EntryKey = (ObjectId, Box<[u8]>);
-
 /// One watched root.
 pub(crate) struct Root {
     pub(crate) path: PathBuf,
@@ -72,18 +69,8 @@ pub(crate) struct Root {
     pub(crate) probe: Probe,
     pub(crate) dirty: Map<ObjectId, Dirty>,
     /// Entries touched by an event since the queue was last found empty,
-    /// with the id and how often: the kernel merges an event into an
-    /// earlier one of the same object and name, so an entry touched twice
-    /// in one drain may have lost one in between, and is looked at again.
-    ///
-    /// Kept by hash (of directory and name, and of the id), so a touch
-    /// costs no allocation; a collision only makes an entry doubtful, and a
-    /// doubtful entry is only looked at again. The entries touched twice
-    /// are in `doubtful`.
-    pub(crate) touches: Map<u64, (u64, u32)>,
-    pub(crate) doubtful: Vec<EntryKey>,
-    /// Entries whose look was put off, with how many times.
-    pub(crate) deferred: Map<EntryKey, u32>,
+    /// and those to look at again.
+    pub(crate) touches: Touches,
     /// Cookies made and not yet seen deleted, with their sync round.
     pub(crate) cookies: Map<Box<[u8]>, u64>,
     cookie_seq: u64,
@@ -124,9 +111,7 @@ impl Root {
             fstype,
             mark,
             dirty: Map::default(),
-            touches: Map::default(),
-            doubtful: Vec::new(),
-            deferred: Map::default(),
+            touches: Touches::default(),
             cookies: Map::default(),
             cookie_seq: 0,
             paths: Paths::default(),
@@ -191,23 +176,9 @@ impl Root {
         self.paths = p;
     }
 
-    /// The key of entry `name` in `dir` among the touches.
-    pub(crate) fn touch_key(&self, dir: &ObjectId, name: &[u8]) -> u64 {
-        self.touches.hasher().hash_one((dir.as_bytes(), name))
-    }
-
     /// Notes an event's touch of entry `name` in `dir` by `id`.
     pub(crate) fn touch(&mut self, dir: &ObjectId, name: &[u8], id: &ObjectId) {
-        let key = self.touch_key(dir, name);
-        let idh = self.touches.hasher().hash_one(id.as_bytes());
-        let t = self.touches.entry(key).or_insert((idh, 0));
-        // Two objects at one name are doubtful too.
-        let twice = if t.0 == idh { t.1 + 1 } else { 2 };
-        t.0 = idh;
-        if twice == 2 {
-            self.doubtful.push((dir.clone(), Box::from(name)));
-        }
-        t.1 = twice;
+        self.touches.touch(dir, name, id);
     }
 
     /// Removes the cookies a weir killed between making and removing one

@@ -18,40 +18,20 @@ use crate::walk::walk;
 /// the memory of a storm that never lets the queue empty.
 pub(crate) const MAX_TOUCHES: usize = 1 << 16;
 
-/// How many drains a look may be put off while the object is seen moving
-/// (see `verify`).
-const MAX_DEFER: u32 = 3;
-
 impl Root {
-    /// Looks again at every entry touched twice since the queue was last
-    /// empty, then forgets the touches. With `settle_now` (a sync is to
-    /// be answered) nothing is put off.
+    /// Looks again at every doubtful entry (see [`super::touches`]), then
+    /// forgets the drain's touches. With `settle_now` (a sync is to be
+    /// answered) nothing is put off.
     pub(crate) fn verify_touched(&mut self, sink: &mut Sink, settle_now: bool) {
-        if self.touches.is_empty() && self.doubtful.is_empty() {
+        if self.touches.is_empty() {
             return;
         }
-        let touched = std::mem::take(&mut self.doubtful);
+        let touched = self.touches.take_doubtful();
         if !touched.is_empty() {
             self.verify(&touched, sink, settle_now);
         }
-        // Kept until now: `defer` asks whether an entry is still moving.
-        self.touches.clear();
-    }
-
-    /// Puts the look at an entry off to the next drain: while events keep
-    /// touching it (it is still moving), and otherwise a few times at most;
-    /// `false` when it has been put off enough.
-    fn defer(&mut self, d: &ObjectId, n: &[u8]) -> bool {
-        let moving = self.touches.contains_key(&self.touch_key(d, n));
-        let k = (d.clone(), Box::from(n));
-        let rounds = self.deferred.entry(k.clone()).or_insert(0);
-        if !moving && *rounds >= MAX_DEFER {
-            self.deferred.remove(&k);
-            return false;
-        }
-        *rounds += 1;
-        self.doubtful.push(k);
-        true
+        // Kept until now: a deferral asks whether an entry is still moving.
+        self.touches.end_drain();
     }
 
     /// Brings `entries` (directory, name) to their live state. An id that
@@ -76,6 +56,10 @@ impl Root {
             if !self.tree.has_dir(d) || (d == &self.id && is_cookie(n)) {
                 continue;
             }
+            let logged = self.tree.lookup(d, n);
+            if logged.is_none() && self.touches.empty_for_sure(d, n) {
+                continue;
+            }
             let live = match self.probe.lookup(d, n) {
                 Ok(Found::Entry(e)) => Some(e),
                 Ok(Found::Absent) => None,
@@ -84,7 +68,6 @@ impl Root {
                     continue;
                 }
             };
-            let logged = self.tree.lookup(d, n);
             if logged.as_ref().map(|e| &e.id) == live.as_ref().map(|e| &e.id) {
                 continue;
             }
@@ -148,7 +131,7 @@ impl Root {
             if !moved[i] && self.tree.lookup(&d, &n).is_some_and(|x| x.id == e.id) {
                 let moving =
                     !settle_now && self.probe.nlink_by_handle(&e.id).is_some_and(|l| l > 0);
-                if moving && self.defer(&d, &n) {
+                if moving && self.touches.defer(&d, &n) {
                     continue;
                 }
                 self.remove(&d, &n, How::Verified, sink);
@@ -162,7 +145,7 @@ impl Root {
             if second_name
                 && !settle_now
                 && self.probe.nlink_by_handle(&e.id).is_some_and(|l| l < 2)
-                && self.defer(&d, &n)
+                && self.touches.defer(&d, &n)
             {
                 continue;
             }

@@ -490,8 +490,6 @@ impl Worker {
             self.lost = Some(Instant::now());
             for root in &mut self.roots {
                 root.touches.clear();
-                root.doubtful.clear();
-                root.deferred.clear();
             }
         }
     }
