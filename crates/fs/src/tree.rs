@@ -176,6 +176,16 @@ impl Tree {
         }
     }
 
+    /// Makes room for `dirs` directories and `files` other entries in all
+    /// (a tree about to be loaded whole, its size known), so that loading
+    /// it never grows a table or a slab on the way.
+    pub(crate) fn reserve(&mut self, dirs: usize, files: usize) {
+        let more_dirs = dirs.saturating_sub(self.store.dir_count());
+        let more_files = files.saturating_sub(self.store.file_count());
+        self.store.reserve_nodes(dirs, files);
+        self.index.reserve(&self.store, more_dirs, more_files);
+    }
+
     /// Sets directory `dir`'s times, as `statx` gave them before its
     /// entries were read; `false` for an unknown directory.
     pub fn set_dir_times(&mut self, dir: &ObjectId, t: DirTimes) -> bool {

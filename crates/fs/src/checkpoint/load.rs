@@ -49,13 +49,20 @@ pub(crate) fn load(
     }
 }
 
-/// Root `no`'s tree, read in two scans of the store, not a lookup per
-/// directory: the directories (with their times), inserted from the root
-/// down, then every other entry, each directory's together.
+/// The most entries a load makes room for at once: the count comes from
+/// the copy, which is outside input, so a damaged one must not make a
+/// start reserve without bound. A bigger tree grows as it loads.
+const RESERVE_MAX: u64 = 1 << 24;
+
+/// Root `no`'s tree of `entries` entries, read in two scans of the store,
+/// not a lookup per directory: the directories (with their times),
+/// inserted from the root down, then every other entry, each directory's
+/// together. The tree makes room for all of them first.
 fn read_tree(
     snap: &weir_fsindex::Snapshot,
     no: weir_fsindex::RootNo,
     id: &ObjectId,
+    entries: u64,
 ) -> Result<Tree, &'static str> {
     const DIRS: &str = "a directory cannot be read";
     const ENTRIES: &str = "a directory's entries cannot be read";
@@ -77,6 +84,9 @@ fn read_tree(
             below.entry(parent).or_default().push((d.name, did));
         }
     }
+    let dirs = below.values().map(Vec::len).sum::<usize>();
+    let files = entries.saturating_sub(dirs as u64).min(RESERVE_MAX);
+    tree.reserve(dirs + 1, usize::try_from(files).unwrap_or(0));
     let mut queue = VecDeque::from([id.clone()]);
     while let Some(dir) = queue.pop_front() {
         if let Some(t) = times.remove(&dir) {
@@ -139,7 +149,7 @@ fn try_load(
     if budget.is_some_and(|b| root.entries > b) {
         return Ok(None);
     }
-    let tree = read_tree(&snap, root.no, id)?;
+    let tree = read_tree(&snap, root.no, id, root.entries)?;
     if tree.len() as u64 != root.entries {
         return Err("its entries do not make a tree");
     }

@@ -178,6 +178,19 @@ impl Index {
         }
     }
 
+    /// Room in the tables for `dirs` more directories and `files` more
+    /// other nodes: a rehash reads every key back from the store, which a
+    /// tree loaded whole would otherwise do at each growth.
+    pub(super) fn reserve(&mut self, s: &Store, dirs: usize, files: usize) {
+        let h = &self.hashing;
+        self.names
+            .reserve(dirs + files, |&x| node_name_hash(h, s, x));
+        self.dirs
+            .reserve(dirs, |&x| node_id_hash(h, s, &s.dir(x).node));
+        self.files
+            .reserve(files, |&x| node_id_hash(h, s, s.node(Ref::file(x))));
+    }
+
     /// The bytes the tables hold on the heap.
     pub(super) fn heap_bytes(&self) -> usize {
         self.names.allocation_size()

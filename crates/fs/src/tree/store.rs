@@ -187,6 +187,13 @@ impl<T: Slot> Slab<T> {
         self.free != NIL || self.slots.len() < SLAB_MAX as usize
     }
 
+    /// Room for `n` live nodes in all, within the slab's bound.
+    fn reserve_for(&mut self, n: usize) {
+        // Free slots are reused first: they are among the slots.
+        let more = n.min(SLAB_MAX as usize).saturating_sub(self.slots.len());
+        self.slots.reserve_exact(more);
+    }
+
     /// Puts `node` in a slot; the caller checked [`Slab::has_room`].
     fn alloc(&mut self, node: Node) -> u32 {
         self.live += 1;
@@ -362,6 +369,24 @@ impl Store {
         self.classes.push(class);
         self.class_index.insert(class, i);
         Ok(i)
+    }
+
+    /// The live directory nodes (the root among them).
+    pub(super) fn dir_count(&self) -> usize {
+        self.dirs.live as usize
+    }
+
+    /// The live nodes that are not directories.
+    pub(super) fn file_count(&self) -> usize {
+        self.files.live as usize
+    }
+
+    /// Room for `dirs` directories and `files` other nodes in all, made at
+    /// once (a tree about to be loaded whole), so that the slabs never
+    /// grow and copy on the way.
+    pub(super) fn reserve_nodes(&mut self, dirs: usize, files: usize) {
+        self.dirs.reserve_for(dirs);
+        self.files.reserve_for(files);
     }
 
     /// Makes room for one more node (a directory if `dir`) and `bytes` more

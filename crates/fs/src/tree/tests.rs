@@ -301,3 +301,47 @@ fn a_tree_full_of_id_prefixes_refuses_one_more_and_stays_as_it_was() {
     assert_eq!(t.len(), 65_534);
     assert_eq!(t.lookup(&r, b"0").map(|e| e.id), Some(on_fs(1000, b"h")));
 }
+
+/// Room made up front (a load from the copy) changes nothing the tree
+/// holds, and loading within it allocates nothing more.
+#[test]
+fn a_tree_loaded_into_reserved_room_is_the_same_and_never_grows() {
+    let r = oid(0);
+    let load = |t: &mut Tree| {
+        for d in 1..=50 {
+            t.insert(&r, format!("d{d}").as_bytes(), dir(d)).unwrap();
+            for f in 0..40 {
+                let n = 1000 + d * 100 + f;
+                t.insert(&oid(d), format!("f{f}").as_bytes(), file(n))
+                    .unwrap();
+            }
+        }
+    };
+    let mut plain = Tree::new(r.clone());
+    load(&mut plain);
+    let mut reserved = Tree::new(r.clone());
+    reserved.reserve(51, 2000);
+    let before = reserved.heap_bytes();
+    load(&mut reserved);
+    assert_eq!(reserved.heap_bytes(), before, "grew while loading");
+    assert_eq!(reserved.len(), plain.len());
+    let mut p = Vec::new();
+    for d in 1..=50 {
+        let a: Vec<_> = plain
+            .entries_of(&oid(d))
+            .map(|(n, e)| (n.to_vec(), e))
+            .collect();
+        let b: Vec<_> = reserved
+            .entries_of(&oid(d))
+            .map(|(n, e)| (n.to_vec(), e))
+            .collect();
+        assert_eq!(a.len(), 40);
+        assert_eq!(
+            a.iter().collect::<std::collections::HashSet<_>>(),
+            b.iter().collect()
+        );
+        p.clear();
+        assert!(reserved.dir_path(&oid(d), &mut p));
+        assert_eq!(p, format!("d{d}").as_bytes());
+    }
+}
