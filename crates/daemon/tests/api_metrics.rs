@@ -286,8 +286,13 @@ async fn the_budget_state_is_shown_with_the_mount_tracker() {
     // sub and sub/a.
     assert_eq!(fams["weir_fs_root_entries"].samples[0].value, 2.0);
     assert_eq!(fams["weir_fs_root_entries"].kind, "gauge");
-    // Two entries are read within the start's budget.
+    // Two entries are read within the start's budget: no work under way,
+    // so the progress families are there, without a sample.
     assert_eq!(fams["weir_fs_root_reading"].samples[0].value, 0.0);
+    for name in ["weir_fs_root_progress_done", "weir_fs_root_progress_total"] {
+        assert_eq!(fams[name].kind, "gauge", "{name}");
+        assert!(fams[name].samples.is_empty(), "{name}");
+    }
 }
 
 #[tokio::test]

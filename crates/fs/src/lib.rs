@@ -51,7 +51,7 @@ pub use error::{Error, Result};
 pub use id::ObjectId;
 pub use kind::Kind;
 pub use tracker::{
-    MarkKind, OnChange, RESCANNED, Rescanned, RootState, RootStatus, Tracker, TrackerOptions,
-    TrackerStats,
+    MarkKind, OnChange, Phase, Progress, RESCANNED, Rescanned, RootState, RootStatus, Tracker,
+    TrackerOptions, TrackerStats,
 };
 pub use tree::{DirImage, DirTimes, Entry, Tree, TreeError};

@@ -94,6 +94,24 @@ pub fn rescan_with(
     times: &dyn Fn(&ObjectId) -> Option<DirTimes>,
     content: Option<(i64, u32)>,
 ) -> Result<Rescan, weir_sys::Error> {
+    rescan_counted(root, known, root_id, fsid, times, content, &|_| {})
+}
+
+/// How many directories a rescan looks at between two reports of its
+/// progress.
+const REPORT_EVERY: u64 = 256;
+
+/// As [`rescan_with`], telling `checked` how many directories it has
+/// looked at as it goes.
+pub(crate) fn rescan_counted(
+    root: BorrowedFd<'_>,
+    known: &Tree,
+    root_id: &ObjectId,
+    fsid: [u32; 2],
+    times: &dyn Fn(&ObjectId) -> Option<DirTimes>,
+    content: Option<(i64, u32)>,
+    checked: &dyn Fn(u64),
+) -> Result<Rescan, weir_sys::Error> {
     let mnt = rustix::fs::statx(
         root,
         c"",
@@ -125,7 +143,12 @@ pub fn rescan_with(
         }
         queue.push_back((c, t));
     };
+    let mut reported = 0;
     while let Some((d, pre)) = queue.pop_front() {
+        if stats.checked >= reported + REPORT_EVERY {
+            reported = stats.checked;
+            checked(reported);
+        }
         if !seen.insert(d.clone()) {
             continue;
         }
@@ -197,6 +220,7 @@ pub fn rescan_with(
         }
         listings.push((d, listing));
     }
+    checked(stats.checked);
     let (live, scope) = apply(known, &listings);
     Ok(Rescan {
         live,

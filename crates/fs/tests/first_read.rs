@@ -15,9 +15,9 @@
 //!    after it, never both and never neither.
 //!
 //! Also a fresh start (`resume: false`) of the same big root: it returns
-//! reading, its status turns to watching once read (with nothing else to
-//! wake the thread), and once synced its tree holds as many entries as the
-//! live one.
+//! reading, shows its walk's progress growing, its status turns to
+//! watching once read (with nothing else to wake the thread), and once
+//! synced its tree holds as many entries as the live one.
 
 mod support;
 
@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use support::journal::{assert_replay_is_live, describe_all, records_from};
 use support::scratch::{FsKind, Scratch, scratch};
-use weir_fs::{RootState, Tracker, TrackerOptions};
+use weir_fs::{Phase, RootState, Tracker, TrackerOptions};
 use weir_log::{Log, Options, RecordType};
 
 const DIRS: usize = 300;
@@ -159,15 +159,31 @@ fn first_read_on(kind: FsKind) {
         third.roots()[0].state == RootState::Reading,
         "{what}: a fresh start read at once"
     );
-    // Its end shows without a sync or an event to wake the thread.
+    // Its end shows without a sync or an event to wake the thread, and
+    // meanwhile its progress: a walk, its entries so far growing, with no
+    // total (the tree was never seen).
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while third.roots()[0].state == RootState::Reading {
+    let mut walked = Vec::new();
+    loop {
+        let r = third.roots().remove(0);
+        if r.state != RootState::Reading {
+            assert_eq!(r.progress, None, "{what}: progress after the read");
+            break;
+        }
+        if let Some(p) = r.progress {
+            assert_eq!((p.phase, p.total), (Phase::Walking, None), "{what}: {p:?}");
+            walked.push(p.done);
+        }
         assert!(
             std::time::Instant::now() < deadline,
             "{what}: still reading after 120 s, or its end not shown"
         );
-        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::thread::sleep(std::time::Duration::from_millis(5));
     }
+    assert!(
+        walked.iter().any(|&d| d > 0) && walked.windows(2).all(|w| w[0] <= w[1]),
+        "{what}: the walk's progress while reading: {walked:?}"
+    );
     churn(&s, 3);
     third.sync().expect("sync");
     let live = weir_fs::walk::read_tree(s.root()).expect("walk").0;

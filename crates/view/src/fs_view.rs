@@ -7,25 +7,30 @@
 //! and the status object can never disagree on a figure.
 //!
 //! ```text
-//! PATH FSTYPE MARK       STATE    ENTRIES DIRS EVENTS RECORDS VERIFIED COMPARES DIRTY BACKLOG
-//! /srv ext4   filesystem watching     120   14     12      10        1        0     0       0
+//! PATH FSTYPE MARK       STATE    ENTRIES DIRS EVENTS RECORDS VERIFIED COMPARES DIRTY BACKLOG PROGRESS
+//! /srv ext4   filesystem reading      120   14     12      10        1        0     0       0 loading:41%
 //! ```
+//!
+//! `PROGRESS` is `-` unless the root has long work under way (its first
+//! reading, a reconciliation, a rescan): then its phase and how far it
+//! has gone ([`FsProgress::cell`]).
 //!
 //! Paths use the log's text escaping ([`escape`]), so that a row stays one
 //! row; in JSON a path is a string when UTF-8, else an array of its bytes.
 //!
 //! [`FsStatus`]: crate::status::FsStatus
+//! [`FsProgress::cell`]: crate::status::FsProgress::cell
 
 use std::fmt::Display;
 
 use crate::bytes::escape;
 use crate::json::to_sorted_string;
 use crate::lvm_view::Format;
-use crate::status::FsRootStatus;
+use crate::status::{FsProgress, FsRootStatus};
 use crate::table::{Align, render as table};
 
 /// The table's columns, in order.
-const HEADERS: [(&str, Align); 12] = [
+const HEADERS: [(&str, Align); 13] = [
     ("PATH", Align::Left),
     ("FSTYPE", Align::Left),
     ("MARK", Align::Left),
@@ -38,6 +43,7 @@ const HEADERS: [(&str, Align); 12] = [
     ("COMPARES", Align::Right),
     ("DIRTY", Align::Right),
     ("BACKLOG", Align::Right),
+    ("PROGRESS", Align::Left),
 ];
 
 /// The roots in `format`: a JSON array with one object per line (keys in
@@ -77,6 +83,9 @@ fn text(roots: &[FsRootStatus]) -> String {
                 figure(r.compares),
                 figure(r.dirty),
                 figure(r.backlog),
+                r.progress
+                    .as_ref()
+                    .map_or_else(|| "-".to_owned(), FsProgress::cell),
             ]
         })
         .collect();
@@ -116,6 +125,7 @@ mod tests {
             compares: Some(0),
             dirty: Some(0),
             backlog: Some(7),
+            progress: None,
         }
     }
 
@@ -124,9 +134,9 @@ mod tests {
         let t = render(&[root(b"/srv"), root(b"/a\nb")], Format::Text);
         assert_eq!(
             t,
-            "PATH    FSTYPE MARK       STATE    ENTRIES DIRS EVENTS RECORDS VERIFIED COMPARES DIRTY BACKLOG\n\
-             /srv    ext4   filesystem watching     120   14     12      10        1        0     0       7\n\
-             /a\\x0ab ext4   filesystem watching     120   14     12      10        1        0     0       7\n"
+            "PATH    FSTYPE MARK       STATE    ENTRIES DIRS EVENTS RECORDS VERIFIED COMPARES DIRTY BACKLOG PROGRESS\n\
+             /srv    ext4   filesystem watching     120   14     12      10        1        0     0       7 -\n\
+             /a\\x0ab ext4   filesystem watching     120   14     12      10        1        0     0       7 -\n"
         );
         // Nothing watched: the header alone.
         assert_eq!(render(&[], Format::Text).lines().count(), 1);
@@ -138,7 +148,7 @@ mod tests {
         assert_eq!(
             t.lines().nth(1),
             Some(
-                "/x   ?      ?    ?           ?    ?      ?       ?        ?        ?     ?       ?"
+                "/x   ?      ?    ?           ?    ?      ?       ?        ?        ?     ?       ? -"
             )
         );
     }
@@ -159,5 +169,44 @@ mod tests {
         let back: Vec<FsRootStatus> = serde_json::from_value(v).unwrap();
         assert_eq!(back, roots);
         assert_eq!(render(&[], Format::Json), "[\n]\n");
+    }
+
+    #[test]
+    fn a_root_at_work_shows_how_far_it_has_gone() {
+        let at = |phase: &str, done, total| FsRootStatus {
+            state: Some("reading".into()),
+            progress: Some(FsProgress {
+                phase: Some(phase.into()),
+                unit: Some("directories".into()),
+                done: Some(done),
+                total,
+            }),
+            ..root(b"/srv")
+        };
+        let t = render(
+            &[at("rescanning", 41, Some(100)), at("walking", 523, None)],
+            Format::Text,
+        );
+        let cells: Vec<&str> = t.lines().filter_map(|l| l.split(' ').next_back()).collect();
+        assert_eq!(cells, ["PROGRESS", "rescanning:41%", "walking:523"]);
+        let j = render(&[at("rescanning", 41, Some(100))], Format::Json);
+        let v: Value = serde_json::from_str(&j).unwrap();
+        assert_eq!(
+            v[0]["progress"],
+            json!({"done": 41, "phase": "rescanning", "total": 100, "unit": "directories"})
+        );
+        let p = at("loading", 5, Some(0)).progress.unwrap();
+        assert_eq!(p.percent(), Some(100), "nothing to do is all done");
+        assert_eq!(
+            at("rescanning", 41234, Some(100001))
+                .progress
+                .unwrap()
+                .words(),
+            "rescanning 41234 of 100001 directories (41%)"
+        );
+        assert_eq!(
+            at("walking", 7, None).progress.unwrap().words(),
+            "walking 7 directories"
+        );
     }
 }

@@ -203,6 +203,69 @@ pub struct FsRootStatus {
     /// Events queued for the tracker and not yet read: one queue serves
     /// every root, so each root shows the same figure.
     pub backlog: Option<u64>,
+    /// Its long work (the first reading, a reconciliation, a rescan) as
+    /// far as it has gone; `null` when there is none.
+    #[serde(default)]
+    pub progress: Option<FsProgress>,
+}
+
+/// A watched root's long work, as far as it has gone.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FsProgress {
+    /// `walking`, `loading`, `replaying`, `rescanning` or `comparing`.
+    pub phase: Option<String>,
+    /// What `done` and `total` count: `entries`, `records` or
+    /// `directories`.
+    pub unit: Option<String>,
+    /// How much is done.
+    pub done: Option<u64>,
+    /// How much there is; `null` when not known (a walk of a tree never
+    /// seen).
+    pub total: Option<u64>,
+}
+
+impl FsProgress {
+    /// The share done, in whole percent, when the total is known.
+    pub fn percent(&self) -> Option<u64> {
+        let (done, total) = (self.done?, self.total?);
+        // Nothing to do is all done; in u128, so no figure overflows.
+        let p = (u128::from(done.min(total)) * 100).checked_div(u128::from(total));
+        Some(p.map_or(100, |p| u64::try_from(p).unwrap_or(100)))
+    }
+
+    /// As a table cell, one word: `rescanning:41%`, or `walking:52311`
+    /// (entries so far) when the total is not known.
+    pub fn cell(&self) -> String {
+        let phase = self.phase.as_deref().unwrap_or("?");
+        match (self.percent(), self.done) {
+            (Some(p), _) => format!("{phase}:{p}%"),
+            (None, Some(d)) => format!("{phase}:{d}"),
+            (None, None) => phase.to_owned(),
+        }
+    }
+
+    /// In words: `rescanning 41234 of 100001 directories (41%)`, or
+    /// `walking 52311 entries`.
+    pub fn words(&self) -> String {
+        let phase = self.phase.as_deref().unwrap_or("?");
+        let unit = self.unit.as_deref().unwrap_or("");
+        let done = self.done.map_or_else(|| "?".to_owned(), |d| d.to_string());
+        match (self.total, self.percent()) {
+            (Some(t), Some(p)) => format!("{phase} {done} of {t} {unit} ({p}%)"),
+            _ => format!("{phase} {done} {unit}"),
+        }
+    }
+}
+
+impl From<&weir_fs::Progress> for FsProgress {
+    fn from(p: &weir_fs::Progress) -> FsProgress {
+        FsProgress {
+            phase: Some(p.phase.name().to_owned()),
+            unit: Some(p.phase.unit().to_owned()),
+            done: Some(p.done),
+            total: p.total,
+        }
+    }
 }
 
 impl FsStatus {
@@ -251,6 +314,7 @@ impl From<&weir_fs::RootStatus> for FsRootStatus {
             compares: Some(r.compares),
             dirty: Some(r.dirty),
             backlog: None,
+            progress: r.progress.as_ref().map(FsProgress::from),
         }
     }
 }
@@ -419,6 +483,7 @@ mod tests {
                         compares: Some(0),
                         dirty: Some(0),
                         backlog: Some(0),
+                        progress: None,
                     },
                     FsRootStatus {
                         path: ByteBuf(b"/x\xff".to_vec()),
@@ -451,13 +516,13 @@ mod tests {
             json!({"path": "/srv", "id": "0a0b", "fstype": "ext4", "mark": "filesystem",
                    "fsid": "0000fd00:00000000", "state": "watching", "entries": 5, "dirs": 2,
                    "events": 12, "records": 10, "verified": 1, "outside": 4, "compares": 0,
-                   "dirty": 0, "backlog": 0})
+                   "dirty": 0, "backlog": 0, "progress": null})
         );
         // A path that is not UTF-8 is an array of its bytes; a figure not
         // reported is a null, never left out.
         assert_eq!(fs["roots"][1]["path"], json!([47, 120, 255]));
         assert_eq!(fs["roots"][1]["entries"], Value::Null);
-        assert_eq!(fs["roots"][1].as_object().unwrap().len(), 15);
+        assert_eq!(fs["roots"][1].as_object().unwrap().len(), 16);
         assert_eq!(serde_json::from_value::<Status>(v).unwrap(), s);
         // A daemon that reports no roots, or an older one without them.
         let bare: FsStatus = serde_json::from_value(json!({"running": false})).unwrap();

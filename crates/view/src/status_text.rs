@@ -149,6 +149,11 @@ fn fs_root(r: &FsRootStatus) -> String {
         head.push_str(", ");
         head.push_str(&escape(st.as_bytes()));
     }
+    // Long work under way: how far it has gone.
+    if let Some(p) = &r.progress {
+        head.push_str(", ");
+        head.push_str(&escape(p.words().as_bytes()));
+    }
     groups(&[
         head,
         figures(&[(r.entries, "entries"), (r.dirs, "dirs")]),
@@ -413,6 +418,21 @@ mod tests {
             summary(&reading, None).lines().nth(6).is_some_and(
                 |l| l.starts_with("  /srv: ext4, filesystem mark, reading; 120 entries")
             ),
+            "{}",
+            summary(&reading, None)
+        );
+        if let Some(f) = &mut reading.fs {
+            f.roots[0].progress = Some(crate::status::FsProgress {
+                phase: Some("loading".into()),
+                unit: Some("entries".into()),
+                done: Some(50),
+                total: Some(200),
+            });
+        }
+        assert!(
+            summary(&reading, None).lines().nth(6).is_some_and(|l| l.starts_with(
+                "  /srv: ext4, filesystem mark, reading, loading 50 of 200 entries (25%); 120 entries"
+            )),
             "{}",
             summary(&reading, None)
         );

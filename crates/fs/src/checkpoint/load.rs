@@ -10,6 +10,7 @@ use weir_log::Log;
 use super::{Opened, from_copy};
 use crate::id::ObjectId;
 use crate::kind::Kind;
+use crate::tracker::progress::{Phase, ProgressCell};
 use crate::tree::{DirTimes, Entry, Tree};
 
 /// A tree loaded from the copy.
@@ -38,8 +39,9 @@ pub(crate) fn load(
     path: &Path,
     id: &ObjectId,
     budget: Option<u64>,
+    progress: &ProgressCell,
 ) -> Load {
-    match try_load(opened, log, path, id, budget) {
+    match try_load(opened, log, path, id, budget, progress) {
         Ok(Some(l)) => Load::Yes(Box::new(l)),
         Ok(None) => Load::Later,
         Err(why) => {
@@ -54,6 +56,9 @@ pub(crate) fn load(
 /// start reserve without bound. A bigger tree grows as it loads.
 const RESERVE_MAX: u64 = 1 << 24;
 
+/// How many entries a load reads between two reports of its progress.
+const REPORT_EVERY: u64 = 4096;
+
 /// Root `no`'s tree of `entries` entries, read in two scans of the store,
 /// not a lookup per directory: the directories (with their times),
 /// inserted from the root down, then every other entry, each directory's
@@ -63,6 +68,7 @@ fn read_tree(
     no: weir_fsindex::RootNo,
     id: &ObjectId,
     entries: u64,
+    progress: &ProgressCell,
 ) -> Result<Tree, &'static str> {
     const DIRS: &str = "a directory cannot be read";
     const ENTRIES: &str = "a directory's entries cannot be read";
@@ -99,10 +105,12 @@ fn read_tree(
             };
             tree.insert(&dir, &name, entry)
                 .map_err(|_| "its directories do not make a tree")?;
+            progress.add(1);
             queue.push_back(sub);
         }
     }
     let mut bad = None;
+    let mut loaded = dirs as u64;
     snap.for_each_entry(no, |e| {
         if bad.is_some() || e.kind == weir_fsindex::Kind::Dir {
             return;
@@ -120,6 +128,10 @@ fn read_tree(
         if tree.insert(&parent, e.name, entry).is_err() {
             bad = Some("its entries do not make a tree");
         }
+        loaded += 1;
+        if loaded.is_multiple_of(REPORT_EVERY) {
+            progress.set(loaded);
+        }
     })
     .map_err(|_| ENTRIES)?;
     bad.map_or(Ok(tree), Err)
@@ -131,6 +143,7 @@ fn try_load(
     path: &Path,
     id: &ObjectId,
     budget: Option<u64>,
+    progress: &ProgressCell,
 ) -> Result<Option<Loaded>, &'static str> {
     let snap = opened.index.snapshot().map_err(|_| "it cannot be read")?;
     let root = snap
@@ -149,7 +162,8 @@ fn try_load(
     if budget.is_some_and(|b| root.entries > b) {
         return Ok(None);
     }
-    let tree = read_tree(&snap, root.no, id, root.entries)?;
+    progress.begin(Phase::Loading, Some(root.entries));
+    let tree = read_tree(&snap, root.no, id, root.entries, progress)?;
     if tree.len() as u64 != root.entries {
         return Err("its entries do not make a tree");
     }

@@ -22,6 +22,7 @@ mod content;
 mod end;
 mod events;
 mod mark;
+pub(crate) mod progress;
 mod rescan_now;
 mod root;
 mod sink;
@@ -45,10 +46,12 @@ use crate::id::ObjectId;
 use crate::{Error, Result};
 
 pub use mark::MarkKind;
+pub use progress::{Phase, Progress};
 pub use rescan_now::{RESCANNED, Rescanned};
 pub use root::{COOKIE_PREFIX, is_cookie};
 pub use sink::OnChange;
 
+use self::progress::ProgressCell;
 use self::root::Root;
 use self::worker::Worker;
 
@@ -126,6 +129,9 @@ pub struct RootStatus {
     pub compares: u64,
     /// Files written and waiting for their MTIME.
     pub dirty: u64,
+    /// Its long work (the first reading, a reconciliation, a rescan) as
+    /// far as it has gone; `None` when there is none.
+    pub progress: Option<Progress>,
 }
 
 /// Where a root's watch stands.
@@ -191,6 +197,8 @@ pub(crate) struct Shared {
     pub(crate) backlog: u64,
     pub(crate) checkpoints: u64,
     pub(crate) roots: Vec<RootStatus>,
+    /// Each root's progress, read live (see [`progress`]).
+    pub(crate) progress: Vec<Arc<ProgressCell>>,
 }
 
 pub(crate) enum Request {
@@ -325,9 +333,15 @@ impl Tracker {
         rx.recv().map_err(|_| Error::Stopped)?
     }
 
-    /// Each root's status.
+    /// Each root's status, its progress as it is now.
     pub fn roots(&self) -> Vec<RootStatus> {
-        self.read(|s| s.roots.clone())
+        self.read(|s| {
+            let mut roots = s.roots.clone();
+            for (r, p) in roots.iter_mut().zip(&s.progress) {
+                r.progress = p.get();
+            }
+            roots
+        })
     }
 
     /// Counters.
@@ -445,6 +459,7 @@ impl Root {
             outside: self.counters.outside,
             compares: self.counters.compares,
             dirty: self.dirty.len() as u64,
+            progress: self.progress.get(),
         }
     }
 }

@@ -12,10 +12,11 @@
 //! it). The repair after lost events is this rescan too, without the
 //! MARK (`compare_rescanned`).
 
+use super::progress::Phase;
 use crate::Result;
 use crate::change::How;
 use crate::checkpoint::CopyTimes;
-use crate::rescan::{Rescan, RescanStats, rescan_with};
+use crate::rescan::{Rescan, RescanStats, rescan_counted};
 
 use super::root::Root;
 use super::sink::Sink;
@@ -69,6 +70,31 @@ impl Root {
         Ok(Rescanned { index, ..done })
     }
 
+    /// A rescan of the tree over `known` (see [`rescan_counted`]), its
+    /// directories counted in the root's progress as it goes.
+    pub(crate) fn counted_rescan(
+        &self,
+        known: &crate::Tree,
+        times: &dyn Fn(&crate::ObjectId) -> Option<crate::DirTimes>,
+        content: Option<(i64, u32)>,
+    ) -> Result<Rescan> {
+        let p = &self.progress;
+        p.begin(Phase::Rescanning, Some(known.dir_count() as u64));
+        let r = rescan_counted(
+            self.probe.mount(),
+            known,
+            &self.id,
+            self.fsid,
+            times,
+            content,
+            &|n| p.set(n),
+        );
+        r.map_err(|e| {
+            p.end();
+            self.read_error(e)
+        })
+    }
+
     /// The rescan and its comparison with the tree, each difference logged
     /// flagged `COMPARE`: what an on-demand rescan and the repair after
     /// lost events do. Returns the differences and what it counted.
@@ -85,9 +111,11 @@ impl Root {
             read,
             scope,
             ..
-        } = rescan_with(self.probe.mount(), tree, &self.id, self.fsid, &times, None)
-            .map_err(|e| self.read_error(e))?;
+        } = self.counted_rescan(tree, &times, None)?;
+        self.progress
+            .begin(Phase::Comparing, Some(scope.len() as u64));
         let changes = self.compare_in(&live, &scope, How::Compare, sink);
+        self.progress.end();
         drop(live);
         // The times it saw are not kept: the events of changes made while
         // it read come after it (as at a restart).

@@ -84,6 +84,8 @@ pub(crate) struct Root {
     /// How the watch ended (`Removed` or `Moved`), once it has: no event
     /// is handled and no cookie made after.
     pub(crate) ended: Option<super::RootState>,
+    /// How far its long work has gone, read live by the tracker's owner.
+    pub(crate) progress: std::sync::Arc<super::progress::ProgressCell>,
     /// When its first reading started from the persistent copy: the
     /// copy's root and the index it covered.
     pub(crate) copy: Option<(weir_fsindex::RootNo, u64)>,
@@ -119,6 +121,7 @@ impl Root {
             first: None,
             ended: None,
             copy: None,
+            progress: std::sync::Arc::default(),
         }
     }
 

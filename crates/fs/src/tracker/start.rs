@@ -13,12 +13,13 @@
 
 use std::time::{Duration, Instant};
 
+use super::progress::Phase;
 use super::root::Root;
 use super::sink::Sink;
 use crate::change::How;
 use crate::checkpoint::{self, Load, Loaded, Opened};
 use crate::replay::View;
-use crate::rescan::{Rescan, RescanStats, rescan_with};
+use crate::rescan::{Rescan, RescanStats};
 use crate::walk::Walk;
 use crate::{Error, Result};
 
@@ -94,7 +95,7 @@ impl Root {
         {
             let budget = quick.then_some(QUICK_ENTRIES);
             let t = Instant::now();
-            let loaded = checkpoint::load(c, &log, &self.path, &self.id, budget);
+            let loaded = checkpoint::load(c, &log, &self.path, &self.id, budget, &self.progress);
             tracing::debug!(root = %self.path.display(), seconds = t.elapsed().as_secs_f64(), "loaded from the persistent copy");
             match loaded {
                 Load::Later => return Ok(false),
@@ -102,7 +103,11 @@ impl Root {
                 Load::Yes(l) => {
                     f.copy_tried = true;
                     let (started, content) = (f.started, f.content);
-                    if self.restart_from(l, &log, sink, content)? {
+                    let restarted = self.restart_from(l, &log, sink, content);
+                    if !matches!(restarted, Ok(false)) {
+                        self.progress.end();
+                    }
+                    if restarted? {
                         self.first = None;
                         tracing::info!(root = %self.path.display(), entries = self.tree.len(), seconds = started.elapsed().as_secs_f64(), "reconciled the tree from its persistent copy");
                         return Ok(true);
@@ -113,10 +118,15 @@ impl Root {
         let Some(f) = self.first.as_mut() else {
             return Ok(true);
         };
-        let done = f
-            .walk
-            .step(self.probe.mount(), Some(until))
-            .map_err(|e| self.read_error(e))?;
+        if self.progress.get().map(|p| p.phase) != Some(Phase::Walking) {
+            self.progress.begin(Phase::Walking, None);
+        }
+        let done = f.walk.step(self.probe.mount(), Some(until));
+        self.progress.set(f.walk.stats().entries);
+        let done = done.map_err(|e| {
+            self.progress.end();
+            self.read_error(e)
+        })?;
         if !done {
             return Ok(false);
         }
@@ -127,7 +137,11 @@ impl Root {
         let (live, stats) = f.walk.finish();
         let log = sink.log().cloned();
         let view = match (f.resume, log.as_deref()) {
-            (true, Some(log)) => crate::replay::view(log, &self.path, Some(&self.id))?,
+            (true, Some(log)) => {
+                self.progress.begin(Phase::Replaying, None);
+                let v = crate::replay::view(log, &self.path, Some(&self.id));
+                v.inspect_err(|_| self.progress.end())?
+            }
             _ => None,
         };
         self.copy = None;
@@ -142,6 +156,7 @@ impl Root {
                     // writes it whole.
                     self.tree.track_touches(true);
                 }
+                self.progress.begin(Phase::Comparing, None);
                 let n = self.compare_with(&live, How::Reconciled, sink);
                 self.mark_reconciled(sink, live.len(), (v.since, v.replayed), n, None);
             }
@@ -167,6 +182,7 @@ impl Root {
                 );
             }
         }
+        self.progress.end();
         tracing::info!(root = %self.path.display(), entries = self.tree.len(), seconds = took.as_secs_f64(), "read the tree");
         Ok(true)
     }
@@ -191,6 +207,8 @@ impl Root {
         // Touched from here: the copy holds the rest.
         tree.track_touches(false);
         let start = View::start(tree, covered);
+        let tail = log.last_index().saturating_sub(covered);
+        self.progress.begin(Phase::Replaying, Some(tail));
         let reader = log.reader(covered + 1);
         let Some(v) = crate::replay::tail(reader, &self.path, Some(&self.id), start)? else {
             return Ok(false);
@@ -210,20 +228,14 @@ impl Root {
             read,
             scope,
             changed,
-        } = rescan_with(
-            self.probe.mount(),
-            known,
-            &self.id,
-            self.fsid,
-            &|d| known.dir_times(d),
-            horizon,
-        )
-        .map_err(|e| self.read_error(e))?;
+        } = self.counted_rescan(known, &|d| known.dir_times(d), horizon)?;
         let rescan_s = t.elapsed().as_secs_f64();
         let changed = super::content::known_changed(changed, known, &live);
         self.tree = v.tree;
         self.copy = Some((no, covered));
         let t = std::time::Instant::now();
+        self.progress
+            .begin(Phase::Comparing, Some(scope.len() as u64));
         let mut n = self.compare_in(&live, &scope, How::Reconciled, sink);
         drop(live);
         n += self.log_content(changed, sink);

@@ -204,7 +204,35 @@ fn fs(o: &mut Out, f: &FsStatus) {
             o.sample(name, &[("root", root)], zero(value(r)));
         }
     }
+    // Long work under way, a sample per root at work, labelled with its
+    // phase; a total only where it is known.
+    let progress: [(&str, &str, ProgressFigure); 2] = [
+        (
+            "weir_fs_root_progress_done",
+            "How much of a root's long work (first reading, reconciliation, rescan) is done, in the phase's unit.",
+            |p| p.done,
+        ),
+        (
+            "weir_fs_root_progress_total",
+            "How much of that work there is, where known.",
+            |p| p.total,
+        ),
+    ];
+    for (name, help, value) in progress {
+        o.family(name, "gauge", help);
+        for (r, root) in f.roots.iter().zip(&labels) {
+            let Some(p) = &r.progress else { continue };
+            if let Some(v) = value(p) {
+                let phase = p.phase.as_deref().unwrap_or("");
+                let unit = p.unit.as_deref().unwrap_or("");
+                o.sample(name, &[("root", root), ("phase", phase), ("unit", unit)], v);
+            }
+        }
+    }
 }
+
+/// One figure of a root's progress.
+type ProgressFigure = fn(&weir_view::status::FsProgress) -> Option<u64>;
 
 /// LVM metadata writes on attached devices: seen by inotify on the device
 /// nodes, or by polling the devices past the watch limit.
