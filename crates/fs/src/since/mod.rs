@@ -29,7 +29,7 @@
 
 mod steps;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use weir_log::{Log, LogRecord, Reader, RecordType};
@@ -38,6 +38,7 @@ use crate::change::Change;
 use crate::id::ObjectId;
 use crate::record::{self, decode};
 use crate::replay::{MOVED, RECONCILED, REMOVED, WATCHED};
+use crate::tree::{Map, Set};
 use steps::{Step, Steps};
 
 /// The MARK of lost events, after which a comparison follows.
@@ -263,6 +264,12 @@ pub fn changes_from(reader: Reader, first: u64, root: &Path, since: u64) -> Resu
     Ok(out)
 }
 
+/// Whether an entry of kind `k` may hold others, so that its move moves
+/// their paths: a directory, or one whose kind is not known.
+fn may_hold(k: crate::Kind) -> bool {
+    k.is_dir() || k == crate::Kind::Unknown
+}
+
 /// Whether two ids are of one filesystem (their fsid).
 fn same_fs(a: &ObjectId, b: &ObjectId) -> bool {
     a.as_bytes().get(..8) == b.as_bytes().get(..8)
@@ -301,23 +308,30 @@ struct Link {
 /// The window read so far.
 #[derive(Debug, Default)]
 struct Query {
-    links: HashMap<Key, Link>,
+    links: Map<Key, Link>,
     steps: Steps,
-    written: HashSet<ObjectId>,
+    written: Set<ObjectId>,
 }
 
 impl Query {
     /// Link `key`, at `path` as of record `at`, holding `before` just
     /// before that record if this is its first.
     fn touch(&mut self, key: Key, before: Option<&ObjectId>, path: &[u8], at: u64) -> &mut Link {
-        let l = self.links.entry(key).or_insert_with(|| Link {
-            then: before.cloned(),
-            now: before.cloned(),
-            first: (path.to_vec(), at),
-            last: (path.to_vec(), at),
-        });
-        l.last = (path.to_vec(), at);
-        l
+        match self.links.entry(key) {
+            std::collections::hash_map::Entry::Occupied(e) => {
+                let l = e.into_mut();
+                l.last.0.clear();
+                l.last.0.extend_from_slice(path);
+                l.last.1 = at;
+                l
+            }
+            std::collections::hash_map::Entry::Vacant(e) => e.insert(Link {
+                then: before.cloned(),
+                now: before.cloned(),
+                first: (path.to_vec(), at),
+                last: (path.to_vec(), at),
+            }),
+        }
     }
 
     fn apply(&mut self, r: &LogRecord, c: &Change) {
@@ -366,11 +380,17 @@ impl Query {
                     .or_else(|| overwritten.as_ref().map(|o| o.0.id.clone()));
                 self.touch((parent.clone(), name.clone()), there.as_ref(), path, at)
                     .now = Some(entry.id.clone());
-                let mut pairs = vec![(spath.to_vec(), path.to_vec())];
-                if back.is_some() {
-                    pairs.push((path.to_vec(), spath.to_vec()));
+                // Only a directory's move moves other paths: a file's
+                // moves only its own link, whose records say where it is.
+                let moves_others =
+                    may_hold(entry.kind) || exchanged.as_ref().is_some_and(|x| may_hold(x.kind));
+                if moves_others {
+                    let mut pairs = vec![(spath.to_vec(), path.to_vec())];
+                    if back.is_some() {
+                        pairs.push((path.to_vec(), spath.to_vec()));
+                    }
+                    self.steps.push(at, Step::Move(pairs));
                 }
-                self.steps.push(at, Step::Move(pairs));
             }
             Change::MoveOut {
                 sparent,
@@ -381,7 +401,9 @@ impl Query {
                 let spath = r.field("spath").unwrap_or_default();
                 self.touch((sparent.clone(), sname.clone()), Some(&entry.id), spath, at)
                     .now = None;
-                self.steps.push(at, Step::Gone(spath.to_vec()));
+                if may_hold(entry.kind) {
+                    self.steps.push(at, Step::Gone(spath.to_vec()));
+                }
             }
             Change::Attr { parent, name, id } | Change::Modify { parent, name, id } => {
                 // The root's own: no name, no path to list.
@@ -441,7 +463,7 @@ impl Query {
 pub(crate) fn pair(
     mut lost: BTreeMap<ObjectId, Vec<Vec<u8>>>,
     mut gained: BTreeMap<ObjectId, Vec<Vec<u8>>>,
-    written: &HashSet<ObjectId>,
+    written: &Set<ObjectId>,
     out: &mut Changes,
 ) {
     for (id, from) in lost.iter_mut() {
@@ -467,7 +489,7 @@ pub(crate) fn pair(
 pub(crate) fn topmost(mut paths: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
     paths.sort();
     paths.dedup();
-    let all: HashSet<Vec<u8>> = paths.iter().cloned().collect();
+    let all: Set<Vec<u8>> = paths.iter().cloned().collect();
     paths.retain(|p| {
         !p.iter()
             .enumerate()

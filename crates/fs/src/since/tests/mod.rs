@@ -317,7 +317,7 @@ fn expected(
     then: &Tree,
     now: &Tree,
     touched: &HashSet<(ObjectId, Vec<u8>)>,
-    written: &HashSet<ObjectId>,
+    written: &crate::tree::Set<ObjectId>,
 ) -> Changes {
     let path = |t: &Tree, p: &ObjectId, n: &[u8]| {
         let mut out = Vec::new();
@@ -358,7 +358,11 @@ fn expected(
 }
 
 /// The names a change touches, and the object it writes.
-fn touches(c: &Change, names: &mut HashSet<(ObjectId, Vec<u8>)>, written: &mut HashSet<ObjectId>) {
+fn touches(
+    c: &Change,
+    names: &mut HashSet<(ObjectId, Vec<u8>)>,
+    written: &mut crate::tree::Set<ObjectId>,
+) {
     match c {
         Change::Rename {
             sparent,
@@ -415,7 +419,7 @@ proptest! {
         for since in start..=end {
             let then = view_until(&log, Path::new(ROOT), None, since).unwrap().expect("a view").tree;
             let mut names = HashSet::new();
-            let mut written = HashSet::new();
+            let mut written = crate::tree::Set::default();
             for (_, c) in logged.iter().filter(|(i, _)| *i > since) {
                 touches(c, &mut names, &mut written);
             }
