@@ -42,6 +42,7 @@ mod parts;
 mod restart;
 mod rounds;
 mod setup;
+mod since_daemon;
 mod start;
 mod storm;
 mod summary;

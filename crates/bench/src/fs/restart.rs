@@ -12,6 +12,8 @@
 //! --since INDEX --json`, process start included); and after another 1000
 //! changes a content-exact restart (`--content`, which reads every
 //! directory and looks at every file), target within 1.0 of the find.
+//! Last, a since query through the daemon after 10,000 changes (see
+//! `since_daemon`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -23,6 +25,7 @@ use weir_log::{Reader, RecordType};
 
 use super::journal::WeirRun;
 use super::setup::Workspace;
+use super::since_daemon::DaemonSince;
 use super::watchers::Tools;
 
 /// The restart's target, as a share of the find's time.
@@ -57,6 +60,8 @@ pub(crate) struct Restart {
     /// The content-exact restart after as many changes again: seconds,
     /// and the records its MARK counts.
     pub(crate) content: Option<(f64, Option<u64>)>,
+    /// The since query through the daemon.
+    pub(crate) daemon_since: std::result::Result<DaemonSince, String>,
 }
 
 impl Restart {
@@ -87,8 +92,12 @@ impl Restart {
                 s * 1e3
             )
         });
+        let daemon = match &self.daemon_since {
+            Ok(d) => d.text(),
+            Err(e) => format!("    since through the daemon: {e}"),
+        };
         format!(
-            "{}\n    the copy: {} B, {} B per entry; since over the restart's window: {since}\n    content-exact restart after {} more changes: {content}",
+            "{}\n    the copy: {} B, {} B per entry; since over the restart's window: {since}\n    content-exact restart after {} more changes: {content}\n{daemon}",
             self.text_restart(),
             opt(self.index_bytes),
             self.index_per_entry()
@@ -135,6 +144,10 @@ impl Restart {
             "content_restart_s": self.content.map(|(s, _)| s),
             "content_logged": self.content.and_then(|(_, n)| n),
             "content_ratio": self.content_ratio(),
+            "daemon_since": match &self.daemon_since {
+                Ok(d) => d.json(),
+                Err(e) => json!({"error": e}),
+            },
             "targets": {
                 "ratio_max": TARGET,
                 "ok": self.ratio() <= TARGET,
@@ -210,6 +223,8 @@ pub(crate) fn run(tools: &Tools, ws: &Workspace, root: &Path, fs: &str) -> Resul
     if let Some(p) = &stopped3.problem {
         bail!("the content-exact restart: {p}");
     }
+    let daemon_since =
+        super::since_daemon::run(tools, ws, root).map_err(|e| format!("failed: {e:#}"));
     Ok(Restart {
         find_s,
         restart_s,
@@ -222,11 +237,12 @@ pub(crate) fn run(tools: &Tools, ws: &Workspace, root: &Path, fs: &str) -> Resul
         index_bytes,
         since,
         content: Some((content_s, field(&content_mark, "changes"))),
+        daemon_since,
     })
 }
 
 /// Every directory below `root` (the root first).
-fn directories(root: &Path) -> Result<Vec<PathBuf>> {
+pub(super) fn directories(root: &Path) -> Result<Vec<PathBuf>> {
     let mut out = vec![root.to_path_buf()];
     let mut i = 0;
     while i < out.len() {
@@ -272,7 +288,7 @@ fn since_query(weir: &Path, state: &Path, root: &Path, from: u64) -> Result<(u64
 
 /// `n` changes in directories picked by a fixed sequence, their names
 /// marked `tag`; how many took.
-fn change(root: &Path, dirs: &[PathBuf], n: usize, tag: &str) -> Result<usize> {
+pub(super) fn change(root: &Path, dirs: &[PathBuf], n: usize, tag: &str) -> Result<usize> {
     let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut next = move || {
         seed ^= seed << 13;

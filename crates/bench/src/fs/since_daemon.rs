@@ -1,0 +1,177 @@
+//! A since query through the daemon: `weir run --fs-watch ROOT` on the
+//! start part's tree (a state directory of its own, so its first reading
+//! is a walk), 10,000 changes once it watches (creates, unlinks, renames
+//! across directories, new directories with a file), `weir sync`, then
+//! `weir --socket S fs changes ROOT --since INDEX --json`, timed from the
+//! spawn to its exit: process start, the socket round trip, the daemon's
+//! read of its log and the JSON. The median of a few queries. Target:
+//! 20 ms.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+
+use super::restart::{change, directories};
+use super::setup::Workspace;
+use super::watchers::Tools;
+use crate::daemon::child::Daemon;
+
+/// Changes made while the daemon watches.
+pub(crate) const CHANGES: usize = 10_000;
+/// The target, ms.
+const TARGET_MS: f64 = 20.0;
+/// Queries timed.
+const QUERIES: usize = 5;
+/// How long the daemon may take to read the tree.
+const READ_LIMIT: Duration = Duration::from_secs(900);
+
+/// What the query through the daemon measured.
+#[derive(Debug, Clone)]
+pub(crate) struct DaemonSince {
+    /// Changes made (those that took).
+    pub(crate) made: usize,
+    /// Paths the answer listed.
+    pub(crate) listed: u64,
+    /// Whether it said `fresh` (it must not: the daemon watched all along).
+    pub(crate) fresh: bool,
+    /// Each query's ms, sorted.
+    pub(crate) ms: Vec<f64>,
+}
+
+impl DaemonSince {
+    fn median_ms(&self) -> f64 {
+        self.ms.get(self.ms.len() / 2).copied().unwrap_or(f64::NAN)
+    }
+
+    fn ok(&self) -> bool {
+        !self.fresh && self.median_ms() <= TARGET_MS
+    }
+
+    pub(crate) fn text(&self) -> String {
+        format!(
+            "    since through the daemon after {} changes: {} paths listed{}, median {:.1} ms over {} queries (min {:.1}, max {:.1}), process start included\n    {}: weir fs changes --since through the daemon <= {TARGET_MS} ms",
+            self.made,
+            self.listed,
+            if self.fresh { " (fresh!)" } else { "" },
+            self.median_ms(),
+            self.ms.len(),
+            self.ms.first().copied().unwrap_or(f64::NAN),
+            self.ms.last().copied().unwrap_or(f64::NAN),
+            if self.ok() { "PASS" } else { "FAIL" },
+        )
+    }
+
+    pub(crate) fn json(&self) -> Value {
+        json!({
+            "changes": self.made,
+            "listed": self.listed,
+            "fresh": self.fresh,
+            "ms": self.ms,
+            "median_ms": self.median_ms(),
+            "target_ms": TARGET_MS,
+            "ok": self.ok(),
+        })
+    }
+}
+
+/// Runs it over `root`.
+pub(crate) fn run(tools: &Tools, ws: &Workspace, root: &Path) -> Result<DaemonSince> {
+    let weir = tools.weir.as_ref().context("weir is not available")?;
+    let state = ws.fresh_dir("since-daemon.state")?;
+    let socket = ws.file("since.sock");
+    let root_arg = root.to_str().context("the root's path is not UTF-8")?;
+    let d = Daemon::start_with(
+        weir,
+        &state,
+        &socket,
+        &ws.file("since-daemon.stderr"),
+        Duration::from_secs(60),
+        &["--fs-watch".into(), root_arg.into()],
+    )?;
+    let t = Instant::now();
+    while fs_state(&d)? != "watching" {
+        if t.elapsed() > READ_LIMIT {
+            bail!(
+                "the daemon did not read {} within {READ_LIMIT:?}",
+                root.display()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let from = last_index(&d)?;
+    let dirs = directories(root)?;
+    let made = change(root, &dirs, CHANGES, "s")?;
+    let st = d.cli(&["sync"]).stdout(Stdio::null()).status()?;
+    anyhow::ensure!(st.success(), "weir sync exited with {st}");
+    let mut ms = Vec::with_capacity(QUERIES);
+    let (mut listed, mut fresh) = (0, false);
+    for _ in 0..QUERIES {
+        let t = Instant::now();
+        let out = d
+            .cli(&[
+                "fs",
+                "changes",
+                root_arg,
+                "--since",
+                &from.to_string(),
+                "--json",
+            ])
+            .stderr(Stdio::inherit())
+            .output()
+            .context("run weir fs changes")?;
+        ms.push(t.elapsed().as_secs_f64() * 1e3);
+        anyhow::ensure!(
+            out.status.success(),
+            "weir fs changes exited with {}",
+            out.status
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).context("weir fs changes' JSON")?;
+        listed = ["created", "removed", "modified", "renamed"]
+            .iter()
+            .map(|k| v[*k].as_array().map_or(0, Vec::len) as u64)
+            .sum();
+        fresh = v["fresh"].as_bool().unwrap_or(true);
+    }
+    ms.sort_by(f64::total_cmp);
+    d.stop()?;
+    let _ = std::fs::remove_dir_all(&state);
+    Ok(DaemonSince {
+        made,
+        listed,
+        fresh,
+        ms,
+    })
+}
+
+/// The daemon's one watched root's state (`reading`, `watching`).
+fn fs_state(d: &Daemon) -> Result<String> {
+    let v = status(d)?;
+    Ok(v["fs"]["roots"][0]["state"]
+        .as_str()
+        .unwrap_or("?")
+        .to_owned())
+}
+
+/// The daemon's log's last index.
+fn last_index(d: &Daemon) -> Result<u64> {
+    status(d)?["log"]["last_index"]
+        .as_u64()
+        .context("weir status --json has no log.last_index")
+}
+
+fn status(d: &Daemon) -> Result<Value> {
+    let out = d
+        .cli(&["status", "--json"])
+        .stderr(Stdio::null())
+        .output()
+        .context("run weir status")?;
+    anyhow::ensure!(
+        out.status.success(),
+        "weir status exited with {}",
+        out.status
+    );
+    serde_json::from_slice(&out.stdout).context("weir status' JSON")
+}
