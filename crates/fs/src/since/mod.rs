@@ -176,9 +176,11 @@ pub fn changes_from(reader: Reader, first: u64, root: &Path, since: u64) -> Resu
     if since.saturating_add(1) < first {
         fresh = Some(Fresh::Retention { first });
     }
-    // The window's changes, attributed once the root's id is known (its
-    // MARKs may all come after some of them).
-    let mut window: Vec<(LogRecord, Change)> = Vec::new();
+    // The window's changes, applied as they are read to a query per
+    // filesystem (the fsid of the change's directory): the root's id, and
+    // so its filesystem, is known only at the end (its MARKs may all come
+    // after some of them), and no record is kept meanwhile.
+    let mut by_fs: Map<Option<[u8; 8]>, Query> = Map::default();
     while let Some(r) = reader.next_record()? {
         let in_window = r.index > since;
         if in_window && at_since.is_none() {
@@ -192,7 +194,7 @@ pub fn changes_from(reader: Reader, first: u64, root: &Path, since: u64) -> Resu
         }
         if r.kind != RecordType::MARK {
             if in_window && let Some(c) = decode::change(&r) {
-                window.push((r, c));
+                by_fs.entry(fsid_of(dir_of(&c))).or_default().apply(&r, &c);
             }
             continue;
         }
@@ -251,10 +253,7 @@ pub fn changes_from(reader: Reader, first: u64, root: &Path, since: u64) -> Resu
     if others_then.iter().any(|o| same_fs(o, &id)) {
         fresh.get_or_insert(Fresh::SharedFilesystem);
     }
-    let mut q = Query::default();
-    for (r, c) in window.iter().filter(|(_, c)| ours_by_fs(c, &id)) {
-        q.apply(r, c);
-    }
+    let q = by_fs.remove(&fsid_of(&id)).unwrap_or_default();
     let mut out = q.finish();
     out.root = root.to_path_buf();
     out.since = since;
@@ -270,15 +269,20 @@ fn may_hold(k: crate::Kind) -> bool {
     k.is_dir() || k == crate::Kind::Unknown
 }
 
-/// Whether two ids are of one filesystem (their fsid).
-fn same_fs(a: &ObjectId, b: &ObjectId) -> bool {
-    a.as_bytes().get(..8) == b.as_bytes().get(..8)
+/// An id's filesystem: its fsid, the first 8 bytes.
+fn fsid_of(id: &ObjectId) -> Option<[u8; 8]> {
+    id.as_bytes().get(..8)?.try_into().ok()
 }
 
-/// Whether change `c` is in the root `id`'s filesystem: its directory's
-/// (the old one, for a move out) fsid is the root's.
-fn ours_by_fs(c: &Change, id: &ObjectId) -> bool {
-    let dir = match c {
+/// Whether two ids are of one filesystem (their fsid).
+fn same_fs(a: &ObjectId, b: &ObjectId) -> bool {
+    fsid_of(a) == fsid_of(b)
+}
+
+/// The directory of change `c` (the old one, for a move out): what says
+/// which filesystem, and so which root, it belongs to.
+fn dir_of(c: &Change) -> &ObjectId {
+    match c {
         Change::Create { parent, .. }
         | Change::Remove { parent, .. }
         | Change::Rename { parent, .. }
@@ -286,8 +290,7 @@ fn ours_by_fs(c: &Change, id: &ObjectId) -> bool {
         | Change::Attr { parent, .. }
         | Change::Modify { parent, .. } => parent,
         Change::MoveOut { sparent, .. } => sparent,
-    };
-    same_fs(dir, id)
+    }
 }
 
 type Key = (ObjectId, Vec<u8>);
