@@ -11,18 +11,18 @@
 //! times moved, or are not known) is read, and so is everything new below
 //! it. Renames while nothing watched keep their ids: a directory moved is
 //! found in its new parent (whose times moved) and is the same object.
+//! The look at the live tree runs on a few threads ([`scan`]).
 
-use std::collections::VecDeque;
-use std::ffi::CStr;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{BorrowedFd, OwnedFd};
 
-use rustix::fs::{AtFlags, Dir, OFlags, StatxFlags};
+use rustix::fs::{AtFlags, OFlags, StatxFlags};
 use rustix::io::Errno;
 use weir_sys::fanotify::fid::open_by_handle_at;
 
 use crate::id::ObjectId;
 use crate::tree::{DirTimes, Entry, Set, Tree};
-use crate::walk::{dir_times_in, entry_at, times_at};
+
+mod scan;
 
 /// What a rescan counted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -60,13 +60,14 @@ pub struct Rescan {
     pub live: Tree,
     /// What it counted.
     pub stats: RescanStats,
-    /// The directories read.
+    /// The directories read whose times moved (or were not known).
     pub read: Vec<ObjectId>,
     /// The directories whose entries may differ between the tree as
     /// logged and the live one: those read, and those of subtrees gone.
     pub scope: Set<ObjectId>,
     /// With `content`, the files (not directories) whose ctime is at or
-    /// after it, in directory order.
+    /// after it, each directory's in its order (directories are read in
+    /// parallel, in no set order).
     pub changed: Vec<Changed>,
 }
 
@@ -91,15 +92,11 @@ pub fn rescan_with(
     known: &Tree,
     root_id: &ObjectId,
     fsid: [u32; 2],
-    times: &dyn Fn(&ObjectId) -> Option<DirTimes>,
+    times: &(dyn Fn(&ObjectId) -> Option<DirTimes> + Sync),
     content: Option<(i64, u32)>,
 ) -> Result<Rescan, weir_sys::Error> {
     rescan_counted(root, known, root_id, fsid, times, content, &|_| {})
 }
-
-/// How many directories a rescan looks at between two reports of its
-/// progress.
-const REPORT_EVERY: u64 = 256;
 
 /// As [`rescan_with`], telling `checked` how many directories it has
 /// looked at as it goes.
@@ -108,9 +105,9 @@ pub(crate) fn rescan_counted(
     known: &Tree,
     root_id: &ObjectId,
     fsid: [u32; 2],
-    times: &dyn Fn(&ObjectId) -> Option<DirTimes>,
+    times: &(dyn Fn(&ObjectId) -> Option<DirTimes> + Sync),
     content: Option<(i64, u32)>,
-    checked: &dyn Fn(u64),
+    checked: &(dyn Fn(u64) + Sync),
 ) -> Result<Rescan, weir_sys::Error> {
     let mnt = rustix::fs::statx(
         root,
@@ -120,107 +117,22 @@ pub(crate) fn rescan_counted(
     )
     .map_err(|errno| sys("statx", errno))?
     .stx_mnt_id;
-    let mut stats = RescanStats::default();
-    let mut listings: Vec<Listing> = Vec::new();
-    let mut read = Vec::new();
-    let mut seen: Set<ObjectId> = Set::default();
-    // Each directory with its times when its parent's handle gave them.
-    let mut queue: VecDeque<(ObjectId, Option<DirTimes>)> =
-        VecDeque::from([(root_id.clone(), None)]);
-    let mut cname = Vec::with_capacity(256);
-    let mut changed = Vec::new();
-    let unchanged = |d: &ObjectId, t: DirTimes| content.is_none() && times(d) == Some(t);
-    // A directory found unchanged through its parent, with no directory
-    // below it, needs nothing more: most directories are such leaves, and
-    // this spares each an open by handle.
-    let visit = |queue: &mut VecDeque<_>, stats: &mut RescanStats, c, t: Option<DirTimes>| {
-        if let Some(t) = t
-            && unchanged(&c, t)
-            && !known.entries_of(&c).any(|(_, e)| e.kind.is_dir())
-        {
-            stats.checked += 1;
-            return;
-        }
-        queue.push_back((c, t));
+    let ask = scan::Ask {
+        root,
+        known,
+        root_id,
+        fsid,
+        mnt,
+        times,
+        content,
+        checked,
     };
-    let mut reported = 0;
-    while let Some((d, pre)) = queue.pop_front() {
-        if stats.checked >= reported + REPORT_EVERY {
-            reported = stats.checked;
-            checked(reported);
-        }
-        if !seen.insert(d.clone()) {
-            continue;
-        }
-        let Some(fd) = open_dir(root, &d, root_id)? else {
-            // Gone: its parent was read, and says so.
-            continue;
-        };
-        stats.checked += 1;
-        let now = match pre {
-            Some(t) => t,
-            None => times_at(fd.as_fd())?,
-        };
-        if unchanged(&d, now) {
-            // Its entries are the tree's: each subdirectory's name is the
-            // same object, so its times come by name through this one.
-            for (name, e) in known.entries_of(&d).filter(|(_, e)| e.kind.is_dir()) {
-                cname.clear();
-                cname.extend_from_slice(name);
-                cname.push(0);
-                let t = match CStr::from_bytes_with_nul(&cname) {
-                    Ok(c) => dir_times_in(fd.as_fd(), c, mnt)?,
-                    Err(_) => None,
-                };
-                visit(&mut queue, &mut stats, e.id, t);
-            }
-            continue;
-        }
-        stats.read += 1;
-        read.push(d.clone());
-        let mut listing = Vec::new();
-        let mut dir = Dir::new(fd).map_err(|errno| sys("getdents64", errno))?;
-        while let Some(de) = dir.next() {
-            let de = match de {
-                Ok(de) => de,
-                // Removed while read: its parent says so.
-                Err(Errno::NOENT | Errno::STALE) => break,
-                Err(errno) => return Err(sys("getdents64", errno)),
-            };
-            let name = de.file_name().to_bytes();
-            if name == b"." || name == b".." || (d == *root_id && crate::tracker::is_cookie(name)) {
-                continue;
-            }
-            cname.clear();
-            cname.extend_from_slice(name);
-            cname.push(0);
-            let Ok(c) = CStr::from_bytes_with_nul(&cname) else {
-                continue;
-            };
-            let dfd = dir.fd().map_err(|errno| sys("getdents64", errno))?;
-            let Some((e, t)) = entry_at(dfd, c, fsid, mnt)? else {
-                continue;
-            };
-            stats.entries += 1;
-            if let Some(since) = content
-                && !e.kind.is_dir()
-                && t.ctime >= since
-            {
-                changed.push(Changed {
-                    parent: d.clone(),
-                    name: Box::from(name),
-                    id: e.id.clone(),
-                    written: t.mtime >= since,
-                });
-            }
-            if e.kind.is_dir() {
-                visit(&mut queue, &mut stats, e.id.clone(), Some(t));
-            }
-            listing.push((Box::from(name), e));
-        }
-        listings.push((d, listing));
-    }
-    checked(stats.checked);
+    let scan::Found {
+        stats,
+        listings,
+        read,
+        changed,
+    } = scan::scan(&ask, scan::threads())?;
     let (live, scope) = apply(known, &listings);
     Ok(Rescan {
         live,

@@ -75,7 +75,7 @@ impl Root {
     pub(crate) fn counted_rescan(
         &self,
         known: &crate::Tree,
-        times: &dyn Fn(&crate::ObjectId) -> Option<crate::DirTimes>,
+        times: &(dyn Fn(&crate::ObjectId) -> Option<crate::DirTimes> + Sync),
         content: Option<(i64, u32)>,
     ) -> Result<Rescan> {
         let p = &self.progress;
