@@ -334,6 +334,29 @@ pub(crate) fn entry_at(
     fsid: [u32; 2],
     mnt: u64,
 ) -> Result<Option<(Entry, DirTimes)>, weir_sys::Error> {
+    let Some((kind, times)) = kind_at(dir, name, mnt)? else {
+        return Ok(None);
+    };
+    match name_to_handle_at(dir, name, 0) {
+        Ok((h, _)) => Ok(Some((
+            Entry {
+                id: ObjectId::from_handle(fsid, &h),
+                kind,
+            },
+            times,
+        ))),
+        Err(e) if matches!(e.errno(), Some(Errno::NOENT | Errno::STALE)) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The kind and times of entry `name` of `dir`, without its id (one
+/// `statx`); `None` when it is gone or on another mount.
+pub(crate) fn kind_at(
+    dir: BorrowedFd<'_>,
+    name: &CStr,
+    mnt: u64,
+) -> Result<Option<(Kind, DirTimes)>, weir_sys::Error> {
     let st = match rustix::fs::statx(
         dir,
         name,
@@ -353,15 +376,5 @@ pub(crate) fn entry_at(
         return Ok(None);
     }
     let kind = Kind::from_file_type(FileType::from_raw_mode(u32::from(st.stx_mode)));
-    match name_to_handle_at(dir, name, 0) {
-        Ok((h, _)) => Ok(Some((
-            Entry {
-                id: ObjectId::from_handle(fsid, &h),
-                kind,
-            },
-            times_of(&st),
-        ))),
-        Err(e) if matches!(e.errno(), Some(Errno::NOENT | Errno::STALE)) => Ok(None),
-        Err(e) => Err(e),
-    }
+    Ok(Some((kind, times_of(&st))))
 }

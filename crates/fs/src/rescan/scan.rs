@@ -26,7 +26,7 @@ use rustix::io::Errno;
 use super::{Changed, Listing, RescanStats, open_dir, sys};
 use crate::id::ObjectId;
 use crate::tree::{DirTimes, Set, Tree};
-use crate::walk::{dir_times_in, entry_at, times_at};
+use crate::walk::{dir_times_in, entry_at, kind_at, times_at};
 
 /// How many directories are looked at between two reports of progress.
 const REPORT_EVERY: u64 = 256;
@@ -271,7 +271,21 @@ fn look(
             continue;
         };
         let dfd = dir.fd().map_err(|errno| sys("getdents64", errno))?;
-        let Some((e, t)) = entry_at(dfd, c, ask.fsid, ask.mnt)? else {
+        // In a directory whose times did not move, each name is the
+        // tree's object: its id is known, and only its times are looked
+        // at (a kind that differs says otherwise, and the id is asked).
+        let known = same.then(|| ask.known.lookup(&d, name)).flatten();
+        let got = match known {
+            Some(e) => kind_at(dfd, c, ask.mnt)?
+                .filter(|(k, _)| *k == e.kind)
+                .map(|(_, t)| (e, t)),
+            None => None,
+        };
+        let got = match got {
+            Some(g) => Some(g),
+            None => entry_at(dfd, c, ask.fsid, ask.mnt)?,
+        };
+        let Some((e, t)) = got else {
             continue;
         };
         found.stats.entries += 1;
