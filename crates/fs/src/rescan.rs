@@ -133,6 +133,7 @@ pub(crate) fn rescan_counted(
         read,
         changed,
     } = scan::scan(&ask, scan::threads())?;
+    let listings: Vec<Listing> = listings.into_iter().map(|(_, l)| l).collect();
     let (live, scope) = apply(known, &listings);
     Ok(Rescan {
         live,
@@ -185,8 +186,15 @@ fn apply(known: &Tree, listings: &[Listing]) -> (Tree, Set<ObjectId>) {
             }
         }
     }
-    for (d, name, e) in refused {
-        let _ = live.insert(d, name, e.clone());
+    // What was refused goes in now, over as many rounds as it takes: an
+    // entry of a new directory is refused until its parent's listing put
+    // the directory in, whatever order the listings came in.
+    while !refused.is_empty() {
+        let before = refused.len();
+        refused.retain(|(d, name, e)| live.insert(d, name, (*e).clone()).is_err());
+        if refused.len() == before {
+            break;
+        }
     }
     (live, scope)
 }

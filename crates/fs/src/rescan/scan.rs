@@ -55,13 +55,15 @@ pub(super) struct Ask<'a> {
 #[derive(Default)]
 pub(super) struct Found {
     pub(super) stats: RescanStats,
-    pub(super) listings: Vec<Listing>,
+    /// Each directory read whose times moved, with its depth as found.
+    pub(super) listings: Vec<(u32, Listing)>,
     pub(super) read: Vec<ObjectId>,
     pub(super) changed: Vec<Changed>,
 }
 
-/// A directory to look at, with its times when its parent gave them.
-type Job = (ObjectId, Option<DirTimes>);
+/// A directory to look at, with its times when its parent gave them, and
+/// its depth below the root as found.
+type Job = (ObjectId, Option<DirTimes>, u32);
 
 /// The queue and what the threads share through its lock.
 struct Work {
@@ -86,7 +88,7 @@ pub(super) fn scan(ask: &Ask<'_>, n: usize) -> Result<Found, weir_sys::Error> {
     let shared = Shared {
         ask,
         work: Mutex::new(Work {
-            queue: vec![(ask.root_id.clone(), None)],
+            queue: vec![(ask.root_id.clone(), None, 0)],
             seen: Set::default(),
             busy: 0,
             failed: None,
@@ -121,6 +123,11 @@ pub(super) fn scan(ask: &Ask<'_>, n: usize) -> Result<Found, weir_sys::Error> {
         all.read.extend(f.read);
         all.changed.extend(f.changed);
     }
+    // A directory that is new is found through its parent, one level up,
+    // and its entries can go in the tree only once the parent's have: the
+    // listings go parent first, as one thread in breadth-first order would
+    // give them.
+    all.listings.sort_by_key(|(depth, _)| *depth);
     (ask.checked)(all.stats.checked);
     Ok(all)
 }
@@ -138,10 +145,10 @@ fn worker(sh: &Shared<'_>) -> Found {
                 if w.failed.is_some() {
                     return found;
                 }
-                if let Some((d, t)) = w.queue.pop() {
+                if let Some((d, t, depth)) = w.queue.pop() {
                     if w.seen.insert(d.clone()) {
                         w.busy += 1;
-                        break (d, t);
+                        break (d, t, depth);
                     }
                     continue;
                 }
@@ -206,7 +213,7 @@ fn count(sh: &Shared<'_>, found: &mut Found) {
 /// times moved its entries to `found`.
 fn look(
     sh: &Shared<'_>,
-    (d, pre): Job,
+    (d, pre, depth): Job,
     found: &mut Found,
     next: &mut Vec<Job>,
     cname: &mut Vec<u8>,
@@ -224,7 +231,7 @@ fn look(
             count(sh, found);
             return;
         }
-        next.push((c, t));
+        next.push((c, t, depth + 1));
     };
     let Some(fd) = open_dir(ask.root, &d, ask.root_id)? else {
         // Gone: its parent was read, and says so.
@@ -308,7 +315,7 @@ fn look(
         }
     }
     if !same {
-        found.listings.push((d, listing));
+        found.listings.push((depth, (d, listing)));
     }
     Ok(())
 }
@@ -329,9 +336,27 @@ mod tests {
     use super::*;
     use crate::walk::read_tree;
 
+    /// Every entry of `t` by its path, with its id.
+    fn names(t: &Tree) -> std::collections::BTreeSet<(Vec<u8>, ObjectId)> {
+        let mut out = std::collections::BTreeSet::new();
+        let mut stack = vec![(t.root().clone(), Vec::new())];
+        while let Some((d, p)) = stack.pop() {
+            for (n, e) in t.entries_of(&d) {
+                let mut q = p.clone();
+                q.push(b'/');
+                q.extend_from_slice(n);
+                if e.kind.is_dir() {
+                    stack.push((e.id.clone(), q.clone()));
+                }
+                out.insert((q, e.id));
+            }
+        }
+        out
+    }
+
     fn sorted(mut f: Found) -> Found {
-        f.listings.sort_by(|a, b| a.0.cmp(&b.0));
-        for (_, l) in &mut f.listings {
+        f.listings.sort_by(|a, b| (a.1).0.cmp(&(b.1).0));
+        for (_, (_, l)) in &mut f.listings {
             l.sort_by(|a, b| a.0.cmp(&b.0));
         }
         f.read.sort();
@@ -366,6 +391,15 @@ mod tests {
         std::fs::create_dir(root.join("a2/b5/deeper")).expect("mkdir");
         std::fs::write(root.join("a2/b5/deeper/x"), b"").expect("create");
         std::fs::rename(root.join("a5/b7"), root.join("a0/moved")).expect("rename");
+        // New directories in new directories: each one's entries go in
+        // the live tree only after its parent's.
+        for n in 0..8 {
+            let d = root.join(format!("a3/new{n}/in/deeper"));
+            std::fs::create_dir_all(&d).expect("mkdir -p");
+            std::fs::write(d.join("f"), b"").expect("create");
+            std::fs::write(root.join(format!("a3/new{n}/in/g")), b"").expect("create");
+        }
+        let (now, _) = read_tree(root).expect("walk the live tree");
         let fd = rustix::fs::open(
             root,
             rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY,
@@ -394,8 +428,20 @@ mod tests {
                 content,
                 checked: &|_| {},
             };
-            let one = sorted(scan(&ask, 1).expect("one thread"));
-            let four = sorted(scan(&ask, 4).expect("four threads"));
+            let one = scan(&ask, 1).expect("one thread");
+            let four = scan(&ask, 4).expect("four threads");
+            for f in [&one, &four] {
+                let mut listings: Vec<Listing> =
+                    f.listings.iter().map(|(_, l)| l.clone()).collect();
+                let (live, _) = super::super::apply(&known, &listings);
+                assert_eq!(names(&live), names(&now), "{content:?}: the live tree");
+                // In any order (threads merge theirs as they end): children
+                // before their parents here.
+                listings.reverse();
+                let (live, _) = super::super::apply(&known, &listings);
+                assert_eq!(names(&live), names(&now), "{content:?}: listings reversed");
+            }
+            let (one, four) = (sorted(one), sorted(four));
             assert_eq!(one.stats, four.stats, "{content:?}");
             assert_eq!(one.read, four.read, "{content:?}");
             assert_eq!(one.listings, four.listings, "{content:?}");
