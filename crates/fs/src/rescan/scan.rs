@@ -96,17 +96,25 @@ pub(super) fn scan(ask: &Ask<'_>, n: usize) -> Result<Found, weir_sys::Error> {
         more: Condvar::new(),
         checked: AtomicU64::new(0),
     };
-    let found: Vec<Found> = if n <= 1 {
-        vec![worker(&shared)]
-    } else {
-        std::thread::scope(|s| {
-            let handles: Vec<_> = (0..n).map(|_| s.spawn(|| worker(&shared))).collect();
+    // This thread is one of the `n`; a thread that cannot be made leaves
+    // the work to fewer.
+    let found: Vec<Found> = std::thread::scope(|s| {
+        let handles: Vec<_> = (1..n)
+            .filter_map(|_| {
+                std::thread::Builder::new()
+                    .name("weir-fs-rescan".into())
+                    .spawn_scoped(s, || worker(&shared))
+                    .ok()
+            })
+            .collect();
+        let mut found = vec![worker(&shared)];
+        found.extend(
             handles
                 .into_iter()
-                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect()
-        })
-    };
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))),
+        );
+        found
+    });
     let work = shared
         .work
         .into_inner()
