@@ -279,11 +279,16 @@ fn since_query(weir: &Path, state: &Path, root: &Path, from: u64) -> Result<(u64
         out.status
     );
     let v: Value = serde_json::from_slice(&out.stdout).context("weir fs changes' JSON")?;
-    let n = ["created", "removed", "modified", "renamed"]
+    let n = listed(&v);
+    Ok((n, s))
+}
+
+/// The paths a `weir fs changes --json` answer lists.
+pub(super) fn listed(v: &Value) -> u64 {
+    ["created", "removed", "modified", "renamed"]
         .iter()
         .map(|k| v[*k].as_array().map_or(0, Vec::len) as u64)
-        .sum();
-    Ok((n, s))
+        .sum()
 }
 
 /// `n` changes in directories picked by a fixed sequence, their names

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
-use super::restart::{change, directories};
+use super::restart::{self, change, directories};
 use super::setup::Workspace;
 use super::watchers::Tools;
 use crate::daemon::child::Daemon;
@@ -129,10 +129,7 @@ pub(crate) fn run(tools: &Tools, ws: &Workspace, root: &Path) -> Result<DaemonSi
             out.status
         );
         let v: Value = serde_json::from_slice(&out.stdout).context("weir fs changes' JSON")?;
-        listed = ["created", "removed", "modified", "renamed"]
-            .iter()
-            .map(|k| v[*k].as_array().map_or(0, Vec::len) as u64)
-            .sum();
+        listed = restart::listed(&v);
         fresh = v["fresh"].as_bool().unwrap_or(true);
     }
     ms.sort_by(f64::total_cmp);

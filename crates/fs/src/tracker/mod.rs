@@ -285,7 +285,10 @@ impl Tracker {
                 })
             })?,
         );
-        let shared = Arc::new(Mutex::new(Shared::default()));
+        let shared = Arc::new(Mutex::new(Shared {
+            progress: watched.iter().map(|r| r.progress.clone()).collect(),
+            ..Shared::default()
+        }));
         let (tx, rx) = mpsc::channel();
         let w = Worker::new(
             group,

@@ -603,9 +603,6 @@ impl Worker {
         // queued that could be said.
         s.backlog = self.group.queued().unwrap_or(0);
         s.roots = self.roots.iter().map(Root::status).collect();
-        if s.progress.len() != self.roots.len() {
-            s.progress = self.roots.iter().map(|r| r.progress.clone()).collect();
-        }
         if let Some((_, c)) = &self.copy {
             s.checkpoints = c.commits();
         }

@@ -113,6 +113,8 @@ struct Bars {
     multi: MultiProgress,
     shown: Vec<Option<ProgressBar>>,
     terminal: bool,
+    /// Every bar's style, made once.
+    style: ProgressStyle,
 }
 
 impl Bars {
@@ -126,6 +128,8 @@ impl Bars {
             multi: MultiProgress::with_draw_target(target),
             shown: vec![None; roots],
             terminal,
+            style: ProgressStyle::with_template("{prefix} {bar:30} {msg} ({elapsed})")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
         }
     }
 
@@ -145,11 +149,7 @@ impl Bars {
             let words = FsProgress::from(p).words();
             let bar = slot.get_or_insert_with(|| {
                 let b = self.multi.add(ProgressBar::new(0));
-                if let Ok(style) =
-                    ProgressStyle::with_template("{prefix} {bar:30} {msg} ({elapsed})")
-                {
-                    b.set_style(style);
-                }
+                b.set_style(self.style.clone());
                 b.set_prefix(r.path.display().to_string());
                 b
             });
