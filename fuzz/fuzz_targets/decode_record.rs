@@ -2,7 +2,8 @@
 //!
 //! Property: decoding never panics, `check_frame` agrees with `decode`, and
 //! whatever decodes re-encodes to exactly the bytes of its frame (a record
-//! has one encoding, so nothing unchecked can hide in a frame). Random bytes
+//! has one encoding, so nothing unchecked can hide in a frame), and its
+//! borrowed view (`FrameRef::record`) holds the same parts. Random bytes
 //! almost never pass the CRC, so when the first input byte is odd the
 //! target first writes the right length word and CRC, which drives the
 //! layout checks behind the CRC.
@@ -56,6 +57,12 @@ fn check(buf: &[u8]) {
                 &buf[..n],
                 "decoded record does not re-encode to its frame"
             );
+            // The borrowed view holds the same parts, and finds each field.
+            let view = check_frame(buf).expect("checked above").record();
+            assert_eq!(view.to_record(), r);
+            for (k, _) in &r.fields {
+                assert_eq!(view.field(k), r.field(k));
+            }
             // The frame alone decodes the same; one byte short does not.
             assert_eq!(decode(&buf[..n]).map(|x| x.1), Ok(n));
             assert!(decode(&buf[..n - 1]).is_err());

@@ -7,7 +7,7 @@
 
 use crate::error::{Error, Result};
 use crate::kind::RecordType;
-use crate::record::{LogRecord, Record};
+use crate::record::{Fields, LogRecord, Record, RecordRef};
 
 /// Size of the fixed frame header.
 pub const HEADER_LEN: usize = 36;
@@ -329,19 +329,13 @@ pub fn check_frame(buf: &[u8]) -> Result<FrameRef<'_>, DecodeError> {
         bytes: frame,
     };
     // Walk the layout once so that a frame accepted here always decodes.
-    fr.walk(|_| {})?;
+    fr.check_layout()?;
     Ok(fr)
 }
 
-enum Part<'a> {
-    Target(&'a [u8]),
-    Parent(&'a [u8]),
-    Name(&'a [u8]),
-    Field(&'a str, &'a [u8]),
-}
-
 impl<'a> FrameRef<'a> {
-    fn walk(&self, mut f: impl FnMut(Part<'a>)) -> Result<(), DecodeError> {
+    /// Checks that the parts and fields fill the frame exactly.
+    fn check_layout(&self) -> Result<(), DecodeError> {
         let b = self.bytes;
         if b.len() < HEADER_LEN {
             return Err(DecodeError::Layout);
@@ -353,9 +347,9 @@ impl<'a> FrameRef<'a> {
             Ok(s)
         };
         let mut pos = HEADER_LEN;
-        f(Part::Target(take(&mut pos, usize::from(u16_at(b, 28)))?));
-        f(Part::Parent(take(&mut pos, usize::from(u16_at(b, 30)))?));
-        f(Part::Name(take(&mut pos, usize::from(u16_at(b, 32)))?));
+        for at in [28, 30, 32] {
+            take(&mut pos, usize::from(u16_at(b, at)))?;
+        }
         let nfields = usize::from(u16_at(b, 34));
         if nfields > MAX_FIELDS {
             return Err(DecodeError::Layout);
@@ -364,9 +358,12 @@ impl<'a> FrameRef<'a> {
             let hdr = take(&mut pos, 6)?;
             let klen = usize::from(u16_at(hdr, 0));
             let vlen = u32_at(hdr, 2) as usize;
-            let key =
-                std::str::from_utf8(take(&mut pos, klen)?).map_err(|_| DecodeError::KeyNotUtf8)?;
-            f(Part::Field(key, take(&mut pos, vlen)?));
+            let key = take(&mut pos, klen)?;
+            // Keys are short ASCII words; the full check only for others.
+            if !key.is_ascii() && std::str::from_utf8(key).is_err() {
+                return Err(DecodeError::KeyNotUtf8);
+            }
+            take(&mut pos, vlen)?;
         }
         if pos != b.len() {
             return Err(DecodeError::Layout);
@@ -386,25 +383,65 @@ impl<'a> FrameRef<'a> {
 
     /// Copies the frame into an owned record.
     pub fn to_record(&self) -> LogRecord {
-        let mut r = LogRecord {
+        self.record().to_record()
+    }
+
+    /// The record, borrowing the frame. `check_frame` validated the
+    /// layout; a trusted frame that does not hold one yields the parts
+    /// that could be read, the others empty.
+    pub fn record(&self) -> RecordRef<'a> {
+        let b = self.bytes;
+        let len_at = |at: usize| b.get(at..at + 2).map_or(0, |w| usize::from(u16_at(w, 0)));
+        let mut pos = HEADER_LEN.min(b.len());
+        let mut take = |n: usize| {
+            let s = pos.checked_add(n).and_then(|end| b.get(pos..end));
+            if s.is_some() {
+                pos += n;
+            }
+            s.unwrap_or_default()
+        };
+        let target = take(len_at(28));
+        let parent = take(len_at(30));
+        let name = take(len_at(32));
+        let count = len_at(34).min(MAX_FIELDS);
+        RecordRef {
             index: self.index,
             time_ns: self.time_ns,
             kind: self.kind,
             flags: self.flags(),
-            target: Vec::new(),
-            parent: Vec::new(),
-            name: Vec::new(),
-            fields: Vec::new(),
-        };
-        // `check_frame` validated the layout; a trusted frame that fails
-        // here yields the parts read so far.
-        let _ = self.walk(|p| match p {
-            Part::Target(t) => r.target = t.to_vec(),
-            Part::Parent(p) => r.parent = p.to_vec(),
-            Part::Name(n) => r.name = n.to_vec(),
-            Part::Field(k, v) => r.fields.push((k.to_owned(), v.to_vec())),
-        });
-        r
+            target,
+            parent,
+            name,
+            fields: Fields::Frame(FieldArea {
+                bytes: b.get(pos..).unwrap_or_default(),
+                count,
+            }),
+        }
+    }
+}
+
+/// A frame's encoded fields, read as they are asked for.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FieldArea<'a> {
+    bytes: &'a [u8],
+    count: usize,
+}
+
+impl<'a> FieldArea<'a> {
+    /// The fields as `(key, value)`, up to the first that does not fit.
+    pub(crate) fn iter(self) -> impl Iterator<Item = (&'a [u8], &'a [u8])> {
+        let mut rest = self.bytes;
+        (0..self.count).map_while(move |_| {
+            let hdr = rest.get(..6)?;
+            let klen = usize::from(u16_at(hdr, 0));
+            let vlen = u32_at(hdr, 2) as usize;
+            let kend = klen.checked_add(6)?;
+            let vend = kend.checked_add(vlen)?;
+            let key = rest.get(6..kend)?;
+            let value = rest.get(kend..vend)?;
+            rest = &rest[vend..];
+            Some((key, value))
+        })
     }
 }
 

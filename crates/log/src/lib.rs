@@ -70,6 +70,6 @@ pub use crate::latency::Histogram;
 pub use crate::log::{Appended, Durable, LOCK_FILE, Log, Stats};
 pub use crate::options::{FullPolicy, Options, Preallocation, Retention};
 pub use crate::reader::Reader;
-pub use crate::record::{FLAG_RECONCILED, Field, LogRecord, Record};
+pub use crate::record::{FLAG_RECONCILED, Field, LogRecord, Record, RecordRef};
 pub use crate::recovery::{RecoveryReport, TornTail};
 pub use crate::verify::{Problem, VerifyReport, verify};

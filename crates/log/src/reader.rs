@@ -12,12 +12,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::codec::DecodeError;
+use crate::codec::{DecodeError, FrameRef};
 use crate::error::{Error, Result};
 use crate::fs::{File, FileSystem, StdFs};
 use crate::kind::TypeMask;
 use crate::log::Inner;
-use crate::record::LogRecord;
+use crate::record::{LogRecord, RecordRef};
 use crate::recovery::list_segments;
 use crate::scan::{Scanner, Step};
 use crate::segment::{Footer, HEADER_LEN, SegmentHeader};
@@ -291,7 +291,15 @@ impl Reader {
         if let Some(r) = self.queue.pop_front() {
             return Ok(Some(r));
         }
-        match self.scan() {
+        let mut queue = std::mem::take(&mut self.queue);
+        let mut bytes = 0;
+        let scanned = self.scan(&mut |f| {
+            queue.push_back(f.to_record());
+            bytes += f.len;
+            queue.len() >= BATCH_RECORDS || bytes >= BATCH_BYTES
+        });
+        self.queue = queue;
+        match scanned {
             // Records decoded before an error come first; the scan state
             // stops at the bad spot, so the next call meets the error again.
             Err(e) if self.queue.is_empty() => Err(e),
@@ -299,11 +307,33 @@ impl Reader {
         }
     }
 
-    /// Decodes a batch of records into the queue; stops at the committed
-    /// index, at the end of the data, or when the batch is full.
-    fn scan(&mut self) -> Result<()> {
+    /// Hands `f` every record up to the point where the reader has caught
+    /// up (or its scan limit), each borrowed from the reader's buffer: no
+    /// allocation per record, for a reader that looks at each once. The
+    /// position moves past them, as if each had come from
+    /// [`Reader::next_record`]. On an error, the records before the bad
+    /// spot have been handed over.
+    pub fn for_each_record(&mut self, mut f: impl FnMut(&RecordRef<'_>)) -> Result<()> {
+        while let Some(r) = self.queue.pop_front() {
+            f(&r.view());
+        }
+        loop {
+            let at = self.next;
+            self.scan(&mut |frame| {
+                f(&frame.record());
+                false
+            })?;
+            if self.next == at || self.scanned >= self.scan_limit {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Hands the frames past the mask and the time window to `keep`, which
+    /// says when to stop (a batch is full); stops too at the committed
+    /// index, at the end of the data, or at the scan limit.
+    fn scan(&mut self, keep: &mut dyn FnMut(&FrameRef<'_>) -> bool) -> Result<()> {
         let mut reopened = false;
-        let mut batch_bytes = 0;
         loop {
             let committed = self.limit();
             let live = matches!(self.src, Source::Live(_));
@@ -338,16 +368,11 @@ impl Reader {
                             }
                             continue;
                         }
-                        let keep = self.mask.as_ref().is_none_or(|m| m.contains(f.kind))
+                        let wanted = self.mask.as_ref().is_none_or(|m| m.contains(f.kind))
                             && self.times.is_none_or(|(a, b)| (a..=b).contains(&f.time_ns));
-                        let rec = keep.then(|| f.to_record());
                         self.next = idx + 1;
-                        if let Some(r) = rec {
-                            self.queue.push_back(r);
-                            batch_bytes += len;
-                            if self.queue.len() >= BATCH_RECORDS || batch_bytes >= BATCH_BYTES {
-                                return Ok(());
-                            }
+                        if wanted && keep(&f) {
+                            return Ok(());
                         }
                         if self.next > committed || self.scanned >= self.scan_limit {
                             return Ok(());

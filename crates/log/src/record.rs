@@ -128,3 +128,98 @@ impl LogRecord {
             .map(|(_, v)| v.as_slice())
     }
 }
+
+impl LogRecord {
+    /// The record as a borrowed [`RecordRef`].
+    pub fn view(&self) -> RecordRef<'_> {
+        RecordRef {
+            index: self.index,
+            time_ns: self.time_ns,
+            kind: self.kind,
+            flags: self.flags,
+            target: &self.target,
+            parent: &self.parent,
+            name: &self.name,
+            fields: Fields::Owned(&self.fields),
+        }
+    }
+}
+
+/// A record read back, borrowing its parts: from a frame in the reader's
+/// buffer ([`crate::Reader::for_each_record`]), so that reading allocates
+/// nothing per record, or from a [`LogRecord`] ([`LogRecord::view`]).
+#[derive(Clone, Copy, Debug)]
+pub struct RecordRef<'a> {
+    /// Gap-free index, starting at 1.
+    pub index: u64,
+    /// Wall-clock time of the append, in ns since the Unix epoch.
+    pub time_ns: u64,
+    /// The record type.
+    pub kind: RecordType,
+    /// Flags.
+    pub flags: u16,
+    /// Target id.
+    pub target: &'a [u8],
+    /// Parent id.
+    pub parent: &'a [u8],
+    /// Name bytes.
+    pub name: &'a [u8],
+    pub(crate) fields: Fields<'a>,
+}
+
+/// Where a [`RecordRef`]'s extra fields are.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Fields<'a> {
+    /// Still encoded: the frame's field area, read as asked.
+    Frame(crate::codec::FieldArea<'a>),
+    /// A [`LogRecord`]'s.
+    Owned(&'a [(String, Vec<u8>)]),
+}
+
+impl<'a> RecordRef<'a> {
+    /// The value of the first field named `key`.
+    pub fn field(&self, key: &str) -> Option<&'a [u8]> {
+        match self.fields {
+            Fields::Frame(area) => area
+                .iter()
+                .find(|(k, _)| *k == key.as_bytes())
+                .map(|(_, v)| v),
+            Fields::Owned(f) => f.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_slice()),
+        }
+    }
+
+    /// The extra fields, in the order they were written.
+    pub fn fields(&self) -> impl Iterator<Item = (&'a str, &'a [u8])> + use<'a> {
+        let (frame, owned) = match self.fields {
+            Fields::Frame(area) => (Some(area.iter()), None),
+            Fields::Owned(f) => (None, Some(f.iter())),
+        };
+        // A frame's keys were checked as UTF-8 when it was read.
+        let frame = frame
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, v)| Some((std::str::from_utf8(k).ok()?, v)));
+        let owned = owned
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| (k.as_str(), v.as_slice()));
+        frame.chain(owned)
+    }
+
+    /// Copies the record into an owned one.
+    pub fn to_record(&self) -> LogRecord {
+        LogRecord {
+            index: self.index,
+            time_ns: self.time_ns,
+            kind: self.kind,
+            flags: self.flags,
+            target: self.target.to_vec(),
+            parent: self.parent.to_vec(),
+            name: self.name.to_vec(),
+            fields: self
+                .fields()
+                .map(|(k, v)| (k.to_owned(), v.to_vec()))
+                .collect(),
+        }
+    }
+}
