@@ -177,11 +177,13 @@ impl ObjectId {
             b'a'..=b'f' => Some(c - b'a' + 10),
             _ => None,
         };
-        let bytes: Option<Vec<u8>> = s
-            .chunks_exact(2)
-            .map(|p| Some(nib(p[0])? << 4 | nib(p[1])?))
-            .collect();
-        ObjectId::from_bytes(&bytes?)
+        // Decoded on the stack: every record of a move holds one or two.
+        let mut buf = [0u8; HEADER + MAX_HANDLE_SZ];
+        let out = buf.get_mut(..s.len() / 2)?;
+        for (o, p) in out.iter_mut().zip(s.chunks_exact(2)) {
+            *o = nib(p[0])? << 4 | nib(p[1])?;
+        }
+        ObjectId::from_bytes(out)
     }
 }
 

@@ -125,7 +125,7 @@ fn replay(
             continue;
         }
         if let Some(v) = view.as_mut()
-            && let Some(c) = decode::change(&r)
+            && let Some(c) = decode::change(&r.view())
             && c.apply(&mut v.tree).is_ok()
         {
             v.replayed += 1;

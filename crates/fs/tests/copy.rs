@@ -149,7 +149,7 @@ fn restart_from_copy(kind: FsKind) {
     // tree.
     let mut tree = before;
     for r in &changes {
-        let c = decode::change(r).unwrap_or_else(|| panic!("{what}: undecodable: {r:?}"));
+        let c = decode::change(&r.view()).unwrap_or_else(|| panic!("{what}: undecodable: {r:?}"));
         c.apply(&mut tree)
             .unwrap_or_else(|e| panic!("{what}: {e}: {}", describe_all(&rs)));
     }

@@ -5,7 +5,8 @@
 //! `weir --socket S fs changes ROOT --since INDEX --json`, timed from the
 //! spawn to its exit: process start, the socket round trip, the daemon's
 //! read of its log and the JSON. The median of a few queries. Target:
-//! 20 ms.
+//! 20 ms. The same query asked over the socket from this process gives
+//! the daemon's part alone.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -13,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
+use weir_client::{Client, PathQuery};
 
 use super::restart::{self, change, directories};
 use super::setup::Workspace;
@@ -39,11 +41,14 @@ pub(crate) struct DaemonSince {
     pub(crate) fresh: bool,
     /// Each query's ms, sorted.
     pub(crate) ms: Vec<f64>,
+    /// Each query's ms asked over the socket by this process: the
+    /// daemon's part alone, without a process to start; sorted.
+    pub(crate) served_ms: Vec<f64>,
 }
 
 impl DaemonSince {
     fn median_ms(&self) -> f64 {
-        self.ms.get(self.ms.len() / 2).copied().unwrap_or(f64::NAN)
+        median(&self.ms)
     }
 
     fn ok(&self) -> bool {
@@ -52,7 +57,7 @@ impl DaemonSince {
 
     pub(crate) fn text(&self) -> String {
         format!(
-            "    since through the daemon after {} changes: {} paths listed{}, median {:.1} ms over {} queries (min {:.1}, max {:.1}), process start included\n    {}: weir fs changes --since through the daemon <= {TARGET_MS} ms",
+            "    since through the daemon after {} changes: {} paths listed{}, median {:.1} ms over {} queries (min {:.1}, max {:.1}), process start included; the daemon's part (asked over the socket) median {:.1} ms\n    {}: weir fs changes --since through the daemon <= {TARGET_MS} ms",
             self.made,
             self.listed,
             if self.fresh { " (fresh!)" } else { "" },
@@ -60,6 +65,7 @@ impl DaemonSince {
             self.ms.len(),
             self.ms.first().copied().unwrap_or(f64::NAN),
             self.ms.last().copied().unwrap_or(f64::NAN),
+            median(&self.served_ms),
             if self.ok() { "PASS" } else { "FAIL" },
         )
     }
@@ -71,10 +77,17 @@ impl DaemonSince {
             "fresh": self.fresh,
             "ms": self.ms,
             "median_ms": self.median_ms(),
+            "served_ms": self.served_ms,
+            "served_median_ms": median(&self.served_ms),
             "target_ms": TARGET_MS,
             "ok": self.ok(),
         })
     }
+}
+
+/// The middle of `ms`, which is sorted.
+fn median(ms: &[f64]) -> f64 {
+    ms.get(ms.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 /// Runs it over `root`.
@@ -133,6 +146,8 @@ pub(crate) fn run(tools: &Tools, ws: &Workspace, root: &Path) -> Result<DaemonSi
         fresh = v["fresh"].as_bool().unwrap_or(true);
     }
     ms.sort_by(f64::total_cmp);
+    let mut served_ms = served(&d, root, from)?;
+    served_ms.sort_by(f64::total_cmp);
     d.stop()?;
     let _ = std::fs::remove_dir_all(&state);
     Ok(DaemonSince {
@@ -140,7 +155,26 @@ pub(crate) fn run(tools: &Tools, ws: &Workspace, root: &Path) -> Result<DaemonSi
         listed,
         fresh,
         ms,
+        served_ms,
     })
+}
+
+/// The same query's ms, asked over the socket by this process.
+fn served(d: &Daemon, root: &Path, from: u64) -> Result<Vec<f64>> {
+    let mut c = Client::connect(d.socket())?.context("the daemon does not answer")?;
+    let target = PathQuery::new("/v1/fs/changes")
+        .param_bytes("root", root.as_os_str().as_encoded_bytes())
+        .param("since", from)
+        .param("format", "json");
+    let mut out = Vec::new();
+    (0..QUERIES)
+        .map(|_| {
+            out.clear();
+            let t = Instant::now();
+            c.get_text(target.as_str(), &mut out)?;
+            Ok(t.elapsed().as_secs_f64() * 1e3)
+        })
+        .collect()
 }
 
 /// The daemon's one watched root's state (`reading`, `watching`).

@@ -3,7 +3,7 @@
 //! damaged or foreign, so anything that does not decode is `None`, never a
 //! panic.
 
-use weir_log::{LogRecord, RecordType};
+use weir_log::{RecordRef, RecordType};
 
 use super::{FLAG_EXCHANGE, FLAG_IN, FLAG_LAST, FLAG_OUT};
 use crate::change::Change;
@@ -22,11 +22,12 @@ pub fn entry_name(name: &[u8]) -> bool {
 
 /// The change a CREAT ... MTIME record describes; `None` for another type
 /// or a record that does not have this source's layout (an entry's name
-/// that no directory could hold included).
-pub fn change(r: &LogRecord) -> Option<Change> {
-    let id = ObjectId::from_bytes(&r.target)?;
-    let parent = ObjectId::from_bytes(&r.parent)?;
-    let name = r.name.clone();
+/// that no directory could hold included). A [`weir_log::LogRecord`] is
+/// asked through its [`weir_log::LogRecord::view`].
+pub fn change(r: &RecordRef<'_>) -> Option<Change> {
+    let id = ObjectId::from_bytes(r.target)?;
+    let parent = ObjectId::from_bytes(r.parent)?;
+    let name = r.name.to_vec();
     // Only a root's own SATTR or MTIME names no entry.
     if !matches!(r.kind, RecordType::SATTR | RecordType::MTIME) && !entry_name(&name) {
         return None;

@@ -29,15 +29,15 @@
 
 mod steps;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use weir_log::{Log, LogRecord, Reader, RecordType};
+use weir_log::{Log, Reader, RecordRef, RecordType};
 
 use crate::change::Change;
 use crate::id::ObjectId;
 use crate::record::{self, decode};
-use crate::replay::{MOVED, RECONCILED, REMOVED, WATCHED};
+use crate::replay::{MOVED, REMOVED, WATCHED};
 use crate::tree::{Map, Set};
 use steps::{Step, Steps};
 
@@ -153,114 +153,165 @@ pub enum Error {
 
 /// What changed under `root` in `log` after index `since`.
 pub fn changes(log: &Log, root: &Path, since: u64) -> Result<Changes, Error> {
-    changes_from(
-        log.reader(log.first_index()),
-        log.first_index(),
-        root,
-        since,
-    )
+    let first = log.first_index();
+    let window = log.last_index().saturating_sub(since);
+    query(log.reader(first), first, root, since, window)
 }
 
 /// As [`changes`], from `reader` (which starts at the log's first index,
 /// `first`): a log read from its directory by another process.
 pub fn changes_from(reader: Reader, first: u64, root: &Path, since: u64) -> Result<Changes, Error> {
-    let want = root.as_os_str().as_encoded_bytes();
+    query(reader, first, root, since, 0)
+}
+
+/// The query, with room made for the names of `window` records: one
+/// table grown a record at a time would be copied over and over.
+fn query(
+    reader: Reader,
+    first: u64,
+    root: &Path,
+    since: u64,
+    window: u64,
+) -> Result<Changes, Error> {
     let mut reader = reader.with_mask(record::mask());
-    // The root's watch as its MARKs say: its id, and whether it goes on.
-    let mut ours: Option<(ObjectId, bool)> = None;
-    let mut at_since: Option<Option<(ObjectId, bool)>> = None;
-    // Other roots' watches, and whether one was on during the window.
-    let mut others: HashMap<Vec<u8>, (ObjectId, bool)> = HashMap::new();
-    let mut others_then: Vec<ObjectId> = Vec::new();
-    let mut fresh: Option<Fresh> = None;
+    let mut read = Read::new(root, since, window);
     if since.saturating_add(1) < first {
-        fresh = Some(Fresh::Retention { first });
+        read.fresh = Some(Fresh::Retention { first });
     }
-    // The window's changes, applied as they are read to a query per
-    // filesystem (the fsid of the change's directory): the root's id, and
-    // so its filesystem, is known only at the end (its MARKs may all come
-    // after some of them), and no record is kept meanwhile.
-    let mut by_fs: Map<Option<[u8; 8]>, Query> = Map::default();
-    while let Some(r) = reader.next_record()? {
-        let in_window = r.index > since;
-        if in_window && at_since.is_none() {
-            at_since = Some(ours.clone());
-            others_then.extend(
-                others
-                    .values()
-                    .filter(|(_, on)| *on)
-                    .map(|(o, _)| o.clone()),
-            );
-        }
-        if r.kind != RecordType::MARK {
-            if in_window && let Some(c) = decode::change(&r) {
-                by_fs.entry(fsid_of(dir_of(&c))).or_default().apply(&r, &c);
-            }
-            continue;
-        }
-        if r.field("source") != Some(b"fs") {
-            continue;
-        }
-        let Some(id) = ObjectId::from_bytes(&r.target) else {
-            continue;
-        };
-        let watching = !(r.name == REMOVED || r.name == MOVED);
-        let root_of = r.field("root").unwrap_or_default();
-        if root_of != want {
-            if in_window {
-                others_then.push(id.clone());
-            }
-            others.insert(root_of.to_vec(), (id, watching));
-            continue;
-        }
-        if in_window {
-            let why = match &r.name[..] {
-                n if n == WATCHED => Some(Fresh::WatchStarted),
-                n if n == REMOVED || n == MOVED => Some(Fresh::Ended),
-                n if n == LOST => Some(Fresh::EventsLost),
-                n if n == RECONCILED => None,
-                _ => None,
-            };
-            if let Some(w) = why {
-                fresh.get_or_insert(w);
-            }
-        }
-        ours = Some((id, watching));
-    }
+    // Each record is looked at once, borrowed from the reader's buffer.
+    reader.for_each_record(|r| read.record(r))?;
     let next = reader.position().saturating_sub(1);
-    let at_since = at_since.unwrap_or_else(|| {
-        others_then.extend(
-            others
+    read.finish(root, since, next)
+}
+
+/// At most this many names are made room for ahead: a hint, not a limit.
+const RESERVE_MAX: u64 = 1 << 20;
+
+/// The log as read so far for a query.
+struct Read<'a> {
+    /// The root's path, as its MARKs name it.
+    want: &'a [u8],
+    since: u64,
+    /// The root's watch as its MARKs say: its id, and whether it goes on.
+    ours: Option<(ObjectId, bool)>,
+    /// `ours` as of `since`, once the window is reached.
+    at_since: Option<Option<(ObjectId, bool)>>,
+    /// Other roots' watches, and whether one was on during the window.
+    others: HashMap<Vec<u8>, (ObjectId, bool)>,
+    others_then: Vec<ObjectId>,
+    fresh: Option<Fresh>,
+    /// The window's changes, applied as they are read to a query per
+    /// filesystem (the fsid of the change's directory): the root's id,
+    /// and so its filesystem, is known only at the end (its MARKs may all
+    /// come after some of them), and no record is kept meanwhile.
+    by_fs: Map<Option<[u8; 8]>, Query>,
+    /// Names the first query made is given room for.
+    reserve: usize,
+}
+
+impl<'a> Read<'a> {
+    fn new(root: &'a Path, since: u64, window: u64) -> Read<'a> {
+        Read {
+            want: root.as_os_str().as_encoded_bytes(),
+            since,
+            ours: None,
+            at_since: None,
+            others: HashMap::new(),
+            others_then: Vec::new(),
+            fresh: None,
+            by_fs: Map::default(),
+            reserve: usize::try_from(window.min(RESERVE_MAX)).unwrap_or(0),
+        }
+    }
+
+    /// The watches on at `since`, other roots' noted.
+    fn reach_window(&mut self) {
+        self.at_since = Some(self.ours.clone());
+        self.others_then.extend(
+            self.others
                 .values()
                 .filter(|(_, on)| *on)
                 .map(|(o, _)| o.clone()),
         );
-        ours.clone()
-    });
-    let Some((id, _)) = ours else {
-        return Err(Error::NotWatched {
-            root: root.to_path_buf(),
-        });
-    };
-    if since > next {
-        fresh.get_or_insert(Fresh::Future { last: next });
     }
-    // A watch that had ended by `since` (and did not start again, which
-    // is `WatchStarted`) knows nothing of what the path holds.
-    if matches!(at_since, Some((_, false))) {
-        fresh.get_or_insert(Fresh::NotWatched);
+
+    fn record(&mut self, r: &RecordRef<'_>) {
+        let in_window = r.index > self.since;
+        if in_window && self.at_since.is_none() {
+            self.reach_window();
+        }
+        if r.kind != RecordType::MARK {
+            if in_window && let Some(c) = decode::change(r) {
+                // Nearly always one filesystem: the first query gets the room.
+                let reserve = std::mem::take(&mut self.reserve);
+                self.by_fs
+                    .entry(fsid_of(dir_of(&c)))
+                    .or_insert_with(|| Query::with_capacity(reserve))
+                    .apply(r, c);
+            }
+            return;
+        }
+        if r.field("source") != Some(b"fs") {
+            return;
+        }
+        let Some(id) = ObjectId::from_bytes(r.target) else {
+            return;
+        };
+        let watching = !(r.name == REMOVED || r.name == MOVED);
+        let root_of = r.field("root").unwrap_or_default();
+        if root_of != self.want {
+            if in_window {
+                self.others_then.push(id.clone());
+            }
+            self.others.insert(root_of.to_vec(), (id, watching));
+            return;
+        }
+        if in_window {
+            let why = match r.name {
+                n if n == WATCHED => Some(Fresh::WatchStarted),
+                n if n == REMOVED || n == MOVED => Some(Fresh::Ended),
+                n if n == LOST => Some(Fresh::EventsLost),
+                _ => None,
+            };
+            if let Some(w) = why {
+                self.fresh.get_or_insert(w);
+            }
+        }
+        self.ours = Some((id, watching));
     }
-    if others_then.iter().any(|o| same_fs(o, &id)) {
-        fresh.get_or_insert(Fresh::SharedFilesystem);
+
+    /// The answer, the log read up to `next`.
+    fn finish(mut self, root: &Path, since: u64, next: u64) -> Result<Changes, Error> {
+        if self.at_since.is_none() {
+            self.reach_window();
+        }
+        let at_since = self.at_since.flatten();
+        let Some((id, _)) = self.ours else {
+            return Err(Error::NotWatched {
+                root: root.to_path_buf(),
+            });
+        };
+        let mut fresh = self.fresh;
+        if since > next {
+            fresh.get_or_insert(Fresh::Future { last: next });
+        }
+        // A watch that had ended by `since` (and did not start again,
+        // which is `WatchStarted`) knows nothing of what the path holds.
+        if matches!(at_since, Some((_, false))) {
+            fresh.get_or_insert(Fresh::NotWatched);
+        }
+        if self.others_then.iter().any(|o| same_fs(o, &id)) {
+            fresh.get_or_insert(Fresh::SharedFilesystem);
+        }
+        let q = self.by_fs.remove(&fsid_of(&id)).unwrap_or_default();
+        let mut out = q.finish();
+        out.root = root.to_path_buf();
+        out.since = since;
+        out.next = next;
+        out.fresh = fresh.is_some();
+        out.why = fresh;
+        Ok(out)
     }
-    let q = by_fs.remove(&fsid_of(&id)).unwrap_or_default();
-    let mut out = q.finish();
-    out.root = root.to_path_buf();
-    out.since = since;
-    out.next = next;
-    out.fresh = fresh.is_some();
-    out.why = fresh;
-    Ok(out)
 }
 
 /// Whether an entry of kind `k` may hold others, so that its move moves
@@ -304,8 +355,9 @@ struct Link {
     now: Option<ObjectId>,
     /// Its path at its first record, and that record's index.
     first: (Vec<u8>, u64),
-    /// Its path at its last record, and that record's index.
-    last: (Vec<u8>, u64),
+    /// Its path at its last record, and that record's index, when that
+    /// is not its first.
+    last: Option<(Vec<u8>, u64)>,
 }
 
 /// The window read so far.
@@ -317,27 +369,38 @@ struct Query {
 }
 
 impl Query {
+    fn with_capacity(links: usize) -> Query {
+        let mut q = Query::default();
+        q.links.reserve(links);
+        q
+    }
+
     /// Link `key`, at `path` as of record `at`, holding `before` just
     /// before that record if this is its first.
     fn touch(&mut self, key: Key, before: Option<&ObjectId>, path: &[u8], at: u64) -> &mut Link {
         match self.links.entry(key) {
             std::collections::hash_map::Entry::Occupied(e) => {
                 let l = e.into_mut();
-                l.last.0.clear();
-                l.last.0.extend_from_slice(path);
-                l.last.1 = at;
+                match &mut l.last {
+                    Some((p, i)) => {
+                        p.clear();
+                        p.extend_from_slice(path);
+                        *i = at;
+                    }
+                    None => l.last = Some((path.to_vec(), at)),
+                }
                 l
             }
             std::collections::hash_map::Entry::Vacant(e) => e.insert(Link {
                 then: before.cloned(),
                 now: before.cloned(),
                 first: (path.to_vec(), at),
-                last: (path.to_vec(), at),
+                last: None,
             }),
         }
     }
 
-    fn apply(&mut self, r: &LogRecord, c: &Change) {
+    fn apply(&mut self, r: &RecordRef<'_>, c: Change) {
         let at = r.index;
         let path = r.field("path").unwrap_or_default();
         match c {
@@ -353,8 +416,7 @@ impl Query {
                 entry,
                 ..
             } => {
-                self.touch((parent.clone(), name.clone()), None, path, at)
-                    .now = Some(entry.id.clone());
+                self.touch((parent, name), None, path, at).now = Some(entry.id);
             }
             Change::Remove {
                 parent,
@@ -362,8 +424,7 @@ impl Query {
                 entry,
                 ..
             } => {
-                self.touch((parent.clone(), name.clone()), Some(&entry.id), path, at)
-                    .now = None;
+                self.touch((parent, name), Some(&entry.id), path, at).now = None;
             }
             Change::Rename {
                 sparent,
@@ -375,18 +436,14 @@ impl Query {
                 exchanged,
             } => {
                 let spath = r.field("spath").unwrap_or_default();
-                let back = exchanged.as_ref().map(|x| x.id.clone());
-                self.touch((sparent.clone(), sname.clone()), Some(&entry.id), spath, at)
-                    .now = back.clone();
-                let there = back
-                    .clone()
-                    .or_else(|| overwritten.as_ref().map(|o| o.0.id.clone()));
-                self.touch((parent.clone(), name.clone()), there.as_ref(), path, at)
-                    .now = Some(entry.id.clone());
                 // Only a directory's move moves other paths: a file's
                 // moves only its own link, whose records say where it is.
                 let moves_others =
                     may_hold(entry.kind) || exchanged.as_ref().is_some_and(|x| may_hold(x.kind));
+                let back = exchanged.map(|x| x.id);
+                let there = back.clone().or(overwritten.map(|o| o.0.id));
+                self.touch((sparent, sname), Some(&entry.id), spath, at).now = back.clone();
+                self.touch((parent, name), there.as_ref(), path, at).now = Some(entry.id);
                 if moves_others {
                     let mut pairs = vec![(spath.to_vec(), path.to_vec())];
                     if back.is_some() {
@@ -402,8 +459,7 @@ impl Query {
                 ..
             } => {
                 let spath = r.field("spath").unwrap_or_default();
-                self.touch((sparent.clone(), sname.clone()), Some(&entry.id), spath, at)
-                    .now = None;
+                self.touch((sparent, sname), Some(&entry.id), spath, at).now = None;
                 if may_hold(entry.kind) {
                     self.steps.push(at, Step::Gone(spath.to_vec()));
                 }
@@ -411,93 +467,141 @@ impl Query {
             Change::Attr { parent, name, id } | Change::Modify { parent, name, id } => {
                 // The root's own: no name, no path to list.
                 if !name.is_empty() {
-                    self.touch((parent.clone(), name.clone()), Some(id), path, at);
-                    self.written.insert(id.clone());
+                    self.touch((parent, name), Some(&id), path, at);
+                    self.written.insert(id);
                 }
             }
         }
     }
 
     fn finish(self) -> Changes {
-        // Per object: the names it lost and the names it gained.
-        let mut lost: BTreeMap<ObjectId, Vec<Vec<u8>>> = BTreeMap::new();
-        let mut gained: BTreeMap<ObjectId, Vec<Vec<u8>>> = BTreeMap::new();
-        let mut kept: Vec<(ObjectId, Vec<u8>)> = Vec::new();
-        for link in self.links.into_values() {
-            let now_path = link
-                .now
-                .as_ref()
-                .and_then(|_| self.steps.forward(&link.last.0, link.last.1));
-            let now = now_path.as_ref().and(link.now);
-            match (link.then, now) {
+        let Query {
+            links,
+            steps,
+            written,
+        } = self;
+        // The names objects lost and the names they gained: flat, not a
+        // list per object, as most objects only gain one.
+        let mut lost: Vec<(ObjectId, Vec<u8>)> = Vec::new();
+        let mut gained: Vec<(ObjectId, Vec<u8>)> = Vec::with_capacity(links.len());
+        let mut out = Changes::default();
+        for link in links.into_values() {
+            let Link {
+                then,
+                now,
+                first: (mut first, first_at),
+                last,
+            } = link;
+            let now_path = match (&now, last) {
+                (None, _) => None,
+                (Some(_), Some((p, at))) => steps.forward(p, at),
+                // The first path is also what `then` is found under.
+                (Some(_), None) if then.is_some() => steps.forward(first.clone(), first_at),
+                (Some(_), None) => steps.forward(std::mem::take(&mut first), first_at),
+            };
+            let now = now_path.as_ref().and(now);
+            match (then, now) {
                 (Some(a), Some(b)) if a == b => {
-                    kept.push((a, now_path.unwrap_or_default()));
+                    if let Some(p) = now_path.filter(|_| written.contains(&a)) {
+                        out.modified.push(p);
+                    }
                 }
                 (then, now) => {
                     if let Some(a) = then {
-                        let p = self.steps.backward(&link.first.0, link.first.1);
-                        lost.entry(a).or_default().push(p);
+                        lost.push((a, steps.backward(first, first_at)));
                     }
                     if let (Some(b), Some(p)) = (now, now_path) {
-                        gained.entry(b).or_default().push(p);
+                        gained.push((b, p));
                     }
                 }
             }
         }
-        let mut out = Changes::default();
-        pair(lost, gained, &self.written, &mut out);
-        for (id, p) in kept {
-            if self.written.contains(&id) {
-                out.modified.push(p);
-            }
-        }
+        pair(lost, gained, &written, &mut out);
         out.removed = topmost(std::mem::take(&mut out.removed));
-        out.created.sort();
-        out.modified.sort();
+        out.created.sort_unstable();
+        out.modified.sort_unstable();
         out.modified.dedup();
-        out.renamed.sort();
+        out.renamed.sort_unstable();
         out
     }
 }
 
 /// Pairs each object's lost names with its gained ones, in path order:
 /// renames; what is left over is removed or created. A renamed object
-/// that was written is also modified under its new name.
+/// that was written is also modified under its new name. The lists come
+/// out in no order: the caller sorts them.
 pub(crate) fn pair(
-    mut lost: BTreeMap<ObjectId, Vec<Vec<u8>>>,
-    mut gained: BTreeMap<ObjectId, Vec<Vec<u8>>>,
+    mut lost: Vec<(ObjectId, Vec<u8>)>,
+    gained: Vec<(ObjectId, Vec<u8>)>,
     written: &Set<ObjectId>,
     out: &mut Changes,
 ) {
-    for (id, from) in lost.iter_mut() {
-        from.sort();
-        let mut to = gained.remove(id).unwrap_or_default();
-        to.sort();
-        let n = from.len().min(to.len());
-        for (f, t) in from.drain(..n).zip(to.drain(..n)) {
-            if written.contains(id) {
-                out.modified.push(t.clone());
-            }
-            out.renamed.push(Renamed { from: f, to: t });
+    // Only objects that lost a name can have been renamed; the names the
+    // others gained are created, with no sorting by object.
+    let losers: Set<&ObjectId> = lost.iter().map(|(id, _)| id).collect();
+    let mut matched = Vec::new();
+    for (id, p) in gained {
+        if losers.contains(&id) {
+            matched.push((id, p));
+        } else {
+            out.created.push(p);
         }
-        out.removed.append(from);
-        out.created.append(&mut to);
     }
-    for (_, mut to) in std::mem::take(&mut gained) {
-        out.created.append(&mut to);
+    drop(losers);
+    lost.sort_unstable();
+    matched.sort_unstable();
+    // Both sorted by object, then path; every object of `matched` is in
+    // `lost`. Walk the objects of `lost`, and `matched` along with them.
+    let (mut i, mut j) = (0, 0);
+    while i < lost.len() {
+        let ie = i + lost[i..]
+            .iter()
+            .take_while(|(x, _)| *x == lost[i].0)
+            .count();
+        let je = j + matched[j..]
+            .iter()
+            .take_while(|(x, _)| *x == lost[i].0)
+            .count();
+        let n = (ie - i).min(je - j);
+        let renamed_written = written.contains(&lost[i].0);
+        for k in 0..n {
+            let to = std::mem::take(&mut matched[j + k].1);
+            if renamed_written {
+                out.modified.push(to.clone());
+            }
+            out.renamed.push(Renamed {
+                from: std::mem::take(&mut lost[i + k].1),
+                to,
+            });
+        }
+        out.removed
+            .extend(lost[i + n..ie].iter_mut().map(|(_, p)| std::mem::take(p)));
+        out.created.extend(
+            matched[j + n..je]
+                .iter_mut()
+                .map(|(_, p)| std::mem::take(p)),
+        );
+        (i, j) = (ie, je);
     }
 }
 
 /// `paths` sorted, without those below another of them.
 pub(crate) fn topmost(mut paths: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
-    paths.sort();
+    paths.sort_unstable();
     paths.dedup();
-    let all: Set<Vec<u8>> = paths.iter().cloned().collect();
-    paths.retain(|p| {
-        !p.iter()
-            .enumerate()
-            .any(|(i, &b)| b == b'/' && all.contains(&p[..i]))
-    });
+    let keep: Vec<bool> = {
+        let all: Set<&[u8]> = paths.iter().map(Vec::as_slice).collect();
+        paths
+            .iter()
+            .map(|p| {
+                !p.iter()
+                    .enumerate()
+                    .any(|(i, &b)| b == b'/' && all.contains(&p[..i]))
+            })
+            .collect()
+    };
+    let mut keep = keep.into_iter();
+    paths.retain(|_| keep.next().unwrap_or(true));
     paths
 }
 

@@ -51,8 +51,8 @@ impl Steps {
 
     /// Path `p`, valid at record `at` (and unchanged by that record's own
     /// step), as of the end of the window; `None` when it left the tree.
-    pub(super) fn forward(&self, p: &[u8], at: u64) -> Option<Vec<u8>> {
-        let mut p = p.to_vec();
+    /// `p` is taken and given back when no step moves it.
+    pub(super) fn forward(&self, mut p: Vec<u8>, at: u64) -> Option<Vec<u8>> {
         let start = self.steps.partition_point(|(i, _)| *i <= at);
         for (_, step) in &self.steps[start..] {
             match step {
@@ -69,8 +69,7 @@ impl Steps {
     }
 
     /// Path `p`, valid at record `at`, as of the start of the window.
-    pub(super) fn backward(&self, p: &[u8], at: u64) -> Vec<u8> {
-        let mut p = p.to_vec();
+    pub(super) fn backward(&self, mut p: Vec<u8>, at: u64) -> Vec<u8> {
         let end = self.steps.partition_point(|(i, _)| *i < at);
         for (_, step) in self.steps[..end].iter().rev() {
             if let Step::Move(pairs) = step
@@ -99,11 +98,13 @@ mod tests {
             ]),
         );
         s.push(6, Step::Gone(b"x/d".to_vec()));
-        assert_eq!(s.forward(b"a/c/e", 1).as_deref(), Some(&b"x/e"[..]));
-        assert_eq!(s.forward(b"ab/c", 1).as_deref(), Some(&b"ab/c"[..]));
-        assert_eq!(s.forward(b"a/c/d/f", 1), None);
-        assert_eq!(s.backward(b"x/e", 5), b"a/c/e");
-        assert_eq!(s.backward(b"b", 2), b"b");
-        assert_eq!(s.backward(b"b/c/y", 7), b"x/y");
+        let f = |p: &[u8], at| s.forward(p.to_vec(), at);
+        let b = |p: &[u8], at| s.backward(p.to_vec(), at);
+        assert_eq!(f(b"a/c/e", 1).as_deref(), Some(&b"x/e"[..]));
+        assert_eq!(f(b"ab/c", 1).as_deref(), Some(&b"ab/c"[..]));
+        assert_eq!(f(b"a/c/d/f", 1), None);
+        assert_eq!(b(b"x/e", 5), b"a/c/e");
+        assert_eq!(b(b"b", 2), b"b");
+        assert_eq!(b(b"b/c/y", 7), b"x/y");
     }
 }

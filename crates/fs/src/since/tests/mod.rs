@@ -324,8 +324,8 @@ fn expected(
         t.entry_path(p, n, &mut out);
         out
     };
-    let mut lost: BTreeMap<ObjectId, Vec<Vec<u8>>> = BTreeMap::new();
-    let mut gained: BTreeMap<ObjectId, Vec<Vec<u8>>> = BTreeMap::new();
+    let mut lost = Vec::new();
+    let mut gained = Vec::new();
     let mut kept = Vec::new();
     for (p, n) in touched {
         let a = then.lookup(p, n).map(|e| e.id);
@@ -334,10 +334,10 @@ fn expected(
             (Some(a), Some(b)) if a == b => kept.push((a, path(now, p, n))),
             (a, b) => {
                 if let Some(a) = a {
-                    lost.entry(a).or_default().push(path(then, p, n));
+                    lost.push((a, path(then, p, n)));
                 }
                 if let Some(b) = b {
-                    gained.entry(b).or_default().push(path(now, p, n));
+                    gained.push((b, path(now, p, n)));
                 }
             }
         }
@@ -448,3 +448,48 @@ proptest! {
 }
 
 mod fresh;
+
+#[test]
+fn pairing_renames_each_objects_names_in_path_order() {
+    let p = |s: &str| s.as_bytes().to_vec();
+    // 1 lost two names and gained two: two renames, by path order. 2
+    // lost one and gained two: a rename and a creation. 3 lost one:
+    // removed. 4 gained one: created. 5 was renamed and written.
+    let lost = vec![
+        (oid(1), p("b1")),
+        (oid(3), p("gone")),
+        (oid(1), p("a1")),
+        (oid(2), p("x2")),
+        (oid(5), p("w")),
+    ];
+    let gained = vec![
+        (oid(2), p("y2")),
+        (oid(1), p("d1")),
+        (oid(4), p("new")),
+        (oid(2), p("z2")),
+        (oid(1), p("c1")),
+        (oid(5), p("w2")),
+    ];
+    let written: crate::tree::Set<ObjectId> = [oid(5)].into_iter().collect();
+    let mut out = Changes::default();
+    pair(lost, gained, &written, &mut out);
+    out.renamed.sort();
+    out.created.sort();
+    let renamed: Vec<(&[u8], &[u8])> = out
+        .renamed
+        .iter()
+        .map(|r| (&r.from[..], &r.to[..]))
+        .collect();
+    assert_eq!(
+        renamed,
+        [
+            (&b"a1"[..], &b"c1"[..]),
+            (b"b1", b"d1"),
+            (b"w", b"w2"),
+            (b"x2", b"y2"),
+        ]
+    );
+    assert_eq!(out.created, [p("new"), p("z2")]);
+    assert_eq!(out.removed, [p("gone")]);
+    assert_eq!(out.modified, [p("w2")]);
+}
