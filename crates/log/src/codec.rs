@@ -333,39 +333,35 @@ pub fn check_frame(buf: &[u8]) -> Result<FrameRef<'_>, DecodeError> {
     Ok(fr)
 }
 
+/// A frame's target, parent, name and encoded fields.
+type Parts<'a> = (&'a [u8], &'a [u8], &'a [u8], FieldArea<'a>);
+
 impl<'a> FrameRef<'a> {
+    /// The frame's parts: the one split of its layout. `None` when they
+    /// do not fit in it.
+    fn parts(&self) -> Option<Parts<'a>> {
+        let b = self.bytes;
+        let rest = b.get(HEADER_LEN..)?;
+        let (target, rest) = rest.split_at_checked(usize::from(u16_at(b, 28)))?;
+        let (parent, rest) = rest.split_at_checked(usize::from(u16_at(b, 30)))?;
+        let (name, rest) = rest.split_at_checked(usize::from(u16_at(b, 32)))?;
+        let count = usize::from(u16_at(b, 34));
+        (count <= MAX_FIELDS).then_some((target, parent, name, FieldArea { bytes: rest, count }))
+    }
+
     /// Checks that the parts and fields fill the frame exactly.
     fn check_layout(&self) -> Result<(), DecodeError> {
-        let b = self.bytes;
-        if b.len() < HEADER_LEN {
-            return Err(DecodeError::Layout);
-        }
-        let take = |pos: &mut usize, n: usize| -> Result<&'a [u8], DecodeError> {
-            let end = pos.checked_add(n).ok_or(DecodeError::Layout)?;
-            let s = b.get(*pos..end).ok_or(DecodeError::Layout)?;
-            *pos = end;
-            Ok(s)
-        };
-        let mut pos = HEADER_LEN;
-        for at in [28, 30, 32] {
-            take(&mut pos, usize::from(u16_at(b, at)))?;
-        }
-        let nfields = usize::from(u16_at(b, 34));
-        if nfields > MAX_FIELDS {
-            return Err(DecodeError::Layout);
-        }
-        for _ in 0..nfields {
-            let hdr = take(&mut pos, 6)?;
-            let klen = usize::from(u16_at(hdr, 0));
-            let vlen = u32_at(hdr, 2) as usize;
-            let key = take(&mut pos, klen)?;
+        let (_, _, _, fields) = self.parts().ok_or(DecodeError::Layout)?;
+        let (mut seen, mut used) = (0, 0);
+        for (key, value) in fields.iter() {
             // Keys are short ASCII words; the full check only for others.
             if !key.is_ascii() && std::str::from_utf8(key).is_err() {
                 return Err(DecodeError::KeyNotUtf8);
             }
-            take(&mut pos, vlen)?;
+            seen += 1;
+            used += 6 + key.len() + value.len();
         }
-        if pos != b.len() {
+        if seen != fields.count || used != fields.bytes.len() {
             return Err(DecodeError::Layout);
         }
         Ok(())
@@ -387,23 +383,9 @@ impl<'a> FrameRef<'a> {
     }
 
     /// The record, borrowing the frame. `check_frame` validated the
-    /// layout; a trusted frame that does not hold one yields the parts
-    /// that could be read, the others empty.
+    /// layout; a trusted frame that does not hold one yields empty parts.
     pub fn record(&self) -> RecordRef<'a> {
-        let b = self.bytes;
-        let len_at = |at: usize| b.get(at..at + 2).map_or(0, |w| usize::from(u16_at(w, 0)));
-        let mut pos = HEADER_LEN.min(b.len());
-        let mut take = |n: usize| {
-            let s = pos.checked_add(n).and_then(|end| b.get(pos..end));
-            if s.is_some() {
-                pos += n;
-            }
-            s.unwrap_or_default()
-        };
-        let target = take(len_at(28));
-        let parent = take(len_at(30));
-        let name = take(len_at(32));
-        let count = len_at(34).min(MAX_FIELDS);
+        let (target, parent, name, fields) = self.parts().unwrap_or_default();
         RecordRef {
             index: self.index,
             time_ns: self.time_ns,
@@ -412,16 +394,13 @@ impl<'a> FrameRef<'a> {
             target,
             parent,
             name,
-            fields: Fields::Frame(FieldArea {
-                bytes: b.get(pos..).unwrap_or_default(),
-                count,
-            }),
+            fields: Fields::Frame(fields),
         }
     }
 }
 
 /// A frame's encoded fields, read as they are asked for.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct FieldArea<'a> {
     bytes: &'a [u8],
     count: usize,

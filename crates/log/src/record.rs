@@ -127,9 +127,7 @@ impl LogRecord {
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.as_slice())
     }
-}
 
-impl LogRecord {
     /// The record as a borrowed [`RecordRef`].
     pub fn view(&self) -> RecordRef<'_> {
         RecordRef {

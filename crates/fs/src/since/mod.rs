@@ -181,7 +181,7 @@ fn query(
     // Each record is looked at once, borrowed from the reader's buffer.
     reader.for_each_record(|r| read.record(r))?;
     let next = reader.position().saturating_sub(1);
-    read.finish(root, since, next)
+    read.finish(next)
 }
 
 /// At most this many names are made room for ahead: a hint, not a limit.
@@ -189,8 +189,8 @@ const RESERVE_MAX: u64 = 1 << 20;
 
 /// The log as read so far for a query.
 struct Read<'a> {
-    /// The root's path, as its MARKs name it.
-    want: &'a [u8],
+    /// The root, as its MARKs name it.
+    root: &'a Path,
     since: u64,
     /// The root's watch as its MARKs say: its id, and whether it goes on.
     ours: Option<(ObjectId, bool)>,
@@ -212,7 +212,7 @@ struct Read<'a> {
 impl<'a> Read<'a> {
     fn new(root: &'a Path, since: u64, window: u64) -> Read<'a> {
         Read {
-            want: root.as_os_str().as_encoded_bytes(),
+            root,
             since,
             ours: None,
             at_since: None,
@@ -259,7 +259,7 @@ impl<'a> Read<'a> {
         };
         let watching = !(r.name == REMOVED || r.name == MOVED);
         let root_of = r.field("root").unwrap_or_default();
-        if root_of != self.want {
+        if root_of != self.root.as_os_str().as_encoded_bytes() {
             if in_window {
                 self.others_then.push(id.clone());
             }
@@ -281,14 +281,15 @@ impl<'a> Read<'a> {
     }
 
     /// The answer, the log read up to `next`.
-    fn finish(mut self, root: &Path, since: u64, next: u64) -> Result<Changes, Error> {
+    fn finish(mut self, next: u64) -> Result<Changes, Error> {
+        let since = self.since;
         if self.at_since.is_none() {
             self.reach_window();
         }
         let at_since = self.at_since.flatten();
         let Some((id, _)) = self.ours else {
             return Err(Error::NotWatched {
-                root: root.to_path_buf(),
+                root: self.root.to_path_buf(),
             });
         };
         let mut fresh = self.fresh;
@@ -305,7 +306,7 @@ impl<'a> Read<'a> {
         }
         let q = self.by_fs.remove(&fsid_of(&id)).unwrap_or_default();
         let mut out = q.finish();
-        out.root = root.to_path_buf();
+        out.root = self.root.to_path_buf();
         out.since = since;
         out.next = next;
         out.fresh = fresh.is_some();
