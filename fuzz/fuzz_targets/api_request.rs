@@ -34,10 +34,12 @@ fuzz_target!(|data: &[u8]| {
     let _ = RecordsQuery::parse(Some(q));
     let _ = MountsQuery::parse(Some(q));
     let _ = DevicesQuery::parse(Some(q));
-    for root in [FsChangesQuery::parse(Some(q)).map(|c| c.root), FsRescanQuery::parse(Some(q)).map(|r| r.root)] {
-        if let Ok(root) = root {
-            assert_eq!(root.first(), Some(&b'/'));
-        }
+    let roots = [
+        FsChangesQuery::parse(Some(q)).map(|c| c.root),
+        FsRescanQuery::parse(Some(q)).map(|r| r.root),
+    ];
+    for root in roots.into_iter().flatten() {
+        assert_eq!(root.first(), Some(&b'/'));
     }
     let _ = parse_empty(Some(q));
 });

@@ -136,11 +136,14 @@ fn error_at(e: &DecodeError) -> usize {
     }
 }
 
+/// One encoded event as the decoder must give it back: mask, pid, records.
+type Wanted = (u64, i32, Vec<Rec>);
+
 /// Well-formed events from the input, one per chunk: a control byte says
 /// which records the event has (bit per type) and how long the handles
 /// (0..=MAX_HANDLE_SZ) and names (1..=255) are, taken from the bytes that
 /// follow; an unknown record type may be mixed in.
-fn encode(body: &[u8]) -> (Vec<u8>, Vec<(u64, i32, Vec<Rec>)>) {
+fn encode(body: &[u8]) -> (Vec<u8>, Vec<Wanted>) {
     let mut buf = Vec::new();
     let mut want = Vec::new();
     let mut it = body.iter().copied();

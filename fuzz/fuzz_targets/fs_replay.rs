@@ -17,7 +17,15 @@ use weir_fs::{ObjectId, Tree};
 use weir_log::{LogRecord, RecordType};
 
 const TYPES: [u16; 12] = [1, 2, 3, 4, 5, 6, 7, 8, 14, 17, 0, 70];
-const KEYS: [&str; 7] = ["type", "sparent", "sname", "exchanged", "overwritten", "overwritten_last", "path"];
+const KEYS: [&str; 7] = [
+    "type",
+    "sparent",
+    "sname",
+    "exchanged",
+    "overwritten",
+    "overwritten_last",
+    "path",
+];
 
 struct Input<'a>(&'a [u8]);
 
@@ -56,11 +64,18 @@ fuzz_target!(|data: &[u8]| {
     let mut tree = Tree::new(small(0));
     while let Some(t) = input.byte() {
         let kind = RecordType(TYPES[usize::from(t) % TYPES.len()]);
-        let (Some(f0), Some(f1)) = (input.byte(), input.byte()) else { break };
-        let (Some(target), Some(parent), Some(name)) = (input.id(), input.id(), input.bytes()) else { break };
+        let (Some(f0), Some(f1)) = (input.byte(), input.byte()) else {
+            break;
+        };
+        let (Some(target), Some(parent), Some(name)) = (input.id(), input.id(), input.bytes())
+        else {
+            break;
+        };
         let mut fields = Vec::new();
         for _ in 0..input.byte().map_or(0, |n| n % 5) {
-            let (Some(k), Some(mut v)) = (input.byte(), input.bytes()) else { break };
+            let (Some(k), Some(mut v)) = (input.byte(), input.bytes()) else {
+                break;
+            };
             let key = KEYS[usize::from(k) % KEYS.len()];
             if matches!(key, "sparent" | "exchanged" | "overwritten") && k & 0x80 == 0 {
                 v = small(k & 7).hex().into_bytes();
@@ -77,7 +92,7 @@ fuzz_target!(|data: &[u8]| {
             name,
             fields,
         };
-        if let Some(c) = weir_fs::record::decode::change(&r) {
+        if let Some(c) = weir_fs::record::decode::change(&r.view()) {
             let _ = c.apply(&mut tree);
             assert_eq!(tree.len(), tree.listing().len());
         }

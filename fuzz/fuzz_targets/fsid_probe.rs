@@ -83,8 +83,16 @@ fn well_formed_uuid(fstype: &str, u: &str) -> bool {
     let groups: Vec<&str> = u.split('-').collect();
     let lens: Vec<usize> = groups.iter().map(|g| g.len()).collect();
     match fstype {
-        "vfat" => lens == [4, 4] && u.bytes().all(|b| b == b'-' || b.is_ascii_digit() || (b'A'..=b'F').contains(&b)),
-        _ => lens == [8, 4, 4, 4, 12] && u.bytes().all(|b| b == b'-' || b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
+        "vfat" => {
+            lens == [4, 4]
+                && u.bytes()
+                    .all(|b| b == b'-' || b.is_ascii_digit() || (b'A'..=b'F').contains(&b))
+        }
+        _ => {
+            lens == [8, 4, 4, 4, 12]
+                && u.bytes()
+                    .all(|b| b == b'-' || b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        }
     }
 }
 

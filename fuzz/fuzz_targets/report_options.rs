@@ -16,7 +16,9 @@ use weir_view::mounts_table;
 
 fuzz_target!(|data: &[u8]| {
     let (size, text) = match data {
-        [a, b, c, d, e, f, g, h, rest @ ..] => (u64::from_le_bytes([*a, *b, *c, *d, *e, *f, *g, *h]), rest),
+        [a, b, c, d, e, f, g, h, rest @ ..] => {
+            (u64::from_le_bytes([*a, *b, *c, *d, *e, *f, *g, *h]), rest)
+        }
         _ => (0, data),
     };
     let Ok(s) = std::str::from_utf8(text) else {
@@ -30,7 +32,10 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(units) = Units::parse(s) {
         for u in [units, units.without_suffix()] {
             let printed = u.size(size);
-            assert!(!printed.is_empty() && !printed.contains('\n'), "{s:?} {size}: {printed:?}");
+            assert!(
+                !printed.is_empty() && !printed.contains('\n'),
+                "{s:?} {size}: {printed:?}"
+            );
         }
     }
     assert_eq!(

@@ -38,7 +38,10 @@ fuzz_target!(|data: &[u8]| {
     for ((bit, _), want) in STRINGS.iter().zip(&strings) {
         assert_eq!(field(&sm, *bit), (sm.mask & bit != 0).then_some(&want[..]));
     }
-    assert_eq!(sm.mnt.map(|m| m.id), (sm.mask & mask::MNT_BASIC != 0).then(|| u64_at(&buf, 40)));
+    assert_eq!(
+        sm.mnt.map(|m| m.id),
+        (sm.mask & mask::MNT_BASIC != 0).then(|| u64_at(&buf, 40))
+    );
     check(&buf);
     // One overwritten byte, position and value from the input's first bytes.
     if let [p0, p1, v, ..] = *body {
@@ -62,7 +65,10 @@ fn check(buf: &[u8]) {
     }
     assert_eq!(sm.sb.is_some(), sm.mask & mask::SB_BASIC != 0);
     assert_eq!(sm.mnt.is_some(), sm.mask & mask::MNT_BASIC != 0);
-    assert_eq!(sm.propagate_from.is_some(), sm.mask & mask::PROPAGATE_FROM != 0);
+    assert_eq!(
+        sm.propagate_from.is_some(),
+        sm.mask & mask::PROPAGATE_FROM != 0
+    );
     assert_eq!(sm.mnt_ns_id.is_some(), sm.mask & mask::MNT_NS_ID != 0);
     // Bytes past `size` are not part of the answer.
     let mut longer = buf.to_vec();
