@@ -189,6 +189,13 @@ pub enum Error {
         /// Why it is rejected.
         reason: &'static str,
     },
+    /// The incarnation file is not 32 lowercase hex digits and a newline.
+    /// It is never replaced: records already shipped carry the old one.
+    #[error("incarnation file {path} is damaged; restore it, or remove it to start a new history")]
+    BadIncarnation {
+        /// The incarnation file.
+        path: PathBuf,
+    },
     /// The directory holds a log of a format this build does not read.
     #[error("{path} has log format version {found}; this build reads version {supported}")]
     UnsupportedVersion {

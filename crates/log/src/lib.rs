@@ -44,6 +44,7 @@ mod cursors;
 mod error;
 pub mod fault;
 pub mod fs;
+mod incarnation;
 mod inspect;
 mod kind;
 mod last_of_type;
@@ -64,6 +65,7 @@ mod verify;
 
 pub use crate::cursors::{CONSUMERS_FILE, ConsumerInfo, MAX_CONSUMERS, read_consumers};
 pub use crate::error::{Error, Result, StallCause};
+pub use crate::incarnation::{BadIncarnation, INCARNATION_FILE, Incarnation, read_incarnation};
 pub use crate::inspect::{Summary, inspect};
 pub use crate::kind::{RecordType, TypeMask};
 pub use crate::latency::Histogram;

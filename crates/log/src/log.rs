@@ -19,6 +19,7 @@ use crate::catalog::Catalog;
 pub(crate) use crate::clock::now_ns;
 use crate::cursors::Consumers;
 use crate::error::{Error, Result, StallCause};
+use crate::incarnation::Incarnation;
 use crate::latency::{Histogram, SharedHistogram};
 use crate::options::{Options, Retention};
 use crate::reader::Reader;
@@ -75,6 +76,8 @@ pub(crate) struct Counters {
 /// reaches what it reads with no pointer more than before.
 pub(crate) struct Inner {
     pub(crate) dir: PathBuf,
+    /// The history this log belongs to; fixed for the directory's life.
+    pub(crate) incarnation: Incarnation,
     pub(crate) opts: Options,
     pub(crate) ring: Ring,
     pub(crate) max_record: usize,
@@ -382,6 +385,7 @@ impl Log {
         fs.create_dir_all(&dir)
             .map_err(|e| Error::io("create directory", &dir, e))?;
         let lock = take_lock(&dir)?;
+        let incarnation = crate::incarnation::load_or_create(&*fs, &dir)?;
         let rec = recovery::recover(&*fs, &dir, &opts)?;
         let mut consumers = Consumers::load(&*fs, &dir)?;
         let next = rec.next_index;
@@ -403,6 +407,7 @@ impl Log {
             consumers: ConsumerStore::new(consumers),
             counters: Counters::default(),
             dir,
+            incarnation,
             opts,
         });
         let handle = commit::spawn(inner.clone(), rec.active)
@@ -423,6 +428,12 @@ impl Log {
     /// The log directory.
     pub fn dir(&self) -> &Path {
         &self.inner.dir
+    }
+
+    /// The log's incarnation: with an index, it names one record across
+    /// every history the directory may have (see [`Incarnation`]).
+    pub fn incarnation(&self) -> Incarnation {
+        self.inner.incarnation
     }
 
     /// The retention limits and floor the log was opened with.

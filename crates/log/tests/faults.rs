@@ -303,9 +303,10 @@ fn appends_fail_fast_with_no_space_once_the_ring_is_full() {
         let dir = tempfile::tempdir().unwrap();
         let fs = FaultyFs::new();
         let salt = 6;
-        // Every write fails from the start: not even the first segment's
-        // header can be written, so nothing leaves the ring.
-        fs.fail_writes(ENOSPC, 0, None);
+        // Every write fails once the new log's incarnation file is
+        // written: not even the first segment's header can be, so nothing
+        // leaves the ring.
+        fs.fail_writes(ENOSPC, 1, None);
         let log = Log::open(dir.path(), opts(&fs).ring_slots(64)).unwrap();
         let mut i = 1;
         let err = loop {

@@ -23,7 +23,7 @@ use support::{Payload, check_log, footer, mix, predict, scan_segment, segment_fi
 use weir_log::codec::{self, DecodeError};
 use weir_log::fault::{FaultyFs, PowerCut};
 use weir_log::segment::{BLOCK, parse_segment_name};
-use weir_log::{Log, Options, Preallocation, TornTail};
+use weir_log::{Log, Options, Preallocation, TornTail, read_incarnation};
 
 const SEG: u64 = 64 * 1024;
 
@@ -96,10 +96,20 @@ fn run_round(r: Round) -> Seen {
     let opts = std_opts()
         .fs(Arc::new(fs.clone()))
         .preallocation(r.prealloc);
-    let log = Log::open(dir.path(), opts).unwrap();
-    let durable = workload(&log, &fs, r.salt, 150);
-    let appended = log.stats().last_index.max(durable);
-    drop(log);
+    // The first writes of a new log make its incarnation file; a crash
+    // there fails the open, and the reopen below must still succeed.
+    let (durable, appended) = match Log::open(dir.path(), opts) {
+        Ok(log) => {
+            let durable = workload(&log, &fs, r.salt, 150);
+            let appended = log.stats().last_index.max(durable);
+            drop(log);
+            (durable, appended)
+        }
+        Err(e) => {
+            assert!(fs.crashed(), "{ctx}: open failed with no crash: {e}");
+            (0, 0)
+        }
+    };
     let mut seen = Seen {
         ops: fs.ops(),
         crashed: fs.crashed(),
@@ -110,6 +120,10 @@ fn run_round(r: Round) -> Seen {
     let want = predict(dir.path());
     let log = Log::open(dir.path(), std_opts()).unwrap_or_else(|e| panic!("{ctx}: reopen: {e}"));
     let rec = log.recovery().clone();
+    assert!(
+        matches!(read_incarnation(&weir_log::fs::StdFs, dir.path()), Ok(Some(i)) if i == log.incarnation()),
+        "{ctx}: the incarnation file is not the open log's"
+    );
     assert_eq!(
         rec.next_index, want.next_index,
         "{ctx}: {rec:?} vs {want:?}"

@@ -17,6 +17,11 @@ use crate::json::to_sorted_string;
 pub struct LogStats {
     /// The log's directory.
     pub dir: String,
+    /// The log's incarnation (32 hex digits), which with an index names a
+    /// record across the directory's histories; null for a log no writer
+    /// has opened since incarnations were introduced, or an older daemon.
+    #[serde(default)]
+    pub incarnation: Option<String>,
     /// Segment files.
     pub segments: u64,
     /// Their bytes.
@@ -95,6 +100,9 @@ impl LogStats {
 pub fn text(s: &LogStats) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "log:          {}", s.dir);
+    if let Some(i) = &s.incarnation {
+        let _ = writeln!(out, "incarnation:  {i}");
+    }
     if s.poisoned == Some(true) {
         let _ = writeln!(
             out,
@@ -167,6 +175,7 @@ mod tests {
     fn stats() -> LogStats {
         LogStats {
             dir: "/l".into(),
+            incarnation: Some("00112233445566778899aabbccddeeff".into()),
             segments: 1,
             bytes: 8,
             allocated_bytes: 4096,
@@ -192,14 +201,17 @@ mod tests {
     fn json_keys_by_name_and_a_null_for_unknown() {
         assert_eq!(
             stats().to_json(),
-            r#"{"allocated_bytes":4096,"bytes":8,"consumers":[{"cleared":1,"id":2,"idle_seconds":5.5,"lag":2,"mask":"all","name":"ix","registered":9}],"dir":"/l","first_index":1,"last_index":3,"poisoned":null,"records":3,"retention":null,"segments":1,"spare_bytes":0}"#
+            r#"{"allocated_bytes":4096,"bytes":8,"consumers":[{"cleared":1,"id":2,"idle_seconds":5.5,"lag":2,"mask":"all","name":"ix","registered":9}],"dir":"/l","first_index":1,"incarnation":"00112233445566778899aabbccddeeff","last_index":3,"poisoned":null,"records":3,"retention":null,"segments":1,"spare_bytes":0}"#
         );
     }
 
     #[test]
     fn text_says_what_is_there() {
         let t = text(&stats());
-        assert!(t.starts_with("log:          /l\nsegments:     1\n"), "{t}");
+        assert!(
+            t.starts_with("log:          /l\nincarnation:  00112233445566778899aabbccddeeff\nsegments:     1\n"),
+            "{t}"
+        );
         assert!(!t.contains("spare:") && !t.contains("POISONED"), "{t}");
         assert!(
             t.ends_with("consumers:    1\n  ix (id 2): cleared 1, lag 2, idle 5 s, mask all\n"),

@@ -176,6 +176,7 @@ pub(crate) async fn log_stats(
         let s = log.stats();
         LogStats {
             dir: log.dir().display().to_string(),
+            incarnation: Some(log.incarnation().to_string()),
             segments: s.segments as u64,
             bytes: s.bytes,
             allocated_bytes: allocated(log.dir()),

@@ -54,8 +54,12 @@ fn direct(state: &StateDir) -> Result<LogStats> {
             None
         }
     };
+    let incarnation = weir_log::read_incarnation(&StdFs, &dir)
+        .context("reading the log's incarnation")?
+        .map(|i| i.to_string());
     Ok(LogStats {
         dir: dir.display().to_string(),
+        incarnation,
         segments: s.segments as u64,
         bytes: s.bytes,
         allocated_bytes: s.allocated,
