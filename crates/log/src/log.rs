@@ -479,6 +479,22 @@ impl Log {
         Ok(Some(Durable(last)))
     }
 
+    /// The last durable index: records up to it survive a crash of the
+    /// host, so only these may leave it (a shipper's rule).
+    pub fn durable_index(&self) -> u64 {
+        self.inner.signals.durable()
+    }
+
+    /// Waits until every record up to `index`, one a reader has seen,
+    /// is durable.
+    pub fn wait_durable_index(&self, index: u64) -> Result<()> {
+        let next = self.inner.ring.next();
+        if index >= next {
+            return Err(Error::NotAppended { index, next });
+        }
+        self.inner.wait_durable(index)
+    }
+
     /// The last index readers can see.
     pub fn last_index(&self) -> u64 {
         self.inner.last_committed()

@@ -62,7 +62,7 @@ fn main() -> ExitCode {
 /// `RUST_LOG` overrides both.
 fn init_tracing(command: &cli::Command) {
     let default = match command {
-        cli::Command::Run(_) => "info",
+        cli::Command::Run(_) | cli::Command::Ship(_) => "info",
         cli::Command::Log { .. } => "warn",
         cli::Command::Mounts(m) => match m.command {
             Some(cli::MountsCommand::Watch(_)) => "info",
@@ -80,7 +80,8 @@ fn init_tracing(command: &cli::Command) {
         | cli::Command::Vgs(_)
         | cli::Command::Lvs(_)
         | cli::Command::Sync(_)
-        | cli::Command::Status(_) => "warn",
+        | cli::Command::Status(_)
+        | cli::Command::Fleet(_) => "warn",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));

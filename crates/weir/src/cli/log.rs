@@ -130,7 +130,7 @@ fn parse_type(s: &str) -> Result<RecordType, String> {
     RecordType::parse(s).map_err(|e| e.to_string())
 }
 
-fn parse_mask(s: &str) -> Result<TypeMask, String> {
+pub(super) fn parse_mask(s: &str) -> Result<TypeMask, String> {
     TypeMask::parse(s).map_err(|e| e.to_string())
 }
 

@@ -10,6 +10,7 @@ mod log;
 mod lvm;
 mod mounts;
 mod run;
+mod ship;
 #[cfg(test)]
 mod tests;
 
@@ -25,6 +26,9 @@ pub(crate) use log::{ConsumerCommand, LogCommand, TailArgs, WriteArgs};
 pub(crate) use lvm::{LvmColumnsArg, LvsArgs, PvsArgs, UnitsArgs, VgsArgs};
 pub(crate) use mounts::{MountsArgs, MountsCommand, MountsListArgs, MountsWatchArgs};
 pub(crate) use run::RunArgs;
+pub(crate) use ship::{
+    BrokerArgs, FleetArgs, FleetCommand, FleetStatusArgs, FleetTailArgs, ShipArgs,
+};
 
 /// weir: storage-state engine for Linux.
 #[derive(Debug, Parser)]
@@ -86,6 +90,12 @@ pub(crate) enum Command {
     /// Show the daemon's state: backends, counts, log indexes, consumers.
     /// Exits 3 when no daemon answers.
     Status(JsonArg),
+    /// Ship the changelog to NATS JetStream in the foreground, exactly
+    /// once, resuming after the last record the broker holds, until
+    /// SIGINT or SIGTERM.
+    Ship(Box<ShipArgs>),
+    /// Read the fleet's records back from the broker.
+    Fleet(FleetArgs),
 }
 
 /// `weir generate`: man pages and shell completions, for installers.

@@ -16,6 +16,7 @@ mod lvm;
 mod mounts;
 mod mounts_watch;
 mod run;
+mod ship;
 mod status;
 mod sync;
 
@@ -24,7 +25,9 @@ pub(crate) use status::NoDaemon;
 use anyhow::Result;
 use weir_view::lvm_view::Listing;
 
-use crate::cli::{Cli, Command, DevicesCommand, FsCommand, LogCommand, MountsCommand};
+use crate::cli::{
+    Cli, Command, DevicesCommand, FleetCommand, FsCommand, LogCommand, MountsCommand,
+};
 use crate::daemon::Route;
 use crate::state_dir::StateDir;
 
@@ -68,6 +71,11 @@ pub(crate) fn dispatch(cli: Cli) -> Result<()> {
         Command::Lvs(a) => lvm::list(&route, Listing::Lvs, &a.list, a.columns.as_ref(), &a.units),
         Command::Sync(a) => sync::sync(&route, a.json),
         Command::Status(a) => status::status(&route, a.json),
+        Command::Ship(a) => ship::ship(&state?, &a),
+        Command::Fleet(f) => match f.command {
+            FleetCommand::Tail(a) => ship::fleet_tail(&a),
+            FleetCommand::Status(a) => ship::fleet_status(&a),
+        },
     }
 }
 

@@ -1,0 +1,91 @@
+//! The shipper's errors: one variant per way shipping can fail.
+//!
+//! Broker errors keep the client's own error as their source; what the
+//! shipper does about one (retry, stop) depends on the variant, never on
+//! its text.
+
+use crate::wire::{HostError, WireError};
+
+/// What went wrong.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The host name cannot be shipped under.
+    #[error("host name: {0}")]
+    Host(#[from] HostError),
+    /// The log refused a read, a clear or a registration.
+    #[error("the log: {0}")]
+    Log(#[from] weir_log::Error),
+    /// No connection to the broker (down, unreachable, refused).
+    #[error("cannot connect to NATS at {url}: {source}")]
+    Connect {
+        /// The server URL.
+        url: String,
+        /// The client's error.
+        #[source]
+        source: async_nats::ConnectError,
+    },
+    /// A JetStream API call failed: the stream's management, or a read.
+    #[error("JetStream {op}: {source}")]
+    JetStream {
+        /// What was asked.
+        op: &'static str,
+        /// The client's error.
+        #[source]
+        source: async_nats::Error,
+    },
+    /// A publish was not acknowledged as stored.
+    #[error("publishing to JetStream: {source}")]
+    Publish {
+        /// The client's error.
+        #[source]
+        source: async_nats::Error,
+    },
+    /// The stream exists but cannot hold this host's records as shipped.
+    #[error("stream {stream}: {reason}")]
+    StreamUnfit {
+        /// The stream's name.
+        stream: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A message on a weir subject is no shipped record.
+    #[error("stream message {sequence} on {subject}: {source}")]
+    BadMessage {
+        /// Its stream sequence.
+        sequence: u64,
+        /// Its subject.
+        subject: String,
+        /// Why it does not decode.
+        #[source]
+        source: WireError,
+    },
+    /// The broker holds an index of this log's incarnation that the log
+    /// never made durable: the log was restored from an older copy, or
+    /// another host ships under the same name. Shipping on would give two
+    /// records one name.
+    #[error(
+        "the broker holds index {broker} of this log's incarnation, past its last index {log}: \
+         the log was restored from an older copy, or another host ships under this name"
+    )]
+    BrokerAhead {
+        /// The last index the broker holds.
+        broker: u64,
+        /// The log's last index.
+        log: u64,
+    },
+}
+
+impl Error {
+    /// Whether retrying later can help: the broker or the network, not
+    /// the configuration or the log.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            Error::Connect { .. } | Error::JetStream { .. } | Error::Publish { .. }
+        )
+    }
+}
+
+/// Result alias for this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,403 @@
+//! The shipper: a registered consumer of the log that publishes what the
+//! log has made durable and clears what the broker has stored.
+//!
+//! The broker, not the consumer's cursor, says where to resume: at each
+//! (re)connection the shipper reads the host's last record from the
+//! stream and goes on after it. The cursor only keeps retention from
+//! deleting what is not shipped yet, so clearing it lags the broker by up
+//! to [`ShipOptions::clear_interval`] at no risk. Only durable records
+//! leave the host: a record shipped and then lost in a crash would let
+//! the log give its index to another record.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use tokio::sync::watch;
+use weir_log::{Incarnation, Log, LogRecord, Reader, TypeMask};
+
+use crate::error::{Error, Result};
+use crate::nats::{MAX_BATCH, Nats, NatsOptions, Outgoing};
+use crate::stats::{ShipState, ShipStats};
+use crate::wire;
+
+/// What to ship, and how often to touch the log's cursor.
+#[derive(Debug, Clone)]
+pub struct ShipOptions {
+    /// The host's name on the broker.
+    pub host: String,
+    /// The log consumer that holds back retention for this sink.
+    pub consumer: String,
+    /// The types shipped.
+    pub mask: TypeMask,
+    /// The most records read and published as one batch.
+    pub batch: usize,
+    /// How often the consumer's cursor is moved up to what the broker
+    /// holds (each move rewrites the consumer file).
+    pub clear_interval: Duration,
+    /// How often the host's progress message is refreshed.
+    pub status_interval: Duration,
+}
+
+impl ShipOptions {
+    /// The defaults for a host.
+    pub fn new(host: impl Into<String>) -> ShipOptions {
+        ShipOptions {
+            host: host.into(),
+            consumer: "ship-nats".into(),
+            mask: TypeMask::all(),
+            batch: MAX_BATCH,
+            clear_interval: Duration::from_millis(100),
+            status_interval: Duration::from_secs(1),
+        }
+    }
+}
+
+/// Where shipping starts, given what the broker holds for the host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Start {
+    /// The first index to read.
+    pub(crate) next: u64,
+    /// Records owed to the broker that the log no longer has.
+    pub(crate) lost: u64,
+}
+
+/// Decides where to resume. `broker` is the incarnation and index of the
+/// host's last record in the stream; `first` and `last` the log's.
+pub(crate) fn resume_at(
+    broker: Option<(Incarnation, u64)>,
+    mine: Incarnation,
+    first: u64,
+    last: u64,
+) -> Result<Start> {
+    let after = match broker {
+        // A new stream, or records of an earlier history of this host's
+        // log: this history is shipped from its oldest retained record.
+        None => 0,
+        Some((inc, _)) if inc != mine => 0,
+        Some((_, i)) if i > last => {
+            return Err(Error::BrokerAhead {
+                broker: i,
+                log: last,
+            });
+        }
+        Some((_, i)) => i,
+    };
+    let want = after + 1;
+    if broker.is_some_and(|(inc, _)| inc == mine) && want < first {
+        return Ok(Start {
+            next: first,
+            lost: first - want,
+        });
+    }
+    Ok(Start {
+        next: want.max(first),
+        lost: 0,
+    })
+}
+
+/// One sink's shipper.
+#[derive(Debug)]
+pub struct Shipper {
+    log: Arc<Log>,
+    nats: NatsOptions,
+    opts: ShipOptions,
+    stats: Arc<ShipStats>,
+    token: String,
+}
+
+impl Shipper {
+    /// A shipper of `log` to the server `nats` names.
+    pub fn new(log: Arc<Log>, nats: NatsOptions, opts: ShipOptions) -> Result<Shipper> {
+        wire::check_host(&opts.host)?;
+        Ok(Shipper {
+            token: wire::host_token(&opts.host),
+            log,
+            nats,
+            opts,
+            stats: Arc::new(ShipStats::default()),
+        })
+    }
+
+    /// The counters, live.
+    pub fn stats(&self) -> Arc<ShipStats> {
+        self.stats.clone()
+    }
+
+    /// Ships until `stop` turns true, retrying with backoff through
+    /// broker and network failures. Returns early only for an error
+    /// retrying cannot cure (the log's, or a stream that cannot hold the
+    /// records).
+    pub async fn run(self, mut stop: watch::Receiver<bool>) -> Result<()> {
+        self.register()?;
+        let mut backoff = Backoff::default();
+        let out = loop {
+            if *stop.borrow() {
+                break Ok(());
+            }
+            self.stats.set_state(ShipState::Connecting);
+            let r = match Nats::connect(&self.nats).await {
+                Ok((nats, warnings)) => {
+                    for w in warnings {
+                        tracing::warn!(stream = %self.nats.stream, "{w}");
+                    }
+                    self.session(&nats, &mut stop, &mut backoff).await
+                }
+                Err(e) => Err(e),
+            };
+            match r {
+                Ok(()) => break Ok(()),
+                Err(e) if e.is_transient() => {
+                    tracing::warn!(error = %e, "shipping to NATS failed; retrying");
+                    self.stats.failed(&e);
+                    if sleep_or_stop(backoff.next(), &mut stop).await {
+                        break Ok(());
+                    }
+                }
+                Err(e) => break Err(e),
+            }
+        };
+        self.clear();
+        self.stats.set_state(ShipState::Stopped);
+        out
+    }
+
+    /// Registers the sink's consumer, once.
+    fn register(&self) -> Result<()> {
+        match self
+            .log
+            .register(&self.opts.consumer, self.opts.mask.clone())
+        {
+            Ok(_) | Err(weir_log::Error::ConsumerExists(_)) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Moves the consumer's cursor up to what the broker holds. The
+    /// consumer may have been evicted by retention (announced by the log
+    /// with a MARK): it is registered again, and the gap shows when
+    /// shipping resumes.
+    fn clear(&self) {
+        let acked = self.stats.acked_index();
+        if acked == 0 {
+            return;
+        }
+        match self.log.clear(&self.opts.consumer, acked) {
+            Ok(_) => {}
+            Err(weir_log::Error::UnknownConsumer(_)) => {
+                tracing::warn!(consumer = %self.opts.consumer, "the shipper's consumer was evicted by retention; registering it again");
+                if let Err(e) = self.register() {
+                    tracing::warn!(error = %e, "registering the shipper's consumer again");
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "clearing the shipper's consumer"),
+        }
+    }
+
+    /// One connection's shipping: resume after the broker's last record,
+    /// then publish batch after batch.
+    async fn session(
+        &self,
+        nats: &Nats,
+        stop: &mut watch::Receiver<bool>,
+        backoff: &mut Backoff,
+    ) -> Result<()> {
+        let inc = self.log.incarnation();
+        let last = nats.last(&self.token).await?;
+        let start = resume_at(
+            last.as_ref().map(|s| (s.incarnation, s.record.index)),
+            inc,
+            self.log.first_index(),
+            self.log.last_index(),
+        )?;
+        self.resume(start);
+        tracing::info!(host = %self.opts.host, next = start.next, "shipping to NATS");
+        self.stats.set_state(ShipState::Shipping);
+        let mut reader = self
+            .log
+            .reader(start.next)
+            .with_mask(self.opts.mask.clone());
+        let mut cleared_at = Instant::now();
+        let mut status_at: Option<Instant> = None;
+        loop {
+            if *stop.borrow() {
+                return Ok(());
+            }
+            let batch = match self.read_batch(&mut reader) {
+                Ok(b) => b,
+                Err(weir_log::Error::Truncated { requested, oldest }) => {
+                    self.resume(Start {
+                        next: oldest,
+                        lost: oldest - requested,
+                    });
+                    reader = self.log.reader(oldest).with_mask(self.opts.mask.clone());
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
+            if status_at.is_none_or(|t| t.elapsed() >= self.opts.status_interval) {
+                self.put_status(nats, inc).await;
+                status_at = Some(Instant::now());
+            }
+            let Some(end) = batch.last().map(|r| r.index) else {
+                if cleared_at.elapsed() >= self.opts.clear_interval {
+                    self.clear();
+                    cleared_at = Instant::now();
+                }
+                reader = wait(reader).await;
+                continue;
+            };
+            self.durable(end).await?;
+            let msgs: Vec<Outgoing> = batch
+                .iter()
+                .map(|r| Outgoing {
+                    index: r.index,
+                    subject: wire::subject(&self.token, r.kind),
+                    id: wire::message_id(&self.token, inc, r.index),
+                    payload: Bytes::from(wire::encode(&self.opts.host, inc, r)),
+                })
+                .collect();
+            let n = msgs.len() as u64;
+            self.stats.publishing(n);
+            nats.publish(msgs).await?;
+            self.stats.acked(n, end);
+            backoff.reset();
+            if cleared_at.elapsed() >= self.opts.clear_interval {
+                self.clear();
+                cleared_at = Instant::now();
+            }
+        }
+    }
+
+    fn resume(&self, start: Start) {
+        if start.lost > 0 {
+            tracing::warn!(
+                host = %self.opts.host,
+                lost = start.lost,
+                from = start.next - start.lost,
+                to = start.next - 1,
+                "records the broker never got are gone from the log (retention evicted this sink); shipping resumes after the gap"
+            );
+            self.stats.gap(start.lost);
+        }
+        self.stats.resumed_after(start.next - 1);
+    }
+
+    /// Up to a batch of records, without waiting.
+    fn read_batch(&self, reader: &mut Reader) -> weir_log::Result<Vec<LogRecord>> {
+        let mut out = Vec::new();
+        while out.len() < self.opts.batch {
+            match reader.next_record()? {
+                Some(r) => out.push(r),
+                None => break,
+            }
+        }
+        Ok(out)
+    }
+
+    /// Waits until the log has made `end` durable.
+    async fn durable(&self, end: u64) -> Result<()> {
+        if end <= self.log.durable_index() {
+            return Ok(());
+        }
+        let log = self.log.clone();
+        tokio::task::spawn_blocking(move || log.wait_durable_index(end))
+            .await
+            .unwrap_or(Err(weir_log::Error::Closed))?;
+        Ok(())
+    }
+
+    /// Refreshes the host's progress message. A failure only delays
+    /// `weir fleet status`'s lag; the next batch shows the broker's state.
+    async fn put_status(&self, nats: &Nats, inc: Incarnation) {
+        let json = serde_json::json!({
+            "schema": wire::SCHEMA,
+            "host": self.opts.host,
+            "incarnation": inc.to_string(),
+            "last_index": self.log.last_index(),
+            "acked_index": self.stats.acked_index(),
+            "time": now_ns(),
+        });
+        if let Err(e) = nats.put_status(&self.token, json.to_string()).await {
+            tracing::debug!(error = %e, "refreshing the host's progress message");
+        }
+    }
+}
+
+fn now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+/// Waits for records past the reader's position, for at most 100 ms (so
+/// a stop is seen within that).
+async fn wait(reader: Reader) -> Reader {
+    tokio::task::spawn_blocking(move || {
+        reader.wait(Duration::from_millis(100));
+        reader
+    })
+    .await
+    .expect("the log reader's wait does not panic")
+}
+
+/// Sleeps for `d` unless `stop` turns true first; says whether it did.
+async fn sleep_or_stop(d: Duration, stop: &mut watch::Receiver<bool>) -> bool {
+    let stopped = tokio::select! {
+        () = tokio::time::sleep(d) => None,
+        r = stop.wait_for(|s| *s) => Some(r.is_ok()),
+    };
+    stopped.unwrap_or_else(|| *stop.borrow())
+}
+
+/// Exponential backoff: 100 ms doubling to 5 s.
+#[derive(Debug, Default)]
+struct Backoff {
+    failures: u32,
+}
+
+impl Backoff {
+    fn next(&mut self) -> Duration {
+        let d = Duration::from_millis(100) * 2u32.pow(self.failures.min(6));
+        self.failures += 1;
+        d.min(Duration::from_secs(5))
+    }
+
+    fn reset(&mut self) {
+        self.failures = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: Incarnation = Incarnation([1; 16]);
+    const B: Incarnation = Incarnation([2; 16]);
+
+    #[test]
+    fn resumes_after_what_the_broker_holds() {
+        let at = |next, lost| Ok::<_, Error>(Start { next, lost });
+        assert_eq!(resume_at(None, A, 1, 0).ok(), at(1, 0).ok());
+        assert_eq!(resume_at(None, A, 5, 9).ok(), at(5, 0).ok());
+        assert_eq!(resume_at(Some((A, 7)), A, 1, 9).ok(), at(8, 0).ok());
+        assert_eq!(resume_at(Some((A, 9)), A, 1, 9).ok(), at(10, 0).ok());
+        // Another history of the host's log: this one from its start.
+        assert_eq!(resume_at(Some((B, 70)), A, 3, 9).ok(), at(3, 0).ok());
+        // Retention dropped 4..=9 before the broker got them.
+        assert_eq!(resume_at(Some((A, 3)), A, 10, 20).ok(), at(10, 6).ok());
+        assert!(matches!(
+            resume_at(Some((A, 10)), A, 1, 9),
+            Err(Error::BrokerAhead { broker: 10, log: 9 })
+        ));
+    }
+
+    #[test]
+    fn backoff_doubles_to_a_ceiling_and_resets() {
+        let mut b = Backoff::default();
+        let seen: Vec<u128> = (0..8).map(|_| b.next().as_millis()).collect();
+        assert_eq!(seen, [100, 200, 400, 800, 1600, 3200, 5000, 5000]);
+        b.reset();
+        assert_eq!(b.next(), Duration::from_millis(100));
+    }
+}

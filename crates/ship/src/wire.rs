@@ -1,0 +1,308 @@
+//! The record on the wire, and the names it travels under.
+//!
+//! A shipped record is one JSON object: `schema`, `host` and
+//! `incarnation`, then the keys of the log's JSON form (`weir log tail
+//! --json`) in the same order. `docs/fleet.md` states the schema for
+//! readers in other languages. The subject and message id are made from
+//! the host's *token*, its name with every byte outside `[A-Za-z0-9_-]`
+//! written `%XX`, so that any host name is one subject token and no two
+//! names share one.
+
+use std::fmt::Write as _;
+
+use serde::Deserialize;
+use weir_log::{Incarnation, LogRecord, RecordType};
+use weir_view::record::{record_from_json, record_json};
+
+/// The schema version this build writes and reads.
+pub const SCHEMA: u32 = 1;
+
+/// The first token of every record subject: `weir.<host>.<TYPE>`.
+pub const SUBJECT_PREFIX: &str = "weir";
+
+/// The longest host name shipped, in bytes: what DNS allows, and short
+/// enough that an escaped token stays well inside a subject's limits.
+pub const MAX_HOST: usize = 255;
+
+/// A record as it arrives from the broker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shipped {
+    /// The host that shipped it.
+    pub host: String,
+    /// The incarnation of the host's log.
+    pub incarnation: Incarnation,
+    /// The record, its index included.
+    pub record: LogRecord,
+}
+
+/// Bytes that are not a shipped record.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WireError {
+    /// Not UTF-8 text.
+    #[error("a shipped record is UTF-8 JSON; this is not UTF-8")]
+    NotUtf8,
+    /// Not a JSON object with `schema`, `host` and `incarnation`.
+    #[error("not a shipped record: {0}")]
+    Envelope(#[source] serde_json::Error),
+    /// A schema this build does not read.
+    #[error("shipped record schema {found}; this build reads schema {SCHEMA}")]
+    Schema {
+        /// The schema the record says it has.
+        found: u32,
+    },
+    /// The incarnation is not 32 lowercase hex digits.
+    #[error("a shipped record's incarnation is not 32 lowercase hex digits")]
+    Incarnation,
+    /// The record's own keys are wrong.
+    #[error("a shipped record's body is not a record: {0}")]
+    Record(#[source] weir_view::record::RecordJsonError),
+}
+
+/// A host name that cannot be shipped under.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum HostError {
+    /// The empty name.
+    #[error("a host name cannot be empty")]
+    Empty,
+    /// A name longer than [`MAX_HOST`] bytes.
+    #[error("a host name is at most {MAX_HOST} bytes; this one is {0}")]
+    TooLong(usize),
+}
+
+/// The host's name, checked.
+pub fn check_host(host: &str) -> Result<(), HostError> {
+    match host.len() {
+        0 => Err(HostError::Empty),
+        n if n > MAX_HOST => Err(HostError::TooLong(n)),
+        _ => Ok(()),
+    }
+}
+
+/// The host's subject token: its bytes, with those outside
+/// `[A-Za-z0-9_-]` as `%XX` (uppercase hex). Dots, spaces and NATS's
+/// wildcards cannot reach a subject.
+pub fn host_token(host: &str) -> String {
+    let mut out = String::with_capacity(host.len());
+    for b in host.bytes() {
+        if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' {
+            out.push(char::from(b));
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
+/// The host a token names, or `None` if it is no token [`host_token`]
+/// makes.
+pub fn host_from_token(token: &str) -> Option<String> {
+    let b = token.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'%' => {
+                let hex = token.get(i + 1..i + 3)?;
+                if hex.bytes().any(|c| c.is_ascii_lowercase()) {
+                    return None;
+                }
+                let v = u8::from_str_radix(hex, 16).ok()?;
+                // A byte the token keeps as itself is never escaped.
+                if v.is_ascii_alphanumeric() || v == b'_' || v == b'-' {
+                    return None;
+                }
+                out.push(v);
+                i += 3;
+            }
+            c if c.is_ascii_alphanumeric() || c == b'_' || c == b'-' => {
+                out.push(c);
+                i += 1;
+            }
+            _ => return None,
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// The subject a record of `kind` from `host` is published on.
+pub fn subject(host_token: &str, kind: RecordType) -> String {
+    format!("{SUBJECT_PREFIX}.{host_token}.{kind}")
+}
+
+/// The subjects of every record of one host: `weir.<host>.>`.
+pub fn host_subjects(host_token: &str) -> String {
+    format!("{SUBJECT_PREFIX}.{host_token}.>")
+}
+
+/// The `Nats-Msg-Id` of a record: host, incarnation and index, which name
+/// it for good. A retried publish carries the same id, so the broker drops
+/// the copy within its duplicate window.
+pub fn message_id(host_token: &str, incarnation: Incarnation, index: u64) -> String {
+    format!("{host_token}:{incarnation}:{index}")
+}
+
+/// A record as it is published: its JSON form with `schema`, `host` and
+/// `incarnation` first.
+pub fn encode(host: &str, incarnation: Incarnation, r: &LogRecord) -> String {
+    let body = record_json(r);
+    let mut out = String::with_capacity(body.len() + host.len() + 80);
+    let _ = write!(
+        out,
+        "{{\"schema\":{SCHEMA},\"host\":{},\"incarnation\":\"{incarnation}\",",
+        serde_json::Value::from(host)
+    );
+    // The log's form is an object with at least its index: everything
+    // after its opening brace follows on.
+    out.push_str(&body[1..]);
+    out
+}
+
+/// A line of `weir fleet tail --json`: the record's JSON form with `host`
+/// first.
+pub fn fleet_line(host: &str, r: &LogRecord) -> String {
+    let body = record_json(r);
+    format!(
+        "{{\"host\":{},{}",
+        serde_json::Value::from(host),
+        &body[1..]
+    )
+}
+
+/// Decodes a published record. Keys it does not know are ignored, so a
+/// reader keeps working when a later build of the same schema adds some.
+pub fn decode(bytes: &[u8]) -> Result<Shipped, WireError> {
+    #[derive(Deserialize)]
+    struct Envelope {
+        schema: u32,
+        host: String,
+        incarnation: String,
+    }
+    let text = std::str::from_utf8(bytes).map_err(|_| WireError::NotUtf8)?;
+    let e: Envelope = serde_json::from_str(text).map_err(WireError::Envelope)?;
+    if e.schema != SCHEMA {
+        return Err(WireError::Schema { found: e.schema });
+    }
+    let incarnation = e.incarnation.parse().map_err(|_| WireError::Incarnation)?;
+    let record = record_from_json(text).map_err(WireError::Record)?;
+    Ok(Shipped {
+        host: e.host,
+        incarnation,
+        record,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn record() -> LogRecord {
+        LogRecord {
+            index: 42,
+            time_ns: 1_700_000_000_123_456_789,
+            kind: RecordType::CREAT,
+            flags: 0,
+            target: vec![1, 2, 3],
+            parent: vec![],
+            name: b"a\nb\xff".to_vec(),
+            fields: vec![("path".into(), b"x/a\nb\xff".to_vec())],
+        }
+    }
+
+    const INC: Incarnation = Incarnation([0xab; 16]);
+
+    #[test]
+    fn the_envelope_comes_first_and_the_log_form_follows() {
+        let line = encode("db-1.example", INC, &record());
+        let body = record_json(&record());
+        assert_eq!(
+            line,
+            format!(
+                "{{\"schema\":1,\"host\":\"db-1.example\",\"incarnation\":\"{INC}\",{}",
+                &body[1..]
+            )
+        );
+        let back = decode(line.as_bytes()).unwrap();
+        assert_eq!(back.host, "db-1.example");
+        assert_eq!(back.incarnation, INC);
+        assert_eq!(back.record, record());
+        let fleet = fleet_line("h", &record());
+        assert!(
+            fleet.starts_with("{\"host\":\"h\",\"index\":42,"),
+            "{fleet}"
+        );
+    }
+
+    #[test]
+    fn tokens_escape_what_a_subject_cannot_hold() {
+        assert_eq!(host_token("db-1_a"), "db-1_a");
+        assert_eq!(
+            host_token("db.example com*>%"),
+            "db%2Eexample%20com%2A%3E%25"
+        );
+        assert_eq!(host_token("é"), "%C3%A9");
+        assert_eq!(subject("h%2Ex", RecordType::CREAT), "weir.h%2Ex.CREAT");
+        assert_eq!(message_id("h", INC, 7), format!("h:{INC}:7"));
+        for bad in ["%2e", "%41", "%", "%4", "a.b", "a b", "%FF"] {
+            assert_eq!(host_from_token(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn bad_records_get_their_own_errors() {
+        let good = encode("h", INC, &record());
+        assert!(matches!(decode(b"\xff"), Err(WireError::NotUtf8)));
+        assert!(matches!(decode(b"[]"), Err(WireError::Envelope(_))));
+        let v2 = good.replacen("\"schema\":1", "\"schema\":2", 1);
+        assert!(matches!(
+            decode(v2.as_bytes()),
+            Err(WireError::Schema { found: 2 })
+        ));
+        let inc = good.replacen(&INC.to_string(), "AB", 1);
+        assert!(matches!(
+            decode(inc.as_bytes()),
+            Err(WireError::Incarnation)
+        ));
+        let body = good.replacen("\"index\":42", "\"index\":\"x\"", 1);
+        assert!(matches!(decode(body.as_bytes()), Err(WireError::Record(_))));
+        assert_eq!(check_host(""), Err(HostError::Empty));
+        assert_eq!(check_host(&"a".repeat(256)), Err(HostError::TooLong(256)));
+    }
+
+    proptest! {
+        #[test]
+        fn any_host_token_round_trips(host in "\\PC{1,40}") {
+            let t = host_token(&host);
+            prop_assert!(t.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'%'));
+            prop_assert_eq!(host_from_token(&t), Some(host));
+        }
+
+        #[test]
+        fn any_record_round_trips(
+            host in "\\PC{1,20}",
+            inc in any::<[u8; 16]>(),
+            index in 1u64..u64::MAX >> 1,
+            time in any::<u64>(),
+            kind in any::<u16>(),
+            flags in any::<u16>(),
+            target in proptest::collection::vec(any::<u8>(), 0..40),
+            name in proptest::collection::vec(any::<u8>(), 0..40),
+            fields in proptest::collection::vec(("[a-z]{1,8}", proptest::collection::vec(any::<u8>(), 0..20)), 0..4),
+        ) {
+            let r = LogRecord {
+                index, time_ns: time, kind: RecordType(kind), flags, target, parent: vec![9],
+                name, fields,
+            };
+            let line = encode(&host, Incarnation(inc), &r);
+            let back = decode(line.as_bytes()).unwrap();
+            prop_assert_eq!(back, Shipped { host, incarnation: Incarnation(inc), record: r });
+        }
+
+        #[test]
+        fn decoding_any_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let _ = decode(&bytes);
+        }
+    }
+}

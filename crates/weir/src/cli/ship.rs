@@ -1,0 +1,91 @@
+//! The options of `weir ship` (the log shipped to a broker, in the
+//! foreground) and `weir fleet` (every host's records read back).
+
+use clap::{Args, Subcommand};
+use weir_log::TypeMask;
+
+use super::log::parse_mask;
+
+/// Where the broker is.
+#[derive(Debug, Args)]
+pub(crate) struct BrokerArgs {
+    /// NATS server URLs, comma-separated (nats://host:4222).
+    #[arg(long, value_name = "URL", required = true)]
+    pub(crate) nats: String,
+
+    /// The JetStream stream of the fleet's records (created if missing,
+    /// with subjects weir.>; its progress stream is NAME_STATUS).
+    #[arg(long, value_name = "NAME", default_value = "WEIR")]
+    pub(crate) stream: String,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ShipArgs {
+    #[command(flatten)]
+    pub(crate) broker: BrokerArgs,
+
+    /// The host's name on the broker [default: the machine's host name].
+    #[arg(long, value_name = "NAME")]
+    pub(crate) host: Option<String>,
+
+    /// The types shipped, as `weir log tail --mask` takes them [default:
+    /// all].
+    #[arg(long, value_name = "TYPES", value_parser = parse_mask, allow_hyphen_values = true)]
+    pub(crate) mask: Option<TypeMask>,
+
+    /// The log consumer that keeps retention from deleting what is not
+    /// shipped yet.
+    #[arg(long, value_name = "NAME", default_value = "ship-nats")]
+    pub(crate) consumer: String,
+
+    /// Replicas of a stream this command creates.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub(crate) replicas: usize,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct FleetArgs {
+    #[command(subcommand)]
+    pub(crate) command: FleetCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum FleetCommand {
+    /// Print every host's records from the broker, merged, each line with
+    /// its host.
+    Tail(FleetTailArgs),
+    /// List the hosts in the stream: last index, last time and lag.
+    Status(FleetStatusArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct FleetTailArgs {
+    #[command(flatten)]
+    pub(crate) broker: BrokerArgs,
+
+    /// Only hosts whose name matches this glob (* and ?).
+    #[arg(long, value_name = "GLOB")]
+    pub(crate) host: Option<String>,
+
+    /// Only these types, as `weir log tail --mask` takes them.
+    #[arg(long, value_name = "TYPES", value_parser = parse_mask, allow_hyphen_values = true)]
+    pub(crate) mask: Option<TypeMask>,
+
+    /// Wait for new records after the last one.
+    #[arg(short, long)]
+    pub(crate) follow: bool,
+
+    /// One JSON object per line: the record's JSON form with `host`.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct FleetStatusArgs {
+    #[command(flatten)]
+    pub(crate) broker: BrokerArgs,
+
+    /// One JSON object per host, one per line.
+    #[arg(long)]
+    pub(crate) json: bool,
+}

@@ -1,0 +1,143 @@
+//! `weir ship` (the log shipped to NATS JetStream in the foreground) and
+//! `weir fleet tail|status` (the fleet's records read back).
+//!
+//! `weir ship` opens the log as its writer, as every foreground command
+//! does, so it runs where no daemon holds the state directory. It says
+//! where it resumed, warns about the stream's durability, and prints a
+//! line of figures every ten seconds and at the end on stderr.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use tokio::sync::watch;
+use weir_log::TypeMask;
+use weir_ship::fleet::{self, HostGlob, TailOptions};
+use weir_ship::nats::{Nats, NatsOptions};
+use weir_ship::{ShipOptions, ShipReport, Shipper};
+use weir_view::record::record_line;
+
+use super::foreground::{close_log, print_line};
+use crate::cli::{BrokerArgs, FleetStatusArgs, FleetTailArgs, ShipArgs};
+use crate::signals;
+use crate::state_dir::StateDir;
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
+fn nats_options(b: &BrokerArgs) -> NatsOptions {
+    let mut o = NatsOptions::new(b.nats.clone());
+    o.stream.clone_from(&b.stream);
+    o
+}
+
+/// The machine's host name, as the kernel has it.
+fn machine_host() -> Result<String> {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .context("reading the host name from /proc/sys/kernel/hostname (or give --host)")?;
+    let name = name.trim_end_matches('\n');
+    if name.is_empty() {
+        bail!("the machine has no host name; give --host");
+    }
+    Ok(name.to_owned())
+}
+
+fn figures(r: &ShipReport) -> String {
+    let err = r
+        .last_error
+        .as_deref()
+        .map(|e| format!(", last error: {e}"))
+        .unwrap_or_default();
+    format!(
+        "{:?}: shipped {}, broker at index {}, in flight {}, retries {}, lost to retention {}{err}",
+        r.state, r.shipped, r.acked_index, r.in_flight, r.retries, r.gap_records
+    )
+}
+
+pub(super) fn ship(state: &StateDir, a: &ShipArgs) -> Result<()> {
+    let stop_flag = signals::stop_flag()?;
+    let host = match &a.host {
+        Some(h) => h.clone(),
+        None => machine_host()?,
+    };
+    let mut nats = nats_options(&a.broker);
+    nats.replicas = a.replicas;
+    let mut opts = ShipOptions::new(host.clone());
+    opts.mask = a.mask.clone().unwrap_or_else(TypeMask::all);
+    opts.consumer.clone_from(&a.consumer);
+    let log = Arc::new(state.open_writer()?);
+    let shipper = Shipper::new(log.clone(), nats, opts).context("the shipper's options")?;
+    let stats = shipper.stats();
+    eprintln!(
+        "weir: shipping {} as host {host:?} to {} (stream {})",
+        log.dir().display(),
+        a.broker.nats,
+        a.broker.stream
+    );
+    let shown_stats = stats.clone();
+    let out = runtime()?.block_on(async move {
+        let stats = shown_stats;
+        let (tx, rx) = watch::channel(false);
+        let task = tokio::spawn(shipper.run(rx));
+        let mut shown = Instant::now();
+        while !stop_flag.load(Ordering::Relaxed) && !task.is_finished() {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            if shown.elapsed() >= Duration::from_secs(10) {
+                eprintln!("weir: {}", figures(&stats.report()));
+                shown = Instant::now();
+            }
+        }
+        let _ = tx.send(true);
+        task.await.context("the shipper's task")
+    })?;
+    eprintln!("weir: {}", figures(&stats.report()));
+    let closed = close_log(log);
+    out.context("shipping")?;
+    closed
+}
+
+pub(super) fn fleet_tail(a: &FleetTailArgs) -> Result<()> {
+    let o = TailOptions {
+        hosts: a.host.clone().map(HostGlob::new),
+        mask: a.mask.clone().unwrap_or_else(TypeMask::all),
+        follow: a.follow,
+    };
+    let json = a.json;
+    runtime()?.block_on(async {
+        let (nats, _) = Nats::connect(&nats_options(&a.broker)).await?;
+        fleet::tail(&nats, &o, |s| {
+            let line = if json {
+                weir_ship::wire::fleet_line(&s.host, &s.record)
+            } else {
+                format!("{} {}", s.host, record_line(&s.record))
+            };
+            print_line(&line)
+        })
+        .await
+        .map(drop)
+    })?;
+    Ok(())
+}
+
+pub(super) fn fleet_status(a: &FleetStatusArgs) -> Result<()> {
+    let hosts = runtime()?.block_on(async {
+        let (nats, _) = Nats::connect(&nats_options(&a.broker)).await?;
+        fleet::status(&nats).await
+    })?;
+    if a.json {
+        for h in &hosts {
+            print_line(&serde_json::to_string(h)?)?;
+        }
+        return Ok(());
+    }
+    let mut out = crate::stdout::lock();
+    std::io::Write::write_all(&mut out, fleet::status_text(&hosts).as_bytes())?;
+    std::io::Write::flush(&mut out)?;
+    Ok(())
+}
