@@ -34,6 +34,33 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 status=0
 
+# A real nats-server for weir-ship's tests, built by `go install` into
+# Go's bin directory. A fresh machine fills Go's module and build caches
+# once; later runs find the binary and build nothing. Once the server is
+# here the tests must not skip: WEIR_REQUIRE_BROKERS makes a missing one
+# fail them.
+nats_version=v2.15.2
+if [[ -z ${WEIR_NATS_SERVER:-} ]]; then
+  if command -v go >/dev/null; then
+    nats_bin=$(go env GOPATH)/bin/nats-server
+    if ! [[ -x $nats_bin ]] || ! "$nats_bin" --version | grep -qF "$nats_version"; then
+      echo "test.sh: installing nats-server $nats_version"
+      if ! go install "github.com/nats-io/nats-server/v2@$nats_version"; then
+        echo "test.sh: go install nats-server failed" >&2
+        status=1
+      fi
+    fi
+    if [[ -x $nats_bin ]]; then
+      export WEIR_NATS_SERVER=$nats_bin
+    fi
+  else
+    echo "test.sh: no go to build nats-server; the NATS tests will skip" >&2
+  fi
+fi
+if [[ -n ${WEIR_NATS_SERVER:-} ]]; then
+  export WEIR_REQUIRE_BROKERS=1
+fi
+
 # The Debian package, built here so that crates/weir/tests/deb_package.rs
 # can install it (into a throwaway overlay) through $WEIR_TEST_DEB. It
 # needs the release binary, which .ci/run's later release build reuses, so

@@ -278,18 +278,22 @@ impl Shipper {
                 to = start.next - 1,
                 "records the broker never got are gone from the log (retention evicted this sink); shipping resumes after the gap"
             );
-            self.stats.gap(start.lost);
+            self.stats.gap(start.next - start.lost, start.next - 1);
         }
         self.stats.resumed_after(start.next - 1);
     }
 
-    /// Up to a batch of records, without waiting.
+    /// Up to a batch of records, without waiting. An error after some
+    /// records leaves them to be shipped first: the reader meets the
+    /// error again at its next call.
     fn read_batch(&self, reader: &mut Reader) -> weir_log::Result<Vec<LogRecord>> {
         let mut out = Vec::new();
         while out.len() < self.opts.batch {
-            match reader.next_record()? {
-                Some(r) => out.push(r),
-                None => break,
+            match reader.next_record() {
+                Ok(Some(r)) => out.push(r),
+                Ok(None) => break,
+                Err(_) if !out.is_empty() => break,
+                Err(e) => return Err(e),
             }
         }
         Ok(out)

@@ -33,6 +33,9 @@ pub struct ShipStats {
     batches: AtomicU64,
     retries: AtomicU64,
     gap_records: AtomicU64,
+    /// The highest index counted in `gap_records`: a gap found again
+    /// (the broker still short of it at the next resume) counts once.
+    lost_through: AtomicU64,
     state: Mutex<(ShipState, Option<String>)>,
 }
 
@@ -45,6 +48,7 @@ impl Default for ShipStats {
             batches: AtomicU64::new(0),
             retries: AtomicU64::new(0),
             gap_records: AtomicU64::new(0),
+            lost_through: AtomicU64::new(0),
             state: Mutex::new((ShipState::Connecting, None)),
         }
     }
@@ -118,11 +122,38 @@ impl ShipStats {
         *self.lock() = (ShipState::Shipping, None);
     }
 
-    pub(crate) fn gap(&self, n: u64) {
-        self.gap_records.fetch_add(n, Ordering::Relaxed);
+    /// Counts the records `from..=to` as lost, those not counted before.
+    pub(crate) fn gap(&self, from: u64, to: u64) {
+        let seen = self.lost_through.fetch_max(to, Ordering::Relaxed);
+        let start = from.max(seen + 1);
+        if to >= start {
+            self.gap_records
+                .fetch_add(to - start + 1, Ordering::Relaxed);
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn gap_records(&self) -> u64 {
+        self.gap_records.load(Ordering::Relaxed)
     }
 
     pub(crate) fn acked_index(&self) -> u64 {
         self.acked_index.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_gap_found_twice_counts_once() {
+        let s = ShipStats::default();
+        s.gap(10, 19);
+        s.gap(10, 24);
+        s.gap(20, 22);
+        assert_eq!(s.gap_records(), 15);
+        s.gap(30, 30);
+        assert_eq!(s.gap_records(), 16);
     }
 }
