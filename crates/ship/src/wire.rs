@@ -105,7 +105,9 @@ pub fn host_from_token(token: &str) -> Option<String> {
         match b[i] {
             b'%' => {
                 let hex = token.get(i + 1..i + 3)?;
-                if hex.bytes().any(|c| c.is_ascii_lowercase()) {
+                // Two uppercase hex digits: from_str_radix alone would take
+                // a sign ("+0") and lowercase.
+                if !hex.bytes().all(|c| c.is_ascii_digit() || (b'A'..=b'F').contains(&c)) {
                     return None;
                 }
                 let v = u8::from_str_radix(hex, 16).ok()?;
@@ -245,7 +247,7 @@ mod tests {
         assert_eq!(host_token("é"), "%C3%A9");
         assert_eq!(subject("h%2Ex", RecordType::CREAT), "weir.h%2Ex.CREAT");
         assert_eq!(message_id("h", INC, 7), format!("h:{INC}:7"));
-        for bad in ["%2e", "%41", "%", "%4", "a.b", "a b", "%FF"] {
+        for bad in ["%2e", "%41", "%", "%4", "%+0", "%-1", "a.b", "a b", "%FF"] {
             assert_eq!(host_from_token(bad), None, "{bad}");
         }
     }

@@ -222,6 +222,7 @@ impl<'de> Deserialize<'de> for HexIn {
             .step_by(2)
             .map(|i| {
                 s.get(i..i + 2)
+                    .filter(|h| h.bytes().all(|c| c.is_ascii_hexdigit()))
                     .and_then(|h| u8::from_str_radix(h, 16).ok())
                     .ok_or_else(bad)
             })
@@ -400,6 +401,25 @@ mod tests {
         }
         // The JSON key follows the number.
         assert!(record_json(&m).contains(r#""flags":32771,"flag_names":["COMPARE","#));
+    }
+
+    #[test]
+    fn ids_that_are_not_hex_digits_are_refused() {
+        let good = record_json(&LogRecord {
+            index: 1,
+            time_ns: 0,
+            kind: RecordType::MARK,
+            flags: 0,
+            target: vec![0x0f],
+            parent: vec![],
+            name: vec![],
+            fields: vec![],
+        });
+        assert!(record_from_json(&good).is_ok());
+        for bad in ["+f", "-1", " f", "0", "zz"] {
+            let line = good.replacen("\"target\":\"0f\"", &format!("\"target\":\"{bad}\""), 1);
+            assert!(record_from_json(&line).is_err(), "{bad:?} was taken as hex");
+        }
     }
 
     proptest::proptest! {
