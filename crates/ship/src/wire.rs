@@ -107,7 +107,10 @@ pub fn host_from_token(token: &str) -> Option<String> {
                 let hex = token.get(i + 1..i + 3)?;
                 // Two uppercase hex digits: from_str_radix alone would take
                 // a sign ("+0") and lowercase.
-                if !hex.bytes().all(|c| c.is_ascii_digit() || (b'A'..=b'F').contains(&c)) {
+                if !hex
+                    .bytes()
+                    .all(|c| c.is_ascii_digit() || (b'A'..=b'F').contains(&c))
+                {
                     return None;
                 }
                 let v = u8::from_str_radix(hex, 16).ok()?;
