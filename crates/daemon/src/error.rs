@@ -99,6 +99,10 @@ pub enum Error {
     /// filesystem mark needs), or stopped with an error.
     #[error("the filesystem tracker failed")]
     Fs(#[source] weir_fs::Error),
+    /// The shipper could not start: no host name to ship under, or
+    /// options it refuses.
+    #[error("the shipper cannot start")]
+    Ship(#[source] weir_ship::Error),
     /// A tracker's thread ended while the daemon ran.
     #[error("the {source_name} tracker stopped on its own")]
     SourceEnded {

@@ -117,6 +117,13 @@ on_vg_complete = "vgchange -aay"
 [fs]
 watch = ["/srv", "/home/a b"]
 mtime_interval_ms = 250
+[ship]
+nats = "nats://a:4222,nats://b:4222"
+host = "db7.example"
+stream = "FLEET"
+consumer = "ship-a"
+mask = "all,-MARK"
+replicas = 3
 [log]
 flush_ms = 20
 sync_ms = 0
@@ -187,6 +194,30 @@ checkpoint_secs = 9
     );
     assert_eq!(f.mtime_interval, std::time::Duration::from_millis(250));
     assert!(f.resume, "a daemon resumes from the log");
+    let h = &c.ship;
+    assert_eq!(h.nats.as_deref(), Some("nats://a:4222,nats://b:4222"));
+    assert_eq!(h.host.as_deref(), Some("db7.example"));
+    assert_eq!(
+        (h.stream.as_str(), h.consumer.as_str()),
+        ("FLEET", "ship-a")
+    );
+    assert_eq!((h.mask.as_str(), h.replicas), ("all,-MARK", 3));
+}
+
+#[test]
+fn no_server_no_shipper() {
+    let c = parse("").unwrap();
+    assert_eq!(c.ship.nats, None);
+    assert_eq!(c.ship.host, None, "the machine's name");
+    assert_eq!(c.ship.stream, "WEIR");
+    assert_eq!(c.ship.consumer, "ship-nats");
+    assert_eq!(c.ship.replicas, 1);
+    let c = parse(
+        "[ship]
+nats = \"\"\nhost = \"\"",
+    )
+    .unwrap();
+    assert_eq!((c.ship.nats, c.ship.host), (None, None));
 }
 
 #[test]
@@ -219,6 +250,7 @@ fn unknown_keys_are_refused_by_their_full_name() {
     assert_eq!(bad_key("[devices]\nfilters = []"), "devices.filters");
     assert_eq!(bad_key("[lvm]\nx = 1"), "lvm");
     assert_eq!(bad_key("[fs]\nroots = [\"/srv\"]"), "fs.roots");
+    assert_eq!(bad_key("[ship]\nkafka = \"k:9092\""), "ship.kafka");
     assert_eq!(bad_key("[fs]\nmtime_interval = 5"), "fs.mtime_interval");
     assert_eq!(bad_key("[log.retention]\nmax = 1"), "log.retention");
 }
@@ -238,6 +270,8 @@ fn wrong_types_name_the_key() {
         ("[access]\npublic_read = 1", "access.public_read"),
         ("fs = [\"/srv\"]", "fs"),
         ("[fs]\nwatch = \"/srv\"", "fs.watch"),
+        ("[ship]\nnats = 4222", "ship.nats"),
+        ("[ship]\nreplicas = \"3\"", "ship.replicas"),
         ("[fs]\nwatch = [1]", "fs.watch"),
         ("[fs]\nmtime_interval_ms = \"1s\"", "fs.mtime_interval_ms"),
         ("[fs]\nmtime_interval_ms = -1", "fs.mtime_interval_ms"),
@@ -292,6 +326,16 @@ fn bad_values_name_the_key() {
             "log.keep_age_secs",
         ),
         ("[api]\nmax_body_bytes = 0", "api.max_body_bytes"),
+        ("[ship]\nstream = \"a.b\"", "ship.stream"),
+        ("[ship]\nstream = \"\"", "ship.stream"),
+        ("[ship]\nconsumer = \"a b\"", "ship.consumer"),
+        ("[ship]\nmask = \"NOPE\"", "ship.mask"),
+        ("[ship]\nreplicas = 0", "ship.replicas"),
+        ("[ship]\nreplicas = 6", "ship.replicas"),
+        (
+            &format!("[ship]\nhost = \"{}\"", "h".repeat(256)),
+            "ship.host",
+        ),
         ("[fs]\nwatch = [\"\"]", "fs.watch"),
         ("[fs]\nwatch = [\"/srv\", \"/a\\u0000b\"]", "fs.watch"),
         ("[fs]\nmtime_interval_ms = 0", "fs.mtime_interval_ms"),
@@ -368,6 +412,21 @@ fn flags_override_the_file_and_are_validated_alike() {
     assert!(e.to_string().contains("--fs-mtime-interval-ms"), "{e}");
 
     let mut o = ConfigOverrides::default();
+    o.fs_mtime_interval_ms = Some(9);
+    o.ship_nats = Some("nats://n:4222".into());
+    o.ship_replicas = Some(9);
+    f.apply(o);
+    let e = f.validate().unwrap_err();
+    assert_eq!(e.key(), Some("ship.replicas"));
+    assert!(e.to_string().contains("--ship-replicas"), "{e}");
+    assert_eq!(f.ship.nats.as_deref(), Some("nats://n:4222"));
+    let mut o = ConfigOverrides::default();
+    o.ship_nats = Some(String::new());
+    o.ship_replicas = Some(3);
+    f.apply(o);
+    assert_eq!(f.ship.nats, None, "an empty flag turns shipping off");
+
+    let mut o = ConfigOverrides::default();
     o.log_ring_slots = Some(3);
     c.apply(o);
     let e = c.validate().unwrap_err();
@@ -418,7 +477,13 @@ fn the_printed_form_reads_back() {
     c.log.preallocate = Preallocate::Reserve;
     c.fs.watch = vec!["/srv".into(), "/home/x y".into()];
     c.fs.mtime_interval_ms = 40;
+    c.ship.nats = Some("nats://n:4222".into());
+    c.ship.mask = "MOUNT_ATTACH,MOUNT_DETACH".into();
     let text = c.to_toml().unwrap();
+    assert!(
+        text.contains("[ship]\nnats = \"nats://n:4222\"\nhost = \"\"\n"),
+        "{text}"
+    );
     assert!(text.contains("socket_mode = \"0640\""), "{text}");
     assert!(
         text.contains("[fs]\nwatch = [\"/srv\", \"/home/x y\"]\nmtime_interval_ms = 40\n"),

@@ -125,7 +125,9 @@ pub(crate) struct Consumers {
     saves: u64,
 }
 
-pub(crate) fn check_name(name: &str) -> Result<()> {
+/// Whether `name` can name a consumer: 1 to 64 bytes of ASCII letters,
+/// digits, `.`, `_` and `-`.
+pub fn check_name(name: &str) -> Result<()> {
     let ok = !name.is_empty()
         && name.len() <= 64
         && name

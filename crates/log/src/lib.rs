@@ -63,7 +63,9 @@ mod spare;
 mod thread_cpu;
 mod verify;
 
-pub use crate::cursors::{CONSUMERS_FILE, ConsumerInfo, MAX_CONSUMERS, read_consumers};
+pub use crate::cursors::{
+    CONSUMERS_FILE, ConsumerInfo, MAX_CONSUMERS, check_name as check_consumer_name, read_consumers,
+};
 pub use crate::error::{Error, Result, StallCause};
 pub use crate::incarnation::{BadIncarnation, INCARNATION_FILE, Incarnation, read_incarnation};
 pub use crate::inspect::{Summary, inspect};

@@ -13,6 +13,13 @@ pub enum Error {
     /// The host name cannot be shipped under.
     #[error("host name: {0}")]
     Host(#[from] HostError),
+    /// The machine's host name cannot be read.
+    #[error("reading the machine's host name (give the host name instead): {source}")]
+    HostName {
+        /// The read's error.
+        #[source]
+        source: std::io::Error,
+    },
     /// The log refused a read, a clear or a registration.
     #[error("the log: {0}")]
     Log(#[from] weir_log::Error),

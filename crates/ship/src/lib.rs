@@ -13,17 +13,20 @@
 //!   atomic batches.
 //! - [`Shipper`]: the loop that reads the log, publishes, and clears.
 //! - [`fleet`]: `weir fleet tail` and `weir fleet status`.
+//! - [`machine_host`]: the name a host ships under by default.
 //!
 //! The schema and the subject scheme are documented in `docs/fleet.md`.
 #![forbid(unsafe_code)]
 
 mod error;
 pub mod fleet;
+mod hostname;
 pub mod nats;
 mod shipper;
 mod stats;
 pub mod wire;
 
 pub use crate::error::{Error, Result};
+pub use crate::hostname::machine_host;
 pub use crate::shipper::{ShipOptions, Shipper};
 pub use crate::stats::{ShipReport, ShipState, ShipStats};

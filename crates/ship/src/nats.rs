@@ -40,6 +40,23 @@ pub const MAX_BATCH: usize = 1000;
 /// status`'s lag. One message per subject is kept.
 pub const STATUS_PREFIX: &str = "weir-status";
 
+/// Whether `name` can name a JetStream stream: 1 to 200 printable ASCII
+/// characters, none of which NATS gives a meaning in subjects or uses as
+/// a path on the server's disk (`.`, `*`, `>`, `/`, `\`, space). Says
+/// what is wrong otherwise.
+pub fn check_stream_name(name: &str) -> Result<(), &'static str> {
+    if name.is_empty() || name.len() > 200 {
+        return Err("a stream name has 1 to 200 characters");
+    }
+    if name
+        .bytes()
+        .any(|b| !b.is_ascii_graphic() || b".*>/\\".contains(&b))
+    {
+        return Err("a stream name is printable ASCII without . * > / \\ or spaces");
+    }
+    Ok(())
+}
+
 /// How to reach the broker and which stream to use.
 #[derive(Debug, Clone)]
 pub struct NatsOptions {
@@ -68,6 +85,24 @@ impl NatsOptions {
             max_bytes: None,
             timeout: Duration::from_secs(5),
         }
+    }
+
+    /// The server URLs as shown in status and logs: any user and
+    /// password (`nats://user:secret@host`) left out.
+    pub fn shown_url(&self) -> String {
+        self.url
+            .split(',')
+            .map(|u| {
+                let (scheme, rest) = u.split_once("://").map_or(("", u), |(s, r)| (s, r));
+                let host = rest.rsplit_once('@').map_or(rest, |(_, h)| h);
+                if scheme.is_empty() {
+                    host.to_owned()
+                } else {
+                    format!("{scheme}://{host}")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(",")
     }
 
     /// The progress stream's name, beside the records' one.
@@ -334,5 +369,36 @@ fn status_config(o: &NatsOptions) -> stream::Config {
         max_messages_per_subject: 1,
         allow_direct: true,
         ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stream_names() {
+        assert!(check_stream_name("WEIR").is_ok());
+        assert!(check_stream_name("fleet-1_a").is_ok());
+        for bad in [
+            "",
+            "a.b",
+            "a*",
+            "a>",
+            "a b",
+            "a/b",
+            "a\\b",
+            "é",
+            &"x".repeat(201),
+        ] {
+            assert!(check_stream_name(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn shown_urls_keep_no_credentials() {
+        let o = NatsOptions::new("nats://u:p@a:4222,tls://tok@b,c:4222");
+        assert_eq!(o.shown_url(), "nats://a:4222,tls://b,c:4222");
+        assert_eq!(NatsOptions::new("x@y").shown_url(), "y");
     }
 }

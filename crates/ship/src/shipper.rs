@@ -17,7 +17,7 @@ use tokio::sync::watch;
 use weir_log::{Incarnation, Log, LogRecord, Reader, TypeMask};
 
 use crate::error::{Error, Result};
-use crate::nats::{MAX_BATCH, Nats, NatsOptions, Outgoing};
+use crate::nats::{MAX_BATCH, Nats, NatsOptions, Outgoing, check_stream_name};
 use crate::stats::{ShipState, ShipStats};
 use crate::wire;
 
@@ -110,6 +110,10 @@ impl Shipper {
     /// A shipper of `log` to the server `nats` names.
     pub fn new(log: Arc<Log>, nats: NatsOptions, opts: ShipOptions) -> Result<Shipper> {
         wire::check_host(&opts.host)?;
+        check_stream_name(&nats.stream).map_err(|reason| Error::StreamUnfit {
+            stream: nats.stream.clone(),
+            reason,
+        })?;
         Ok(Shipper {
             token: wire::host_token(&opts.host),
             log,
@@ -158,7 +162,13 @@ impl Shipper {
             }
         };
         self.clear();
-        self.stats.set_state(ShipState::Stopped);
+        match &out {
+            Ok(()) => self.stats.set_state(ShipState::Stopped),
+            Err(e) => {
+                tracing::error!(error = %e, "shipping to NATS stopped");
+                self.stats.stopped_by(e);
+            }
+        }
         out
     }
 
@@ -240,6 +250,8 @@ impl Shipper {
                 status_at = Some(Instant::now());
             }
             let Some(end) = batch.last().map(|r| r.index) else {
+                // Caught up: what the reader skipped is not owed.
+                self.stats.passed(reader.position().saturating_sub(1));
                 if cleared_at.elapsed() >= self.opts.clear_interval {
                     self.clear();
                     cleared_at = Instant::now();

@@ -24,6 +24,18 @@ pub enum ShipState {
     Stopped,
 }
 
+impl ShipState {
+    /// Its name, as JSON has it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ShipState::Connecting => "connecting",
+            ShipState::Shipping => "shipping",
+            ShipState::Retrying => "retrying",
+            ShipState::Stopped => "stopped",
+        }
+    }
+}
+
 /// The live counters.
 #[derive(Debug)]
 pub struct ShipStats {
@@ -33,6 +45,9 @@ pub struct ShipStats {
     batches: AtomicU64,
     retries: AtomicU64,
     gap_records: AtomicU64,
+    /// The index through which every record the mask wants is on the
+    /// broker: the acked index, or past it the records the mask skips.
+    covered: AtomicU64,
     /// The highest index counted in `gap_records`: a gap found again
     /// (the broker still short of it at the next resume) counts once.
     lost_through: AtomicU64,
@@ -48,6 +63,7 @@ impl Default for ShipStats {
             batches: AtomicU64::new(0),
             retries: AtomicU64::new(0),
             gap_records: AtomicU64::new(0),
+            covered: AtomicU64::new(0),
             lost_through: AtomicU64::new(0),
             state: Mutex::new((ShipState::Connecting, None)),
         }
@@ -72,8 +88,20 @@ pub struct ShipReport {
     /// Records the log dropped before they were shipped (a sink down
     /// longer than retention allowed), counted when found.
     pub gap_records: u64,
-    /// The last error, until a batch succeeds after it.
+    /// The index through which the log holds nothing left to ship: the
+    /// broker's last index, or past it the records the mask leaves out.
+    pub covered_index: u64,
+    /// The last error, until a batch succeeds after it; after a stop by
+    /// an error, that error.
     pub last_error: Option<String>,
+}
+
+impl ShipReport {
+    /// Records of the log not yet on the broker (or passed over by the
+    /// mask), given the log's last durable index: how far the sink lags.
+    pub fn lag(&self, durable_index: u64) -> u64 {
+        durable_index.saturating_sub(self.covered_index)
+    }
 }
 
 impl ShipStats {
@@ -88,6 +116,7 @@ impl ShipStats {
             batches: self.batches.load(Ordering::Relaxed),
             retries: self.retries.load(Ordering::Relaxed),
             gap_records: self.gap_records.load(Ordering::Relaxed),
+            covered_index: self.covered.load(Ordering::Relaxed),
             last_error,
         }
     }
@@ -106,8 +135,20 @@ impl ShipStats {
         *self.lock() = (ShipState::Retrying, Some(e.to_string()));
     }
 
+    /// An error retrying cannot cure ended the shipper.
+    pub(crate) fn stopped_by(&self, e: &crate::Error) {
+        self.in_flight.store(0, Ordering::Relaxed);
+        *self.lock() = (ShipState::Stopped, Some(e.to_string()));
+    }
+
     pub(crate) fn resumed_after(&self, index: u64) {
         self.acked_index.store(index, Ordering::Relaxed);
+        self.covered.store(index, Ordering::Relaxed);
+    }
+
+    /// The reader went past `index` with nothing left to publish.
+    pub(crate) fn passed(&self, index: u64) {
+        self.covered.fetch_max(index, Ordering::Relaxed);
     }
 
     pub(crate) fn publishing(&self, n: u64) {
@@ -119,6 +160,7 @@ impl ShipStats {
         self.batches.fetch_add(1, Ordering::Relaxed);
         self.in_flight.store(0, Ordering::Relaxed);
         self.acked_index.store(last, Ordering::Relaxed);
+        self.covered.fetch_max(last, Ordering::Relaxed);
         *self.lock() = (ShipState::Shipping, None);
     }
 
@@ -147,6 +189,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn state_names_are_the_json_ones() {
+        for s in [
+            ShipState::Connecting,
+            ShipState::Shipping,
+            ShipState::Retrying,
+            ShipState::Stopped,
+        ] {
+            assert_eq!(serde_json::to_value(s).unwrap(), s.name());
+        }
+    }
+
+    #[test]
     fn a_gap_found_twice_counts_once() {
         let s = ShipStats::default();
         s.gap(10, 19);
@@ -155,5 +209,22 @@ mod tests {
         assert_eq!(s.gap_records(), 15);
         s.gap(30, 30);
         assert_eq!(s.gap_records(), 16);
+    }
+
+    #[test]
+    fn lag_counts_from_what_is_acked_or_passed_over() {
+        let s = ShipStats::default();
+        s.resumed_after(10);
+        assert_eq!(s.report().lag(15), 5);
+        s.acked(3, 13);
+        assert_eq!(s.report().lag(15), 2);
+        // The mask skipped 14 and 15: nothing is owed.
+        s.passed(15);
+        assert_eq!(s.report().lag(15), 0);
+        assert_eq!(s.report().acked_index, 13);
+        // A new log history or a restart may resume lower.
+        s.resumed_after(4);
+        assert_eq!(s.report().lag(15), 11);
+        assert_eq!(s.report().lag(2), 0);
     }
 }

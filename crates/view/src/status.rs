@@ -43,6 +43,9 @@ pub struct Status {
     /// The filesystem tracker; null when no directory tree is watched
     /// (`[fs] watch` is empty), or from a daemon that predates it.
     pub fs: Option<FsStatus>,
+    /// The shipper to a broker; null when `[ship]` names none, or from a
+    /// daemon that predates it.
+    pub ship: Option<ShipStatus>,
     /// The changelog.
     #[serde(default)]
     pub log: LogStatus,
@@ -319,6 +322,37 @@ impl From<&weir_fs::RootStatus> for FsRootStatus {
     }
 }
 
+/// The shipper (`weir_ship::ShipReport`, and where it ships to).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShipStatus {
+    /// The broker's kind: `nats`.
+    pub sink: Option<String>,
+    /// The broker's URLs, without credentials.
+    pub url: Option<String>,
+    /// The stream shipped into.
+    pub stream: Option<String>,
+    /// The host name shipped under.
+    pub host: Option<String>,
+    /// `connecting`, `shipping`, `retrying` or `stopped`.
+    pub state: Option<String>,
+    /// Records the broker has acknowledged since the daemon started.
+    pub shipped: Option<u64>,
+    /// The last index the broker holds for this host.
+    pub acked_index: Option<u64>,
+    /// Records published and not yet acknowledged.
+    pub in_flight: Option<u64>,
+    /// Durable records of the log the broker does not hold yet.
+    pub lag: Option<u64>,
+    /// Batches acknowledged.
+    pub batches: Option<u64>,
+    /// Times the shipper backed off and tried again.
+    pub retries: Option<u64>,
+    /// Records the log's retention dropped before they were shipped.
+    pub gap_records: Option<u64>,
+    /// The last error, until a batch succeeds after it; null when none.
+    pub last_error: Option<String>,
+}
+
 /// The changelog (`weir_log::Stats`, and whether it is poisoned).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LogStatus {
@@ -443,6 +477,7 @@ mod tests {
         assert_eq!(v["mounts"], Value::Null);
         assert_eq!(v["devices"], Value::Null);
         assert_eq!(v["fs"], Value::Null);
+        assert_eq!(v["ship"], Value::Null);
         assert_eq!(v["config"], Value::Null);
         assert_eq!(v["log"]["first_index"], json!(1));
         assert_eq!(v["log"]["committer_cpu_ns"], Value::Null);

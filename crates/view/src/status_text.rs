@@ -9,6 +9,7 @@
 //! devices:    kernel uevents; 107 devices, 2 PVs, 1 VGs; 40 uevents seen, 3 changes, 0 reconciled
 //! fs:         1 roots; 40 events, 38 records, 0 overflows, 2 syncs, 0 queued
 //!   /srv: ext4, filesystem mark; 120 entries, 14 dirs; 12 events, 10 records, 1 verified, 0 compares
+//! ship:       nats nats://broker:4222, stream WEIR, as db7; shipping; 5100 shipped, broker at 5120, lag 0, 0 in flight, 1 retries, 0 lost
 //! log:        indexes 1-5120 (durable to 5120); 1 segments, 8388608 bytes
 //! consumers:  1
 //!   indexer (id 1): cleared 5100, lag 20, mask all
@@ -26,7 +27,8 @@ use std::fmt::{Display, Write as _};
 use crate::bytes::escape;
 use crate::consumer::Consumer;
 use crate::status::{
-    DevicesStatus, FsRootStatus, FsStatus, LogStatus, MountsStatus, ReconcileReport, Status,
+    DevicesStatus, FsRootStatus, FsStatus, LogStatus, MountsStatus, ReconcileReport, ShipStatus,
+    Status,
 };
 
 /// The summary, each line ending in `\n`.
@@ -46,6 +48,10 @@ pub fn summary(v: &Status, consumers: Option<&[Consumer]>) -> String {
     let _ = writeln!(s, "fs:         {}", fs(v.fs.as_ref()));
     for r in v.fs.iter().flat_map(|f| &f.roots) {
         let _ = writeln!(s, "  {}", fs_root(r));
+    }
+    let _ = writeln!(s, "ship:       {}", ship(v.ship.as_ref()));
+    if let Some(e) = v.ship.as_ref().and_then(|h| h.last_error.as_deref()) {
+        let _ = writeln!(s, "  last error: {}", printable(e));
     }
     let _ = writeln!(s, "log:        {}", log(&v.log));
     match consumers {
@@ -132,6 +138,38 @@ fn fs(f: Option<&FsStatus>) -> String {
             (f.syncs, "syncs"),
             (f.backlog, "queued"),
         ]),
+    ])
+}
+
+fn ship(h: Option<&ShipStatus>) -> String {
+    let Some(h) = h else {
+        return "off".to_owned();
+    };
+    groups(&[
+        format!(
+            "{} {}, stream {}, as {}",
+            words(h.sink.as_deref()),
+            words(h.url.as_deref()),
+            words(h.stream.as_deref()),
+            words(h.host.as_deref())
+        ),
+        words(h.state.as_deref()),
+        [
+            figures(&[(h.shipped, "shipped")]),
+            h.acked_index
+                .map(|i| format!("broker at {i}"))
+                .unwrap_or_default(),
+            h.lag.map(|l| format!("lag {l}")).unwrap_or_default(),
+            figures(&[
+                (h.in_flight, "in flight"),
+                (h.retries, "retries"),
+                (h.gap_records, "lost"),
+            ]),
+        ]
+        .into_iter()
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join(", "),
     ])
 }
 
@@ -332,14 +370,15 @@ mod tests {
         );
         assert_eq!(lines[4], "devices:    off");
         assert_eq!(lines[5], "fs:         off");
+        assert_eq!(lines[6], "ship:       off");
         assert_eq!(
-            lines[6],
+            lines[7],
             "log:        indexes 1-9 (durable to 8); 1 segments, 4096 bytes"
         );
-        assert_eq!(lines[7], "consumers:  1");
-        assert_eq!(lines[8], "  ix (id 1): cleared 5, lag 4, mask all");
+        assert_eq!(lines[8], "consumers:  1");
+        assert_eq!(lines[9], "  ix (id 1): cleared 5, lag 4, mask all");
         assert_eq!(
-            lines[9],
+            lines[10],
             "restart:    checkpoint_used=true devices=none mounts=2 \
              not_used_reason=none previous_clean=none"
         );
@@ -351,18 +390,55 @@ mod tests {
         w.log.durable_sleeps = Some(3);
         w.log.durable_poll_shuts = Some(0);
         assert_eq!(
-            summary(&w, None).lines().nth(6),
+            summary(&w, None).lines().nth(7),
             Some(
                 "log:        indexes 1-9 (durable to 8); 1 segments, 4096 bytes; \
                  40 durable waits (3 slept, polling shut 0 times)"
             )
         );
         w.log.durable_waits = Some(0);
-        assert_eq!(summary(&w, None).lines().nth(6), Some(lines[6]));
+        assert_eq!(summary(&w, None).lines().nth(7), Some(lines[7]));
         assert_eq!(
             summary(&Status::default(), None).lines().next(),
             Some("weir ?, pid ?, up ?")
         );
+    }
+
+    #[test]
+    fn the_shipper_line_and_its_last_error() {
+        let mut v = Status {
+            ship: Some(ShipStatus {
+                sink: Some("nats".into()),
+                url: Some("nats://b:4222".into()),
+                stream: Some("WEIR".into()),
+                host: Some("db7".into()),
+                state: Some("retrying".into()),
+                shipped: Some(5100),
+                acked_index: Some(5120),
+                in_flight: Some(0),
+                lag: Some(3),
+                batches: Some(9),
+                retries: Some(1),
+                gap_records: Some(0),
+                last_error: Some("cannot connect\nto NATS".into()),
+            }),
+            ..Status::default()
+        };
+        let s = summary(&v, None);
+        let lines: Vec<&str> = s.lines().collect();
+        assert_eq!(
+            lines[6],
+            "ship:       nats nats://b:4222, stream WEIR, as db7; retrying; 5100 shipped, \
+             broker at 5120, lag 3, 0 in flight, 1 retries, 0 lost"
+        );
+        // The broker's words cannot break the line.
+        assert_eq!(lines[7], "  last error: cannot connect\\nto NATS");
+        assert!(lines[8].starts_with("log:"), "{}", lines[8]);
+        // A daemon that says less shows less.
+        v.ship = Some(ShipStatus::default());
+        let s = summary(&v, None);
+        assert_eq!(s.lines().nth(6), Some("ship:       ? ?, stream ?, as ?; ?"));
+        assert!(s.lines().nth(7).unwrap().starts_with("log:"));
     }
 
     #[test]
@@ -409,7 +485,8 @@ mod tests {
             "{}",
             lines[7]
         );
-        assert!(lines[8].starts_with("log:"), "{}", lines[8]);
+        assert_eq!(lines[8], "ship:       off");
+        assert!(lines[9].starts_with("log:"), "{}", lines[9]);
         let mut reading = v.clone();
         if let Some(f) = &mut reading.fs {
             f.roots[0].state = Some("reading".into());

@@ -57,7 +57,7 @@ pub use openapi::OPENAPI_YAML;
 pub use peer::{Peer, PeerError};
 pub use routes::{ROUTES, RouteSpec};
 pub use server::serve;
-pub use state::{Access, ApiState, DaemonInfo, Limits, ReconcileReport};
+pub use state::{Access, ApiState, DaemonInfo, Limits, ReconcileReport, ShipView};
 
 use context::Ctx;
 

@@ -23,6 +23,8 @@ pub struct ApiState {
     pub devices: Option<Arc<weir_devices::Tracker>>,
     /// The filesystem tracker, `None` when no directory tree is watched.
     pub fs: Option<Arc<weir_fs::Tracker>>,
+    /// The shipper, `None` when `[ship]` names no server.
+    pub ship: Option<ShipView>,
     /// Who may read and who may change.
     pub access: Access,
     /// Facts about this daemon, for `/v1/status`.
@@ -32,6 +34,43 @@ pub struct ApiState {
     /// What the start found when it compared the system with the last
     /// inventory, for `/v1/status`.
     pub reconcile: ReconcileReport,
+}
+
+/// What the API shows of the shipper: its live counters, and where it
+/// ships.
+#[derive(Clone, Debug)]
+pub struct ShipView {
+    /// The shipper's counters.
+    pub stats: Arc<weir_ship::ShipStats>,
+    /// The servers, without credentials.
+    pub url: String,
+    /// The stream.
+    pub stream: String,
+    /// The host name shipped under.
+    pub host: String,
+}
+
+impl ShipView {
+    /// The `ship` section of `/v1/status`, its lag against the log's
+    /// last durable index.
+    pub fn status(&self, durable_index: u64) -> weir_view::status::ShipStatus {
+        let r = self.stats.report();
+        weir_view::status::ShipStatus {
+            sink: Some("nats".to_owned()),
+            url: Some(self.url.clone()),
+            stream: Some(self.stream.clone()),
+            host: Some(self.host.clone()),
+            state: Some(r.state.name().to_owned()),
+            shipped: Some(r.shipped),
+            acked_index: Some(r.acked_index),
+            in_flight: Some(r.in_flight),
+            lag: Some(r.lag(durable_index)),
+            batches: Some(r.batches),
+            retries: Some(r.retries),
+            gap_records: Some(r.gap_records),
+            last_error: r.last_error,
+        }
+    }
 }
 
 /// The access rules (see the daemon contract).

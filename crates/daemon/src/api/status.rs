@@ -52,6 +52,7 @@ pub(crate) async fn status(
         mounts: st.mounts.as_deref().map(mounts),
         devices,
         fs: st.fs.as_deref().map(fs),
+        ship: st.ship.as_ref().map(|h| h.status(st.log.durable_index())),
         log: log(&st.log),
         reconcile: Some(st.reconcile.clone()),
         api: ApiStatus {

@@ -57,6 +57,8 @@ pub struct Config {
     /// The filesystem tracker: the directory trees whose changes are
     /// logged.
     pub fs: FsConfig,
+    /// Shipping the log to a broker.
+    pub ship: ShipConfig,
     /// The changelog.
     pub log: LogConfig,
     /// The HTTP API's limits.
@@ -72,7 +74,7 @@ pub struct Config {
 pub struct AccessConfig {
     /// The group that owns the socket and may call every endpoint; `None`
     /// (an empty string in the file) leaves the socket to root alone.
-    #[serde(serialize_with = "render::group")]
+    #[serde(serialize_with = "render::or_empty")]
     pub group: Option<String>,
     /// Read-only endpoints are open to every local user (the socket
     /// becomes 0666; mutations still need root or the group).
@@ -181,6 +183,44 @@ pub struct FsConfig {
 impl Default for FsConfig {
     fn default() -> Self {
         options::fs_defaults()
+    }
+}
+
+/// `[ship]`: the log shipped to NATS JetStream (weir-ship), as `weir
+/// ship` does in the foreground. With no server, the default, nothing is
+/// shipped.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct ShipConfig {
+    /// The NATS servers' URLs, comma-separated; `None` (an empty string
+    /// in the file) ships nothing.
+    #[serde(serialize_with = "render::or_empty")]
+    pub nats: Option<String>,
+    /// The host name on the broker; `None` (an empty string) is the
+    /// machine's.
+    #[serde(serialize_with = "render::or_empty")]
+    pub host: Option<String>,
+    /// The JetStream stream of the records, created if missing.
+    pub stream: String,
+    /// The log consumer that holds retention back for the broker.
+    pub consumer: String,
+    /// The types shipped, as `weir log tail --mask` takes them; empty
+    /// ships every type.
+    pub mask: String,
+    /// Replicas of a stream the shipper creates.
+    pub replicas: u64,
+}
+
+impl Default for ShipConfig {
+    fn default() -> Self {
+        ShipConfig {
+            nats: None,
+            host: None,
+            stream: "WEIR".to_owned(),
+            consumer: "ship-nats".to_owned(),
+            mask: String::new(),
+            replicas: 1,
+        }
     }
 }
 

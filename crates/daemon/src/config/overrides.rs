@@ -10,8 +10,8 @@ use super::read::{non_empty, set};
 use super::{Config, OnFull, Preallocate};
 
 /// A value for any key; what the flags set. An empty string for
-/// `access_group` or `devices_on_vg_complete` turns that setting off, as
-/// in the file.
+/// `access_group`, `devices_on_vg_complete` or `ship_nats` turns that
+/// setting off, as in the file.
 #[derive(Clone, Debug, Default, PartialEq)]
 #[non_exhaustive]
 pub struct ConfigOverrides {
@@ -45,6 +45,18 @@ pub struct ConfigOverrides {
     pub fs_mtime_interval_ms: Option<u64>,
     /// `fs.content`.
     pub fs_content: Option<bool>,
+    /// `ship.nats` (an empty string ships nothing).
+    pub ship_nats: Option<String>,
+    /// `ship.host` (an empty string is the machine's name).
+    pub ship_host: Option<String>,
+    /// `ship.stream`.
+    pub ship_stream: Option<String>,
+    /// `ship.consumer`.
+    pub ship_consumer: Option<String>,
+    /// `ship.mask`.
+    pub ship_mask: Option<String>,
+    /// `ship.replicas`.
+    pub ship_replicas: Option<u64>,
     /// `log.flush_ms`.
     pub log_flush_ms: Option<u64>,
     /// `log.sync_ms`.
@@ -106,6 +118,13 @@ impl Config {
         set(&mut self.fs.watch, o.fs_watch);
         set(&mut self.fs.mtime_interval_ms, o.fs_mtime_interval_ms);
         set(&mut self.fs.content, o.fs_content);
+        let h = &mut self.ship;
+        set(&mut h.nats, o.ship_nats.map(non_empty));
+        set(&mut h.host, o.ship_host.map(non_empty));
+        set(&mut h.stream, o.ship_stream);
+        set(&mut h.consumer, o.ship_consumer);
+        set(&mut h.mask, o.ship_mask);
+        set(&mut h.replicas, o.ship_replicas);
         let l = &mut self.log;
         set(&mut l.flush_ms, o.log_flush_ms);
         set(&mut l.sync_ms, o.log_sync_ms);

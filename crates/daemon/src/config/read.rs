@@ -123,6 +123,16 @@ impl Config {
             set(&mut f.content, s.take("fs.content", BOOL)?);
             s.finish()?;
         }
+        if let Some(mut s) = root.section("ship")? {
+            let h = &mut c.ship;
+            set(&mut h.nats, s.take("ship.nats", STRING)?.map(non_empty));
+            set(&mut h.host, s.take("ship.host", STRING)?.map(non_empty));
+            set(&mut h.stream, s.take("ship.stream", STRING)?);
+            set(&mut h.consumer, s.take("ship.consumer", STRING)?);
+            set(&mut h.mask, s.take("ship.mask", STRING)?);
+            set(&mut h.replicas, s.take("ship.replicas", UINT)?);
+            s.finish()?;
+        }
         if let Some(mut s) = root.section("log")? {
             let l = &mut c.log;
             set(&mut l.flush_ms, s.take("log.flush_ms", UINT)?);

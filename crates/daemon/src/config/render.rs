@@ -14,8 +14,9 @@ impl Config {
     }
 }
 
-/// No group is written as the empty string, as the file says it.
-pub(super) fn group<S: Serializer>(g: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
+/// No value (no group, no server, the machine's host name) is written
+/// as the empty string, as the file says it.
+pub(super) fn or_empty<S: Serializer>(g: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(g.as_deref().unwrap_or(""))
 }
 

@@ -56,6 +56,7 @@ impl Config {
         self.validate_access()?;
         self.validate_sources()?;
         self.validate_fs()?;
+        self.validate_ship()?;
         self.validate_log()?;
         let a = &self.api;
         within(
@@ -167,6 +168,39 @@ impl Config {
             1,
             3_600_000,
             "must be between 1 and 3600000 (an hour)",
+        )
+    }
+
+    /// Whether the servers answer, and the stream fits, is the shipper's
+    /// to find when it runs (it retries, and `weir status` says why).
+    fn validate_ship(&self) -> Result<(), ConfigError> {
+        let h = &self.ship;
+        if let Some(host) = &h.host
+            && weir_ship::wire::check_host(host).is_err()
+        {
+            return bad("ship.host", "must be at most 255 bytes");
+        }
+        if let Err(reason) = weir_ship::nats::check_stream_name(&h.stream) {
+            return bad("ship.stream", reason);
+        }
+        if weir_log::check_consumer_name(&h.consumer).is_err() {
+            return bad(
+                "ship.consumer",
+                "must be 1 to 64 ASCII letters, digits, '.', '_' or '-'",
+            );
+        }
+        if !h.mask.is_empty() && weir_log::TypeMask::parse(&h.mask).is_err() {
+            return bad(
+                "ship.mask",
+                "must be type names or numbers, comma-separated, as weir log tail --mask takes them",
+            );
+        }
+        within(
+            "ship.replicas",
+            h.replicas,
+            1,
+            5,
+            "must be between 1 and 5 (JetStream's most)",
         )
     }
 

@@ -12,10 +12,12 @@
 //!    it (`sources`), which log what changed while no daemon watched; the
 //!    filesystem tracker, when `[fs] watch` names roots, resumes from the
 //!    log's own description of each tree instead;
-//! 5. the checkpointer (`checkpointer`), the API server, the watchdog
+//! 5. the shipper (`ship`), when `[ship]` names a server;
+//! 6. the checkpointer (`checkpointer`), the API server, the watchdog
 //!    (`health`), then `READY=1`.
 //!
-//! On a signal: `STOPPING=1`, the server stops, the trackers stop, the
+//! On a signal: `STOPPING=1`, the server stops, the shipper and the
+//! trackers stop, the
 //! final checkpoint is written (`clean`), a `weir stopped` MARK, and the
 //! log closes durably. A tracker or the server failing on its own stops the
 //! daemon the same way, with an error (and a non-zero exit), so that the
@@ -27,6 +29,7 @@ mod health;
 mod marks;
 mod previous;
 mod running;
+mod ship;
 mod signals;
 mod socket;
 mod sources;

@@ -17,6 +17,7 @@ use super::checkpointer::{self, Checkpointer, Job};
 use super::health;
 use super::marks;
 use super::previous::{self, Prior};
+use super::ship::{self, ShipTask};
 use super::signals::Signals;
 use super::socket::{Listener, SocketFile};
 use super::sources::Sources;
@@ -46,6 +47,7 @@ pub(crate) enum Ended {
 /// Everything running.
 pub(crate) struct Running {
     sources: Sources,
+    ship: Option<ShipTask>,
     checkpointer: Checkpointer,
     checkpoint_path: std::path::PathBuf,
     boot_id: String,
@@ -90,11 +92,13 @@ impl Running {
             activated,
         } = listener;
         let listener = to_tokio(listener, runtime)?;
+        let (ship, ship_view) = ship::start(&config.ship, log, runtime)?.unzip();
         let state = Arc::new(ApiState {
             log: log.clone(),
             mounts: sources.mounts.clone(),
             devices: sources.devices.clone(),
             fs: sources.fs.clone(),
+            ship: ship_view,
             access: Access {
                 group,
                 public_read: config.access.public_read,
@@ -107,7 +111,8 @@ impl Running {
             limits: limits(&config.api),
             reconcile,
         });
-        // The last step that can fail: nothing is left running if it does.
+        // The last step that can fail: nothing is left running if it does
+        // (the shipper's task is dropped with the runtime).
         let checkpointer = Checkpointer::start(Job {
             path: checkpoint_path.clone(),
             interval: Duration::from_secs(config.daemon.checkpoint_secs),
@@ -138,6 +143,7 @@ impl Running {
         info!(socket = %socket_path.display(), activated, "weir ready");
         Ok(Running {
             sources,
+            ship,
             checkpointer,
             checkpoint_path,
             boot_id: prior.boot_id,
@@ -184,13 +190,14 @@ impl Running {
     }
 
     /// Stops everything in order: the server (so no request holds the
-    /// trackers), the watchdog and the runtime, the checkpointer, then the
+    /// trackers), the watchdog, the shipper and the runtime, the checkpointer, then the
     /// trackers, and writes the final checkpoint. Returns the first failure
     /// after doing all of it.
     pub(crate) fn stop(self, runtime: Runtime, log: &Log) -> Result<()> {
         notify::stopping();
         let Running {
             sources,
+            ship,
             checkpointer,
             checkpoint_path,
             boot_id,
@@ -217,6 +224,9 @@ impl Running {
         };
         if let Some(w) = watchdog {
             w.abort();
+        }
+        if let Some(s) = ship {
+            s.stop(&runtime);
         }
         // New clients now find no socket and work directly.
         drop(socket_file);

@@ -80,6 +80,7 @@ pub fn fixture_with_log(
         mounts,
         devices,
         fs,
+        ship: None,
         access,
         info: DaemonInfo::current(dir.path().to_owned(), dir.path().join("weir.sock"), None),
         limits,

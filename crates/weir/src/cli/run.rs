@@ -71,6 +71,34 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true", help_heading = "Filesystem")]
     pub(crate) fs_content: Option<bool>,
 
+    /// Ship the log to NATS JetStream at these servers (comma-separated
+    /// URLs); "" for none [default: none].
+    #[arg(long, value_name = "URL", help_heading = "Shipping")]
+    pub(crate) ship_nats: Option<String>,
+    /// The host name on the broker; "" for the machine's [default: the
+    /// machine's].
+    #[arg(long, value_name = "NAME", help_heading = "Shipping")]
+    pub(crate) ship_host: Option<String>,
+    /// The JetStream stream, created if missing [default: WEIR].
+    #[arg(long, value_name = "NAME", help_heading = "Shipping")]
+    pub(crate) ship_stream: Option<String>,
+    /// The log consumer that holds retention back for the broker
+    /// [default: ship-nats].
+    #[arg(long, value_name = "NAME", help_heading = "Shipping")]
+    pub(crate) ship_consumer: Option<String>,
+    /// The types shipped, as `weir log tail --mask` takes them [default:
+    /// all].
+    #[arg(
+        long,
+        value_name = "TYPES",
+        allow_hyphen_values = true,
+        help_heading = "Shipping"
+    )]
+    pub(crate) ship_mask: Option<String>,
+    /// Replicas of a stream the shipper creates [default: 1].
+    #[arg(long, value_name = "N", help_heading = "Shipping")]
+    pub(crate) ship_replicas: Option<u64>,
+
     /// Appended records reach the OS within this many ms [default: 10].
     #[arg(long, value_name = "MS", help_heading = "Log")]
     pub(crate) log_flush_ms: Option<u64>,

@@ -65,6 +65,12 @@ fn overrides(a: &RunArgs, state_dir: Option<PathBuf>, socket: Option<PathBuf>) -
     o.fs_watch = (!a.fs_watch.is_empty()).then(|| a.fs_watch.clone());
     o.fs_mtime_interval_ms = a.fs_mtime_interval_ms;
     o.fs_content = a.fs_content;
+    o.ship_nats = a.ship_nats.clone();
+    o.ship_host = a.ship_host.clone();
+    o.ship_stream = a.ship_stream.clone();
+    o.ship_consumer = a.ship_consumer.clone();
+    o.ship_mask = a.ship_mask.clone();
+    o.ship_replicas = a.ship_replicas;
     o.log_flush_ms = a.log_flush_ms;
     o.log_sync_ms = a.log_sync_ms;
     o.log_segment_mib = a.log_segment_mib;

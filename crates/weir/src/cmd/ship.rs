@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use tokio::sync::watch;
 use weir_log::TypeMask;
 use weir_ship::fleet::{self, HostGlob, TailOptions};
@@ -37,26 +37,21 @@ fn nats_options(b: &BrokerArgs) -> NatsOptions {
     o
 }
 
-/// The machine's host name, as the kernel has it.
-fn machine_host() -> Result<String> {
-    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .context("reading the host name from /proc/sys/kernel/hostname (or give --host)")?;
-    let name = name.trim_end_matches('\n');
-    if name.is_empty() {
-        bail!("the machine has no host name; give --host");
-    }
-    Ok(name.to_owned())
-}
-
-fn figures(r: &ShipReport) -> String {
+fn figures(r: &ShipReport, durable_index: u64) -> String {
     let err = r
         .last_error
         .as_deref()
         .map(|e| format!(", last error: {e}"))
         .unwrap_or_default();
     format!(
-        "{:?}: shipped {}, broker at index {}, in flight {}, retries {}, lost to retention {}{err}",
-        r.state, r.shipped, r.acked_index, r.in_flight, r.retries, r.gap_records
+        "{:?}: shipped {}, broker at index {}, lag {}, in flight {}, retries {}, lost to retention {}{err}",
+        r.state,
+        r.shipped,
+        r.acked_index,
+        r.lag(durable_index),
+        r.in_flight,
+        r.retries,
+        r.gap_records
     )
 }
 
@@ -64,7 +59,7 @@ pub(super) fn ship(state: &StateDir, a: &ShipArgs) -> Result<()> {
     let stop_flag = signals::stop_flag()?;
     let host = match &a.host {
         Some(h) => h.clone(),
-        None => machine_host()?,
+        None => weir_ship::machine_host()?,
     };
     let mut nats = nats_options(&a.broker);
     nats.replicas = a.replicas;
@@ -81,6 +76,7 @@ pub(super) fn ship(state: &StateDir, a: &ShipArgs) -> Result<()> {
         a.broker.stream
     );
     let shown_stats = stats.clone();
+    let shown_log = log.clone();
     let out = runtime()?.block_on(async move {
         let stats = shown_stats;
         let (tx, rx) = watch::channel(false);
@@ -89,14 +85,17 @@ pub(super) fn ship(state: &StateDir, a: &ShipArgs) -> Result<()> {
         while !stop_flag.load(Ordering::Relaxed) && !task.is_finished() {
             tokio::time::sleep(Duration::from_millis(100)).await;
             if shown.elapsed() >= Duration::from_secs(10) {
-                eprintln!("weir: {}", figures(&stats.report()));
+                eprintln!(
+                    "weir: {}",
+                    figures(&stats.report(), shown_log.durable_index())
+                );
                 shown = Instant::now();
             }
         }
         let _ = tx.send(true);
         task.await.context("the shipper's task")
     })?;
-    eprintln!("weir: {}", figures(&stats.report()));
+    eprintln!("weir: {}", figures(&stats.report(), log.durable_index()));
     let closed = close_log(log);
     out.context("shipping")?;
     closed

@@ -1,9 +1,11 @@
 //! `GET /metrics`: the Prometheus text exposition (format 0.0.4): the log's
 //! counters, indexes and commit/durable latency histograms and consumer lag
 //! (`log`), events per source and the mount tracker's reading budget
-//! (`sources`), and the API's own request counts.
+//! (`sources`), the shipper's figures (`ship`), and the API's own
+//! request counts.
 
 mod log;
+mod ship;
 mod sources;
 mod text;
 
@@ -54,6 +56,9 @@ fn render(ctx: &Ctx) -> String {
     let mut o = Out::default();
     log::write(&mut o, &ctx.state.log);
     sources::write(&mut o, ctx);
+    let st = &ctx.state;
+    let shipper = st.ship.as_ref().map(|h| h.status(st.log.durable_index()));
+    ship::write(&mut o, shipper.as_ref());
     o.one(
         "weir_api_followers",
         "gauge",
