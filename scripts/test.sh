@@ -18,6 +18,7 @@ command -v setpriv >/dev/null || need+=(util-linux)
 command -v findmnt >/dev/null || need+=(util-linux)
 command -v losetup >/dev/null || need+=(mount)
 command -v systemd-socket-activate >/dev/null || need+=(systemd)
+command -v ip >/dev/null || need+=(iproute2)
 if ((${#need[@]})); then
   if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
     echo "test.sh: installing ${need[*]}"

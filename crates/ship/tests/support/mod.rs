@@ -17,7 +17,11 @@ use std::time::{Duration, Instant};
 pub struct NatsServer {
     bin: PathBuf,
     dir: tempfile::TempDir,
+    /// The address it listens on: loopback, or its network namespace's.
+    host: String,
     port: u16,
+    /// The network namespace it runs in, if not the test's.
+    netns: Option<String>,
     child: Option<Child>,
 }
 
@@ -40,6 +44,19 @@ impl NatsServer {
     /// A new server with an empty store, or `None` (after saying why) if
     /// there is no server binary.
     pub fn start() -> Option<NatsServer> {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free loopback port");
+        NatsServer::start_at("127.0.0.1", port, None)
+    }
+
+    /// A new server in the network namespace `net`, on its address.
+    pub fn start_in(net: &NetNs) -> Option<NatsServer> {
+        NatsServer::start_at(&net.inner_addr(), 4222, Some(net.name.clone()))
+    }
+
+    fn start_at(host: &str, port: u16, netns: Option<String>) -> Option<NatsServer> {
         let Some(bin) = find_server() else {
             assert!(
                 std::env::var_os("WEIR_REQUIRE_BROKERS").is_none(),
@@ -50,15 +67,13 @@ impl NatsServer {
             );
             return None;
         };
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map(|a| a.port())
-            .expect("a free loopback port");
         let dir = tempfile::tempdir().unwrap();
         let mut s = NatsServer {
             bin,
             dir,
+            host: host.to_owned(),
             port,
+            netns,
             child: None,
         };
         s.restart();
@@ -71,7 +86,8 @@ impl NatsServer {
         std::fs::write(
             &conf,
             format!(
-                "listen: 127.0.0.1:{}\nserver_name: weir-test\njetstream {{\n  store_dir: {:?}\n  sync_interval: always\n}}\n",
+                "listen: {}:{}\nserver_name: weir-test\njetstream {{\n  store_dir: {:?}\n  sync_interval: always\n}}\n",
+                self.host,
                 self.port,
                 store.display().to_string()
             ),
@@ -82,7 +98,7 @@ impl NatsServer {
 
     /// The client URL.
     pub fn url(&self) -> String {
-        format!("nats://127.0.0.1:{}", self.port)
+        format!("nats://{}:{}", self.host, self.port)
     }
 
     /// The server's directory (its log is `server.log` there).
@@ -108,7 +124,16 @@ impl NatsServer {
             .append(true)
             .open(self.dir.path().join("server.log"))
             .unwrap();
-        let child = Command::new(&self.bin)
+        let mut cmd = match &self.netns {
+            // `ip netns exec` execs the server: the child is the server.
+            Some(ns) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", ns]).arg(&self.bin);
+                c
+            }
+            None => Command::new(&self.bin),
+        };
+        let child = cmd
             .arg("-c")
             .arg(&conf)
             .stdout(Stdio::null())
@@ -117,7 +142,7 @@ impl NatsServer {
             .unwrap_or_else(|e| panic!("starting {}: {e}", self.bin.display()));
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+        while std::net::TcpStream::connect((self.host.as_str(), self.port)).is_err() {
             assert!(
                 Instant::now() < deadline,
                 "nats-server did not start; see {}",
@@ -132,4 +157,121 @@ impl Drop for NatsServer {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// A network namespace of the test's own, joined to the test's by a veth
+/// pair: a broker inside it is reached over the pair, and downing the
+/// test's end cuts the network without the broker knowing. Deleted, with
+/// the pair, on drop.
+pub struct NetNs {
+    pub name: String,
+    outer: String,
+    subnet: u8,
+}
+
+impl NetNs {
+    /// A new namespace, or `None` (after saying why) without root or
+    /// `ip`; with `WEIR_REQUIRE_BROKERS` set, their absence fails.
+    pub fn new() -> Option<NetNs> {
+        let why = if !is_root() {
+            Some("needs root for a network namespace")
+        } else if Command::new("ip").arg("-V").output().is_err() {
+            Some("needs ip (iproute2)")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            assert!(
+                std::env::var_os("WEIR_REQUIRE_BROKERS").is_none(),
+                "WEIR_REQUIRE_BROKERS is set but the network cut test {why}"
+            );
+            eprintln!("skipping: {why}");
+            return None;
+        }
+        let id = std::process::id();
+        let net = NetNs {
+            name: format!("weir-ship-{id}"),
+            outer: format!("wsh{}", id % 1_000_000),
+            subnet: (id % 250) as u8,
+        };
+        let inner = format!("wsn{}", id % 1_000_000);
+        net.ip(&["netns", "add", &net.name]);
+        net.ip(&[
+            "link", "add", &net.outer, "type", "veth", "peer", "name", &inner,
+        ]);
+        net.ip(&["link", "set", &inner, "netns", &net.name]);
+        net.ip(&[
+            "addr",
+            "add",
+            &format!("10.231.{}.1/30", net.subnet),
+            "dev",
+            &net.outer,
+        ]);
+        net.ip(&["link", "set", &net.outer, "up"]);
+        let inside = |args: &[&str]| {
+            let mut all = vec!["netns", "exec", &net.name, "ip"];
+            all.extend_from_slice(args);
+            net.ip(&all);
+        };
+        inside(&[
+            "addr",
+            "add",
+            &format!("{}/30", net.inner_addr()),
+            "dev",
+            &inner,
+        ]);
+        inside(&["link", "set", &inner, "up"]);
+        inside(&["link", "set", "lo", "up"]);
+        Some(net)
+    }
+
+    /// The broker's address, inside the namespace.
+    pub fn inner_addr(&self) -> String {
+        format!("10.231.{}.2", self.subnet)
+    }
+
+    /// Downs the test's end of the pair: packets stop both ways, and no
+    /// reset reaches either side.
+    pub fn cut(&self) {
+        self.ip(&["link", "set", &self.outer, "down"]);
+    }
+
+    /// Brings the link back.
+    pub fn restore(&self) {
+        self.ip(&["link", "set", &self.outer, "up"]);
+    }
+
+    fn ip(&self, args: &[&str]) {
+        let out = Command::new("ip").args(args).output().expect("run ip");
+        assert!(
+            out.status.success(),
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+impl Drop for NetNs {
+    fn drop(&mut self) {
+        // The pair goes with the namespace's end of it.
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.name])
+            .status();
+        let _ = Command::new("ip")
+            .args(["link", "del", &self.outer])
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// Whether the test runs as root (from /proc, so that this file needs no
+/// crate of its own).
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("Uid:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            == Some("0")
+    })
 }
