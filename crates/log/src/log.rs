@@ -495,6 +495,22 @@ impl Log {
         self.inner.wait_durable(index)
     }
 
+    /// Asks the committer to make every record up to `index` durable
+    /// with its next commit, and returns at once: for a caller that waits
+    /// its own way (an async task watching [`Log::durable_index`]), where
+    /// a durable wait would hold a thread, polling, for each request.
+    pub fn request_durable(&self, index: u64) -> Result<()> {
+        let next = self.inner.ring.next();
+        if index >= next {
+            return Err(Error::NotAppended { index, next });
+        }
+        if self.inner.signals.durable() < index {
+            self.inner.signals.want_durable(index);
+            self.inner.signals.kick();
+        }
+        Ok(())
+    }
+
     /// The last index readers can see.
     pub fn last_index(&self) -> u64 {
         self.inner.last_committed()

@@ -65,3 +65,33 @@ fn a_lone_writer_on_instant_fsyncs_polls() {
     );
     log.close().unwrap();
 }
+
+/// A request for durability returns at once, counts no durable wait,
+/// and still gets the record fsynced soon, with no periodic sync to
+/// wait for.
+#[test]
+fn a_request_for_durability_is_served_without_a_waiter() {
+    let fs = FaultyFs::new();
+    fs.slow_syncs(Some(Duration::from_millis(5)));
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = Options::default().fs(Arc::new(fs.clone()));
+    o.sync_interval = None;
+    let log = Log::open(dir.path(), o).unwrap();
+    let a = log
+        .append(&Record::new(RecordType::MARK).name(&mark(1)))
+        .unwrap();
+    assert!(matches!(
+        log.request_durable(a.index() + 1),
+        Err(weir_log::Error::NotAppended { .. })
+    ));
+    log.request_durable(a.index()).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while log.durable_index() < a.index() {
+        assert!(Instant::now() < deadline, "never made durable");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(log.stats().durable_waits, 0);
+    // Asking again for what is durable is a no-op.
+    log.request_durable(a.index()).unwrap();
+    log.close().unwrap();
+}
