@@ -124,6 +124,7 @@ stream = "FLEET"
 consumer = "ship-a"
 mask = "all,-MARK"
 replicas = 3
+linger_ms = 250
 [log]
 flush_ms = 20
 sync_ms = 0
@@ -202,6 +203,7 @@ checkpoint_secs = 9
         ("FLEET", "ship-a")
     );
     assert_eq!((h.mask.as_str(), h.replicas), ("all,-MARK", 3));
+    assert_eq!(h.linger_ms, 250);
 }
 
 #[test]
@@ -332,6 +334,7 @@ fn bad_values_name_the_key() {
         ("[ship]\nmask = \"NOPE\"", "ship.mask"),
         ("[ship]\nreplicas = 0", "ship.replicas"),
         ("[ship]\nreplicas = 6", "ship.replicas"),
+        ("[ship]\nlinger_ms = 60001", "ship.linger_ms"),
         (
             &format!("[ship]\nhost = \"{}\"", "h".repeat(256)),
             "ship.host",

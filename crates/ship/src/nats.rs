@@ -301,7 +301,10 @@ impl Nats {
 
     async fn publish_batch(&self, chunk: Vec<Outgoing>) -> Result<()> {
         let n = chunk.len() as u64;
-        let mut batch = self.js.batch_publish().build();
+        // No acknowledgement of the first message: the commit's says
+        // whether the batch was stored, and one round trip less is a
+        // quarter of a batch's time on loopback.
+        let mut batch = self.js.batch_publish().ack_first(false).build();
         // The server refuses Nats-Msg-Id inside an atomic batch; the id
         // travels in a header of weir's own, and the batch's atomicity
         // with the resume read keeps it exact.

@@ -5,7 +5,9 @@
 //! (re)connection the shipper reads the host's last record from the
 //! stream and goes on after it. The cursor only keeps retention from
 //! deleting what is not shipped yet, so clearing it lags the broker by up
-//! to [`ShipOptions::clear_interval`] at no risk. Only durable records
+//! to [`ShipOptions::clear_interval`] at no risk, and it is moved by a
+//! task of its own (a rewrite of the consumer file, with its fsyncs, never
+//! waits in the publishing loop). Only durable records
 //! leave the host: a record shipped and then lost in a crash would let
 //! the log give its index to another record.
 
@@ -35,7 +37,13 @@ pub struct ShipOptions {
     /// How often the consumer's cursor is moved up to what the broker
     /// holds (each move rewrites the consumer file).
     pub clear_interval: Duration,
-    /// How often the host's progress message is refreshed.
+    /// How long a record may wait for others to share its batch: a
+    /// trickle of records goes out in batches this far apart, not one
+    /// round trip (and one broker fsync) per record.
+    pub linger: Duration,
+    /// How often, at most, the host's progress message is refreshed while
+    /// the log grows (each is a publish the broker fsyncs); an idle host
+    /// refreshes it once a minute, and a stop once more.
     pub status_interval: Duration,
 }
 
@@ -47,8 +55,9 @@ impl ShipOptions {
             consumer: "ship-nats".into(),
             mask: TypeMask::all(),
             batch: MAX_BATCH,
-            clear_interval: Duration::from_millis(100),
-            status_interval: Duration::from_secs(1),
+            clear_interval: Duration::from_secs(1),
+            linger: Duration::from_millis(50),
+            status_interval: Duration::from_secs(5),
         }
     }
 }
@@ -134,6 +143,7 @@ impl Shipper {
     /// records).
     pub async fn run(self, mut stop: watch::Receiver<bool>) -> Result<()> {
         self.register()?;
+        let clearer = tokio::spawn(self.clearer().every(self.opts.clear_interval, stop.clone()));
         let mut backoff = Backoff::default();
         let out = loop {
             if *stop.borrow() {
@@ -161,7 +171,9 @@ impl Shipper {
                 Err(e) => break Err(e),
             }
         };
-        self.clear();
+        clearer.abort();
+        let last = self.clearer();
+        let _ = tokio::task::spawn_blocking(move || last.clear()).await;
         match &out {
             Ok(()) => self.stats.set_state(ShipState::Stopped),
             Err(e) => {
@@ -174,33 +186,15 @@ impl Shipper {
 
     /// Registers the sink's consumer, once.
     fn register(&self) -> Result<()> {
-        match self
-            .log
-            .register(&self.opts.consumer, self.opts.mask.clone())
-        {
-            Ok(_) | Err(weir_log::Error::ConsumerExists(_)) => Ok(()),
-            Err(e) => Err(e.into()),
-        }
+        register(&self.log, &self.opts.consumer, &self.opts.mask)
     }
 
-    /// Moves the consumer's cursor up to what the broker holds. The
-    /// consumer may have been evicted by retention (announced by the log
-    /// with a MARK): it is registered again, and the gap shows when
-    /// shipping resumes.
-    fn clear(&self) {
-        let acked = self.stats.acked_index();
-        if acked == 0 {
-            return;
-        }
-        match self.log.clear(&self.opts.consumer, acked) {
-            Ok(_) => {}
-            Err(weir_log::Error::UnknownConsumer(_)) => {
-                tracing::warn!(consumer = %self.opts.consumer, "the shipper's consumer was evicted by retention; registering it again");
-                if let Err(e) = self.register() {
-                    tracing::warn!(error = %e, "registering the shipper's consumer again");
-                }
-            }
-            Err(e) => tracing::warn!(error = %e, "clearing the shipper's consumer"),
+    fn clearer(&self) -> Clearer {
+        Clearer {
+            log: self.log.clone(),
+            consumer: self.opts.consumer.clone(),
+            mask: self.opts.mask.clone(),
+            stats: self.stats.clone(),
         }
     }
 
@@ -227,14 +221,20 @@ impl Shipper {
             .log
             .reader(start.next)
             .with_mask(self.opts.mask.clone());
-        let mut cleared_at = Instant::now();
-        let mut status_at: Option<Instant> = None;
+        let mut status = Progress::default();
+        // The next batch, read and encoded while the last one's
+        // acknowledgement is on its way (it is sent only after).
+        let mut ahead: Vec<LogRecord> = Vec::new();
+        let mut ahead_msgs: Vec<Outgoing> = Vec::new();
         loop {
             if *stop.borrow() {
+                self.put_status(nats, inc, &mut status).await;
                 return Ok(());
             }
-            let batch = match self.read_batch(&mut reader) {
-                Ok(b) => b,
+            let mut batch = std::mem::take(&mut ahead);
+            let mut msgs = std::mem::take(&mut ahead_msgs);
+            match self.read_batch(&mut reader, &mut batch) {
+                Ok(()) => {}
                 Err(weir_log::Error::Truncated { requested, oldest }) => {
                     self.resume(Start {
                         next: oldest,
@@ -245,39 +245,54 @@ impl Shipper {
                 }
                 Err(e) => return Err(e.into()),
             };
-            if status_at.is_none_or(|t| t.elapsed() >= self.opts.status_interval) {
-                self.put_status(nats, inc).await;
-                status_at = Some(Instant::now());
+            if status.due(&self.log, &self.stats, self.opts.status_interval) {
+                self.put_status(nats, inc, &mut status).await;
             }
-            let Some(end) = batch.last().map(|r| r.index) else {
+            let Some(first) = batch.first() else {
                 // Caught up: what the reader skipped is not owed.
                 self.stats.passed(reader.position().saturating_sub(1));
-                if cleared_at.elapsed() >= self.opts.clear_interval {
-                    self.clear();
-                    cleared_at = Instant::now();
-                }
                 reader = wait(reader).await;
                 continue;
             };
+            if batch.len() < self.opts.batch {
+                // A trickle: let the first record wait out its linger for
+                // company, then take what came meanwhile.
+                let age = Duration::from_nanos(now_ns().saturating_sub(first.time_ns));
+                if let Some(rest) = self.opts.linger.checked_sub(age)
+                    && sleep_or_stop(rest, stop).await
+                {
+                    self.put_status(nats, inc, &mut status).await;
+                    return Ok(());
+                }
+                // An error here meets the next read again.
+                let _ = self.read_batch(&mut reader, &mut batch);
+            }
+            let Some(end) = batch.last().map(|r| r.index) else {
+                continue;
+            };
             self.durable(end).await?;
-            let msgs: Vec<Outgoing> = batch
-                .iter()
-                .map(|r| Outgoing {
-                    index: r.index,
-                    subject: wire::subject(&self.token, r.kind),
-                    id: wire::message_id(&self.token, inc, r.index),
-                    payload: Bytes::from(wire::encode(&self.opts.host, inc, r)),
-                })
-                .collect();
+            let done = msgs.len();
+            msgs.extend(batch[done..].iter().map(|r| self.outgoing(inc, r)));
             let n = msgs.len() as u64;
             self.stats.publishing(n);
-            nats.publish(msgs).await?;
+            let (published, ()) = tokio::join!(nats.publish(msgs), async {
+                // An error here meets the next read again.
+                let _ = self.read_batch(&mut reader, &mut ahead);
+                ahead_msgs.extend(ahead.iter().map(|r| self.outgoing(inc, r)));
+            });
+            published?;
             self.stats.acked(n, end);
             backoff.reset();
-            if cleared_at.elapsed() >= self.opts.clear_interval {
-                self.clear();
-                cleared_at = Instant::now();
-            }
+        }
+    }
+
+    /// A record as published.
+    fn outgoing(&self, inc: Incarnation, r: &LogRecord) -> Outgoing {
+        Outgoing {
+            index: r.index,
+            subject: wire::subject(&self.token, r.kind),
+            id: wire::message_id(&self.token, inc, r.index),
+            payload: Bytes::from(wire::encode(&self.opts.host, inc, r)),
         }
     }
 
@@ -295,11 +310,10 @@ impl Shipper {
         self.stats.resumed_after(start.next - 1);
     }
 
-    /// Up to a batch of records, without waiting. An error after some
-    /// records leaves them to be shipped first: the reader meets the
-    /// error again at its next call.
-    fn read_batch(&self, reader: &mut Reader) -> weir_log::Result<Vec<LogRecord>> {
-        let mut out = Vec::new();
+    /// Fills `out` up to a batch of records, without waiting. An error
+    /// after some records leaves them to be shipped first: the reader
+    /// meets the error again at its next call.
+    fn read_batch(&self, reader: &mut Reader, out: &mut Vec<LogRecord>) -> weir_log::Result<()> {
         while out.len() < self.opts.batch {
             match reader.next_record() {
                 Ok(Some(r)) => out.push(r),
@@ -308,13 +322,27 @@ impl Shipper {
                 Err(e) => return Err(e),
             }
         }
-        Ok(out)
+        Ok(())
     }
 
-    /// Waits until the log has made `end` durable.
+    /// Waits until the log has made `end` durable: asks for it, then
+    /// looks at the durable index at growing intervals (an fsync takes
+    /// milliseconds), so that no thread polls for it. One that takes over
+    /// a second is waited for by the log's own durable wait, which also
+    /// says why it fails (a poisoned or closed log).
     async fn durable(&self, end: u64) -> Result<()> {
         if end <= self.log.durable_index() {
             return Ok(());
+        }
+        self.log.request_durable(end)?;
+        let mut nap = Duration::from_micros(500);
+        let deadline = Instant::now() + Duration::from_secs(1);
+        while Instant::now() < deadline {
+            tokio::time::sleep(nap).await;
+            if end <= self.log.durable_index() {
+                return Ok(());
+            }
+            nap = (nap * 2).min(Duration::from_millis(20));
         }
         let log = self.log.clone();
         tokio::task::spawn_blocking(move || log.wait_durable_index(end))
@@ -325,17 +353,106 @@ impl Shipper {
 
     /// Refreshes the host's progress message. A failure only delays
     /// `weir fleet status`'s lag; the next batch shows the broker's state.
-    async fn put_status(&self, nats: &Nats, inc: Incarnation) {
+    async fn put_status(&self, nats: &Nats, inc: Incarnation, p: &mut Progress) {
+        let (last, acked) = (self.log.last_index(), self.stats.acked_index());
         let json = serde_json::json!({
             "schema": wire::SCHEMA,
             "host": self.opts.host,
             "incarnation": inc.to_string(),
-            "last_index": self.log.last_index(),
-            "acked_index": self.stats.acked_index(),
+            "last_index": last,
+            "acked_index": acked,
             "time": now_ns(),
         });
-        if let Err(e) = nats.put_status(&self.token, json.to_string()).await {
-            tracing::debug!(error = %e, "refreshing the host's progress message");
+        match tokio::time::timeout(
+            self.nats.timeout,
+            nats.put_status(&self.token, json.to_string()),
+        )
+        .await
+        {
+            Ok(Ok(())) => p.put = Some((Instant::now(), last, acked)),
+            Ok(Err(e)) => tracing::debug!(error = %e, "refreshing the host's progress message"),
+            Err(_) => tracing::debug!("refreshing the host's progress message timed out"),
+        }
+    }
+}
+
+/// The last progress message put: when, and the log's and the broker's
+/// indexes it said.
+#[derive(Debug, Default)]
+struct Progress {
+    put: Option<(Instant, u64, u64)>,
+}
+
+impl Progress {
+    /// An idle host's heartbeat.
+    const IDLE: Duration = Duration::from_secs(60);
+
+    /// Whether to put one now: the first, one every `interval` while the
+    /// figures move, and an idle host's heartbeat.
+    fn due(&self, log: &Log, stats: &ShipStats, interval: Duration) -> bool {
+        let Some((at, last, acked)) = self.put else {
+            return true;
+        };
+        let moved = (log.last_index(), stats.acked_index()) != (last, acked);
+        let age = at.elapsed();
+        (moved && age >= interval) || age >= Self::IDLE
+    }
+}
+
+fn register(log: &Log, consumer: &str, mask: &TypeMask) -> Result<()> {
+    match log.register(consumer, mask.clone()) {
+        Ok(_) | Err(weir_log::Error::ConsumerExists(_)) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Moves the sink's consumer up to what the broker holds, on a blocking
+/// thread: the consumer file's rewrite and fsyncs take milliseconds on a
+/// disk, which the publishing loop must not wait for.
+#[derive(Debug, Clone)]
+struct Clearer {
+    log: Arc<Log>,
+    consumer: String,
+    mask: TypeMask,
+    stats: Arc<ShipStats>,
+}
+
+impl Clearer {
+    /// Clears every `interval` until `stop` turns true.
+    async fn every(self, interval: Duration, mut stop: watch::Receiver<bool>) {
+        let mut cleared = 0;
+        loop {
+            if sleep_or_stop(interval, &mut stop).await {
+                return;
+            }
+            let acked = self.stats.acked_index();
+            if acked == cleared {
+                continue;
+            }
+            let c = self.clone();
+            if tokio::task::spawn_blocking(move || c.clear()).await.is_ok() {
+                cleared = acked;
+            }
+        }
+    }
+
+    /// The consumer may have been evicted by retention (announced by the
+    /// log with a MARK): it is registered again, and the gap shows when
+    /// shipping resumes.
+    fn clear(&self) {
+        let acked = self.stats.acked_index();
+        if acked == 0 {
+            return;
+        }
+        match self.log.clear(&self.consumer, acked) {
+            Ok(_) => {}
+            Err(weir_log::Error::UnknownConsumer(_)) => {
+                tracing::warn!(consumer = %self.consumer, "the shipper's consumer was evicted by retention; registering it again");
+                if let Err(e) = register(&self.log, &self.consumer, &self.mask) {
+                    tracing::warn!(error = %e, "registering the shipper's consumer again");
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "clearing the shipper's consumer"),
         }
     }
 }

@@ -209,6 +209,8 @@ pub struct ShipConfig {
     pub mask: String,
     /// Replicas of a stream the shipper creates.
     pub replicas: u64,
+    /// How long a record waits for others to share its batch, ms.
+    pub linger_ms: u64,
 }
 
 impl Default for ShipConfig {
@@ -220,6 +222,7 @@ impl Default for ShipConfig {
             consumer: "ship-nats".to_owned(),
             mask: String::new(),
             replicas: 1,
+            linger_ms: 50,
         }
     }
 }

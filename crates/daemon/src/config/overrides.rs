@@ -57,6 +57,8 @@ pub struct ConfigOverrides {
     pub ship_mask: Option<String>,
     /// `ship.replicas`.
     pub ship_replicas: Option<u64>,
+    /// `ship.linger_ms`.
+    pub ship_linger_ms: Option<u64>,
     /// `log.flush_ms`.
     pub log_flush_ms: Option<u64>,
     /// `log.sync_ms`.
@@ -125,6 +127,7 @@ impl Config {
         set(&mut h.consumer, o.ship_consumer);
         set(&mut h.mask, o.ship_mask);
         set(&mut h.replicas, o.ship_replicas);
+        set(&mut h.linger_ms, o.ship_linger_ms);
         let l = &mut self.log;
         set(&mut l.flush_ms, o.log_flush_ms);
         set(&mut l.sync_ms, o.log_sync_ms);

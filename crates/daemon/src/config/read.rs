@@ -131,6 +131,7 @@ impl Config {
             set(&mut h.consumer, s.take("ship.consumer", STRING)?);
             set(&mut h.mask, s.take("ship.mask", STRING)?);
             set(&mut h.replicas, s.take("ship.replicas", UINT)?);
+            set(&mut h.linger_ms, s.take("ship.linger_ms", UINT)?);
             s.finish()?;
         }
         if let Some(mut s) = root.section("log")? {

@@ -201,6 +201,13 @@ impl Config {
             1,
             5,
             "must be between 1 and 5 (JetStream's most)",
+        )?;
+        within(
+            "ship.linger_ms",
+            h.linger_ms,
+            0,
+            60_000,
+            "must be at most 60000 (a minute)",
         )
     }
 

@@ -50,6 +50,7 @@ pub(crate) fn start(
     nats.replicas = usize::try_from(config.replicas).unwrap_or(usize::MAX);
     let mut opts = ShipOptions::new(host.clone());
     opts.consumer.clone_from(&config.consumer);
+    opts.linger = Duration::from_millis(config.linger_ms);
     // Validation parsed the mask already.
     opts.mask = TypeMask::parse(&config.mask).unwrap_or_else(|_| TypeMask::all());
     let (shown_url, stream) = (nats.shown_url(), nats.stream.clone());

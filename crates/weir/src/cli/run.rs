@@ -98,6 +98,10 @@ pub(crate) struct RunArgs {
     /// Replicas of a stream the shipper creates [default: 1].
     #[arg(long, value_name = "N", help_heading = "Shipping")]
     pub(crate) ship_replicas: Option<u64>,
+    /// How long a record waits for others to share its batch (each batch
+    /// costs the broker an fsync) [default: 50].
+    #[arg(long, value_name = "MS", help_heading = "Shipping")]
+    pub(crate) ship_linger_ms: Option<u64>,
 
     /// Appended records reach the OS within this many ms [default: 10].
     #[arg(long, value_name = "MS", help_heading = "Log")]

@@ -41,6 +41,11 @@ pub(crate) struct ShipArgs {
     /// Replicas of a stream this command creates.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub(crate) replicas: usize,
+
+    /// How long a record waits for others to share its batch, ms (each
+    /// batch costs the broker an fsync).
+    #[arg(long, value_name = "MS", default_value_t = 50)]
+    pub(crate) linger_ms: u64,
 }
 
 #[derive(Debug, Args)]

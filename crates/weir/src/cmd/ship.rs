@@ -66,6 +66,7 @@ pub(super) fn ship(state: &StateDir, a: &ShipArgs) -> Result<()> {
     let mut opts = ShipOptions::new(host.clone());
     opts.mask = a.mask.clone().unwrap_or_else(TypeMask::all);
     opts.consumer.clone_from(&a.consumer);
+    opts.linger = Duration::from_millis(a.linger_ms);
     let log = Arc::new(state.open_writer()?);
     let shipper = Shipper::new(log.clone(), nats, opts).context("the shipper's options")?;
     let stats = shipper.stats();
