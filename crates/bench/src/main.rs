@@ -21,6 +21,7 @@ mod overhead;
 mod phases;
 mod recovery;
 mod report;
+mod ship;
 mod steal;
 mod storm;
 mod timed;
@@ -53,6 +54,8 @@ enum Cmd {
     Daemon(daemon::Args),
     /// Filesystem watchers on ext4 and tmpfs: overhead on an mdtest-like load (weir fs watch vs fsnotifywait, inotifywait, watchman and a fanotify floor), start on a big tree, a create storm replayed against the tree, create-to-record latency (needs root).
     Fs(fs::Args),
+    /// The shipper into a real nats-server with durable acks: records/s beside nats bench, CPU at 1000 records/s, 1000 simulated hosts' append-to-fleet-tail latency and the broker's CPU (needs nats-server and the nats CLI).
+    Ship(ship::Args),
     /// Internal: `daemon`, run inside a private mount namespace.
     #[command(hide = true)]
     DaemonInner(daemon::InnerArgs),
@@ -78,6 +81,7 @@ fn main() -> anyhow::Result<()> {
         Cmd::ChangelogOverhead(a) => overhead::run(a),
         Cmd::Append(a) => append::run(a),
         Cmd::Frag(a) => frag::run(a),
+        Cmd::Ship(a) => ship::run(a),
         Cmd::Recovery(a) => recovery::run(a),
         Cmd::MountStorm(a) => storm::run(a),
         Cmd::Lvm(a) => lvm::run(a),
