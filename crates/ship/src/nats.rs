@@ -160,33 +160,24 @@ impl Nats {
         let mut js = jetstream::new(client);
         js.set_timeout(o.timeout);
         let mut warnings = Vec::new();
-        let (stream, info) = match js.get_stream(&o.stream).await {
-            Ok(mut s) => {
-                let info = s
-                    .info()
-                    .await
-                    .map_err(|e| js_err("stream info")(e.into()))?
-                    .clone();
-                (s, info)
-            }
+        let mut stream = match js.get_stream(&o.stream).await {
+            Ok(s) => s,
             Err(e) if not_found(&e) => {
                 warnings.push(format!(
                     "stream {} did not exist; created it with subjects {SUBJECT_PREFIX}.> and {} replica(s)",
                     o.stream, o.replicas
                 ));
-                let mut s = js
-                    .create_stream(records_config(o))
+                js.create_stream(records_config(o))
                     .await
-                    .map_err(|e| js_err("create stream")(e.into()))?;
-                let info = s
-                    .info()
-                    .await
-                    .map_err(|e| js_err("stream info")(e.into()))?
-                    .clone();
-                (s, info)
+                    .map_err(|e| js_err("create stream")(e.into()))?
             }
             Err(e) => return Err(js_err("get stream")(e.into())),
         };
+        let info = stream
+            .info()
+            .await
+            .map_err(|e| js_err("stream info")(e.into()))?
+            .clone();
         let c = &info.config;
         let all = format!("{SUBJECT_PREFIX}.>");
         if !c.subjects.contains(&all) {

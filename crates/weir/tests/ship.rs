@@ -1,14 +1,28 @@
-//! `weir ship` killed with SIGKILL at random moments, 50 times, while
-//! 100,000 records arrive between its runs, against a real nats-server:
-//! the stream ends with every index once, in order, with the log's
-//! payload, as `weir fleet tail --json` prints it.
+//! Shipping against a real nats-server, from the binary:
+//!
+//! - `weir ship` killed with SIGKILL at random moments, 50 times, while
+//!   100,000 records arrive between its runs: the stream ends with every
+//!   index once, in order, with the log's payload, as `weir fleet tail
+//!   --json` prints it;
+//! - `weir run` with `--ship-nats`: the daemon ships what it logs, shows
+//!   the shipper in `weir status` and `/metrics`, rides out a broker crash
+//!   (retrying, the records held by the log), and the stream ends with
+//!   every record once, as `weir log tail` has it.
 
 #[path = "../../ship/tests/support/mod.rs"]
 mod broker;
+#[path = "support/child_lines.rs"]
+mod child_lines;
+// The daemon test uses a part of it.
+#[allow(dead_code)]
+#[path = "support/daemon_child.rs"]
+mod daemon_child;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use daemon_child::{Daemon, client, ok, status};
 
 use serde_json::Value;
 
@@ -21,8 +35,10 @@ fn weir(state: &Path) -> Command {
     c
 }
 
-fn write(state: &Path, first: u64, n: u64) {
-    let mut child = weir(state)
+/// Runs `log write` (`cmd`, a `weir` with its options) for records
+/// `file-FIRST` to `file-(FIRST+N-1)`.
+fn write_with(mut cmd: Command, first: u64, n: u64) {
+    let mut child = cmd
         .args(["log", "write", "--type", "CREAT"])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
@@ -32,6 +48,10 @@ fn write(state: &Path, first: u64, n: u64) {
     std::io::Write::write_all(child.stdin.as_mut().unwrap(), lines.as_bytes()).unwrap();
     drop(child.stdin.take());
     assert!(child.wait().unwrap().success());
+}
+
+fn write(state: &Path, first: u64, n: u64) {
+    write_with(weir(state), first, n);
 }
 
 fn json_lines(out: &[u8]) -> Vec<Value> {
@@ -121,6 +141,135 @@ fn fifty_sigkills_lose_and_repeat_nothing() {
         l.as_object_mut()
             .unwrap()
             .insert("host".into(), Value::from("kill-9"));
+        assert_eq!(s, l);
+    }
+}
+
+const HOST: &str = "daemon-1";
+
+/// Polls `/v1/status` until `done` holds for its `ship` section.
+fn wait_ship(socket: &Path, what: &str, done: impl Fn(&Value, &Value) -> bool) -> Value {
+    let mut c = client(socket);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let s = status(&mut c);
+        if done(&s["ship"], &s["log"]) {
+            return s;
+        }
+        assert!(Instant::now() < deadline, "{what}: {:#}", s["ship"]);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn the_daemon_ships_through_a_broker_crash() {
+    let Some(mut server) = broker::NatsServer::start() else {
+        return;
+    };
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("skipping: the daemon's socket group needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let socket = dir.path().join("weir.sock");
+    let url = server.url();
+    let daemon = Daemon::start(
+        &state,
+        &socket,
+        &[
+            "--mounts-enabled",
+            "false",
+            "--devices-enabled",
+            "false",
+            "--ship-nats",
+            &url,
+            "--ship-host",
+            HOST,
+        ],
+    );
+    write_with(daemon_child::weir(&socket, &[]), 1, 5000);
+    let caught_up = |h: &Value, l: &Value| {
+        h["state"] == "shipping" && h["lag"] == 0 && h["acked_index"] == l["durable_index"]
+    };
+    let s = wait_ship(&socket, "shipping the first records", caught_up);
+    let h = &s["ship"];
+    assert_eq!(h["sink"], "nats");
+    assert_eq!(h["host"], HOST);
+    assert_eq!(h["stream"], "WEIR");
+    assert_eq!(h["url"], Value::from(url.clone()));
+    assert!(h["shipped"].as_u64().unwrap() >= 5000, "{h}");
+    assert_eq!(h["last_error"], Value::Null);
+
+    // The shipper's consumer holds retention back, as any consumer.
+    let consumers = ok(daemon_child::weir(
+        &socket,
+        &["log", "consumer", "list", "--json"],
+    ));
+    assert!(
+        String::from_utf8_lossy(&consumers).contains("\"ship-nats\""),
+        "{}",
+        String::from_utf8_lossy(&consumers)
+    );
+
+    server.kill();
+    write_with(daemon_child::weir(&socket, &[]), 5001, 3000);
+    let s = wait_ship(&socket, "retrying while the broker is down", |h, _| {
+        h["state"] == "retrying" && h["retries"].as_u64() > Some(0) && h["lag"].as_u64() > Some(0)
+    });
+    assert!(s["ship"]["last_error"].is_string(), "{}", s["ship"]);
+    let text = String::from_utf8(ok(daemon_child::weir(&socket, &["status"]))).unwrap();
+    let line = text.lines().find(|l| l.starts_with("ship:")).unwrap();
+    assert!(line.contains(&format!("as {HOST}; retrying;")), "{text}");
+    assert!(text.contains("\n  last error: "), "{text}");
+    let mut metrics = Vec::new();
+    client(&socket).get_text("/metrics", &mut metrics).unwrap();
+    let metrics = String::from_utf8(metrics).unwrap();
+    let labels = format!("{{sink=\"nats\",stream=\"WEIR\",host=\"{HOST}\"}}");
+    assert!(
+        metrics.contains(&format!("weir_ship_up{labels} 0\n")),
+        "{metrics}"
+    );
+    let lag = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("weir_ship_lag_records{labels} ")))
+        .and_then(|v| v.parse::<u64>().ok());
+    assert!(lag > Some(0), "{metrics}");
+
+    server.restart();
+    write_with(daemon_child::weir(&socket, &[]), 8001, 2000);
+    wait_ship(&socket, "catching up after the restart", caught_up);
+    daemon.stop();
+
+    let fleet = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["fleet", "tail", "--json", "--nats", &url])
+        .output()
+        .unwrap();
+    assert!(fleet.status.success());
+    let shipped = json_lines(&fleet.stdout);
+    let local = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .arg("--state-dir")
+        .arg(&state)
+        .args(["--direct", "log", "tail", "--json"])
+        .env_remove("WEIR_SOCKET")
+        .output()
+        .unwrap();
+    assert!(local.status.success());
+    let mut logged = json_lines(&local.stdout);
+    // The daemon's start and stop MARKs are shipped too; the stop MARK
+    // comes after the shipper stopped, so the broker lacks it.
+    let last = logged.pop().unwrap();
+    assert_eq!(last["type"], "MARK", "{last}");
+    assert!(logged.len() >= 10_000);
+    assert_eq!(
+        shipped.len(),
+        logged.len(),
+        "the stream holds another count"
+    );
+    for (s, l) in shipped.iter().zip(logged.iter_mut()) {
+        l.as_object_mut()
+            .unwrap()
+            .insert("host".into(), Value::from(HOST));
         assert_eq!(s, l);
     }
 }
