@@ -106,7 +106,6 @@ pub(crate) fn load_or_create(fs: &dyn FileSystem, dir: &Path) -> Result<Incarnat
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fs::FileSystem as _;
     use crate::mem::MemFs;
     use proptest::prelude::*;
 
