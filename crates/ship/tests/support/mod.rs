@@ -20,8 +20,8 @@ pub struct NatsServer {
     /// The address it listens on: loopback, or its network namespace's.
     host: String,
     port: u16,
-    /// The network namespace it runs in, if not the test's.
-    netns: Option<String>,
+    /// The pid whose network namespace it runs in, if not the test's.
+    netns: Option<u32>,
     child: Option<Child>,
 }
 
@@ -53,10 +53,10 @@ impl NatsServer {
 
     /// A new server in the network namespace `net`, on its address.
     pub fn start_in(net: &NetNs) -> Option<NatsServer> {
-        NatsServer::start_at(&net.inner_addr(), 4222, Some(net.name.clone()))
+        NatsServer::start_at(&net.inner_addr(), 4222, Some(net.holder_pid()))
     }
 
-    fn start_at(host: &str, port: u16, netns: Option<String>) -> Option<NatsServer> {
+    fn start_at(host: &str, port: u16, netns: Option<u32>) -> Option<NatsServer> {
         let Some(bin) = find_server() else {
             assert!(
                 std::env::var_os("WEIR_REQUIRE_BROKERS").is_none(),
@@ -124,11 +124,11 @@ impl NatsServer {
             .append(true)
             .open(self.dir.path().join("server.log"))
             .unwrap();
-        let mut cmd = match &self.netns {
-            // `ip netns exec` execs the server: the child is the server.
-            Some(ns) => {
-                let mut c = Command::new("ip");
-                c.args(["netns", "exec", ns]).arg(&self.bin);
+        let mut cmd = match self.netns {
+            // nsenter execs the server: the child is the server.
+            Some(pid) => {
+                let mut c = Command::new("nsenter");
+                c.args(["-t", &pid.to_string(), "-n"]).arg(&self.bin);
                 c
             }
             None => Command::new(&self.bin),
@@ -161,22 +161,36 @@ impl Drop for NatsServer {
 
 /// A network namespace of the test's own, joined to the test's by a veth
 /// pair: a broker inside it is reached over the pair, and downing the
-/// test's end cuts the network without the broker knowing. Deleted, with
-/// the pair, on drop.
+/// test's end cuts the network without the broker knowing.
+///
+/// The namespace is held by a process of its own (`unshare --net`), not
+/// named under `/run/netns`: `ip netns add` bind-mounts that directory
+/// on the host, where it would outlive the test. The namespace, and the
+/// pair with it, go when that process is killed on drop.
 pub struct NetNs {
-    pub name: String,
+    holder: Child,
     outer: String,
     subnet: u8,
 }
 
 impl NetNs {
-    /// A new namespace, or `None` (after saying why) without root or
-    /// `ip`; with `WEIR_REQUIRE_BROKERS` set, their absence fails.
+    /// A new namespace, or `None` (after saying why) without root, `ip`
+    /// or `unshare`; with `WEIR_REQUIRE_BROKERS` set, their absence fails.
     pub fn new() -> Option<NetNs> {
+        let runs = |tool: &str, arg: &str| {
+            Command::new(tool)
+                .arg(arg)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok()
+        };
         let why = if !is_root() {
             Some("needs root for a network namespace")
-        } else if Command::new("ip").arg("-V").output().is_err() {
+        } else if !runs("ip", "-V") {
             Some("needs ip (iproute2)")
+        } else if !runs("unshare", "--version") || !runs("nsenter", "--version") {
+            Some("needs unshare and nsenter (util-linux)")
         } else {
             None
         };
@@ -188,30 +202,41 @@ impl NetNs {
             eprintln!("skipping: {why}");
             return None;
         }
+        let holder = Command::new("unshare")
+            .args(["--net", "sleep", "infinity"])
+            .spawn()
+            .expect("start unshare");
         let id = std::process::id();
         let net = NetNs {
-            name: format!("weir-ship-{id}"),
             outer: format!("wsh{}", id % 1_000_000),
             subnet: (id % 250) as u8,
+            holder,
         };
+        net.wait_unshared();
+        let pid = net.holder_pid().to_string();
         let inner = format!("wsn{}", id % 1_000_000);
-        net.ip(&["netns", "add", &net.name]);
-        net.ip(&[
-            "link", "add", &net.outer, "type", "veth", "peer", "name", &inner,
-        ]);
-        net.ip(&["link", "set", &inner, "netns", &net.name]);
-        net.ip(&[
-            "addr",
-            "add",
-            &format!("10.231.{}.1/30", net.subnet),
-            "dev",
-            &net.outer,
-        ]);
-        net.ip(&["link", "set", &net.outer, "up"]);
+        net.run(
+            "ip",
+            &[
+                "link", "add", &net.outer, "type", "veth", "peer", "name", &inner,
+            ],
+        );
+        net.run("ip", &["link", "set", &inner, "netns", &pid]);
+        net.run(
+            "ip",
+            &[
+                "addr",
+                "add",
+                &format!("10.231.{}.1/30", net.subnet),
+                "dev",
+                &net.outer,
+            ],
+        );
+        net.run("ip", &["link", "set", &net.outer, "up"]);
         let inside = |args: &[&str]| {
-            let mut all = vec!["netns", "exec", &net.name, "ip"];
+            let mut all = vec!["-t", &pid, "-n", "ip"];
             all.extend_from_slice(args);
-            net.ip(&all);
+            net.run("nsenter", &all);
         };
         inside(&[
             "addr",
@@ -225,6 +250,24 @@ impl NetNs {
         Some(net)
     }
 
+    /// The process that holds the namespace.
+    pub fn holder_pid(&self) -> u32 {
+        self.holder.id()
+    }
+
+    /// Waits until the holder has left the test's network namespace
+    /// (`unshare` execs `sleep` once it has).
+    fn wait_unshared(&self) {
+        let ns = |pid: &str| std::fs::read_link(format!("/proc/{pid}/ns/net")).ok();
+        let mine = ns("self");
+        let pid = self.holder_pid().to_string();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while ns(&pid).is_none() || ns(&pid) == mine {
+            assert!(Instant::now() < deadline, "unshare --net did not start");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     /// The broker's address, inside the namespace.
     pub fn inner_addr(&self) -> String {
         format!("10.231.{}.2", self.subnet)
@@ -233,19 +276,19 @@ impl NetNs {
     /// Downs the test's end of the pair: packets stop both ways, and no
     /// reset reaches either side.
     pub fn cut(&self) {
-        self.ip(&["link", "set", &self.outer, "down"]);
+        self.run("ip", &["link", "set", &self.outer, "down"]);
     }
 
     /// Brings the link back.
     pub fn restore(&self) {
-        self.ip(&["link", "set", &self.outer, "up"]);
+        self.run("ip", &["link", "set", &self.outer, "up"]);
     }
 
-    fn ip(&self, args: &[&str]) {
-        let out = Command::new("ip").args(args).output().expect("run ip");
+    fn run(&self, tool: &str, args: &[&str]) {
+        let out = Command::new(tool).args(args).output().expect("run a tool");
         assert!(
             out.status.success(),
-            "ip {}: {}",
+            "{tool} {}: {}",
             args.join(" "),
             String::from_utf8_lossy(&out.stderr)
         );
@@ -254,10 +297,10 @@ impl NetNs {
 
 impl Drop for NetNs {
     fn drop(&mut self) {
-        // The pair goes with the namespace's end of it.
-        let _ = Command::new("ip")
-            .args(["netns", "del", &self.name])
-            .status();
+        let _ = self.holder.kill();
+        let _ = self.holder.wait();
+        // Gone with the namespace's end already, unless the namespace
+        // outlived its holder (a broker still in it).
         let _ = Command::new("ip")
             .args(["link", "del", &self.outer])
             .stderr(Stdio::null())
