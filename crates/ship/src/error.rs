@@ -67,6 +67,9 @@ pub enum Error {
         #[source]
         source: WireError,
     },
+    /// A reader's output refused a record (`weir fleet tail`'s stdout).
+    #[error("writing a record out: {0}")]
+    Output(#[source] std::io::Error),
     /// The broker holds an index of this log's incarnation that the log
     /// never made durable: the log was restored from an older copy, or
     /// another host ships under the same name. Shipping on would give two

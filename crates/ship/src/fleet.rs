@@ -17,7 +17,7 @@ use weir_log::TypeMask;
 
 use crate::error::{Error, Result};
 use crate::nats::{Nats, STATUS_PREFIX};
-use crate::wire::{self, SUBJECT_PREFIX, Shipped};
+use crate::wire::{self, Progress, SUBJECT_PREFIX, Shipped};
 
 /// A glob over host names: `*` any run of characters, `?` one, anything
 /// else itself.
@@ -123,10 +123,7 @@ pub async fn tail(
         let wanted =
             o.mask.contains(s.record.kind) && o.hosts.as_ref().is_none_or(|g| g.matches(&s.host));
         if wanted {
-            emit(&s).map_err(|e| Error::JetStream {
-                op: "write output",
-                source: e.into(),
-            })?;
+            emit(&s).map_err(Error::Output)?;
             n += 1;
         }
         if !o.follow && pending == 0 {
@@ -157,14 +154,6 @@ pub struct FleetHost {
     pub lag: Option<u64>,
     /// When the shipper last said it, ns since the epoch.
     pub status_time: Option<u64>,
-}
-
-/// The progress message a shipper keeps in `weir-status.<host>`.
-#[derive(Debug, Deserialize)]
-struct Progress {
-    incarnation: String,
-    last_index: u64,
-    time: u64,
 }
 
 /// Every host in the stream, by name.

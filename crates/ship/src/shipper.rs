@@ -221,7 +221,7 @@ impl Shipper {
             .log
             .reader(start.next)
             .with_mask(self.opts.mask.clone());
-        let mut status = Progress::default();
+        let mut status = LastPut::default();
         // The next batch, read and encoded while the last one's
         // acknowledgement is on its way (it is sent only after).
         let mut ahead: Vec<LogRecord> = Vec::new();
@@ -353,22 +353,18 @@ impl Shipper {
 
     /// Refreshes the host's progress message. A failure only delays
     /// `weir fleet status`'s lag; the next batch shows the broker's state.
-    async fn put_status(&self, nats: &Nats, inc: Incarnation, p: &mut Progress) {
+    async fn put_status(&self, nats: &Nats, inc: Incarnation, p: &mut LastPut) {
         let (last, acked) = (self.log.last_index(), self.stats.acked_index());
-        let json = serde_json::json!({
-            "schema": wire::SCHEMA,
-            "host": self.opts.host,
-            "incarnation": inc.to_string(),
-            "last_index": last,
-            "acked_index": acked,
-            "time": now_ns(),
-        });
-        match tokio::time::timeout(
-            self.nats.timeout,
-            nats.put_status(&self.token, json.to_string()),
-        )
-        .await
-        {
+        let progress = wire::Progress {
+            schema: wire::SCHEMA,
+            host: self.opts.host.clone(),
+            incarnation: inc.to_string(),
+            last_index: last,
+            acked_index: acked,
+            time: now_ns(),
+        };
+        let json = serde_json::to_string(&progress).unwrap_or_default();
+        match tokio::time::timeout(self.nats.timeout, nats.put_status(&self.token, json)).await {
             Ok(Ok(())) => p.put = Some((Instant::now(), last, acked)),
             Ok(Err(e)) => tracing::debug!(error = %e, "refreshing the host's progress message"),
             Err(_) => tracing::debug!("refreshing the host's progress message timed out"),
@@ -379,11 +375,11 @@ impl Shipper {
 /// The last progress message put: when, and the log's and the broker's
 /// indexes it said.
 #[derive(Debug, Default)]
-struct Progress {
+struct LastPut {
     put: Option<(Instant, u64, u64)>,
 }
 
-impl Progress {
+impl LastPut {
     /// An idle host's heartbeat.
     const IDLE: Duration = Duration::from_secs(60);
 

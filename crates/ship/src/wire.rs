@@ -10,7 +10,7 @@
 
 use std::fmt::Write as _;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use weir_log::{Incarnation, LogRecord, RecordType};
 use weir_view::record::{record_from_json, record_json};
 
@@ -23,6 +23,24 @@ pub const SUBJECT_PREFIX: &str = "weir";
 /// The longest host name shipped, in bytes: what DNS allows, and short
 /// enough that an escaped token stays well inside a subject's limits.
 pub const MAX_HOST: usize = 255;
+
+/// A host's progress message, on `weir-status.<host>`: how far its log
+/// goes and how far the broker has it, for `weir fleet status`'s lag.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Progress {
+    /// [`SCHEMA`].
+    pub schema: u32,
+    /// The host's name.
+    pub host: String,
+    /// The incarnation of its log.
+    pub incarnation: String,
+    /// The log's last index.
+    pub last_index: u64,
+    /// The last index the broker had acknowledged.
+    pub acked_index: u64,
+    /// When it was put, ns since the epoch.
+    pub time: u64,
+}
 
 /// A record as it arrives from the broker.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,13 +98,18 @@ pub fn check_host(host: &str) -> Result<(), HostError> {
     }
 }
 
+/// Whether a token keeps byte `b` as itself.
+fn kept(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'-'
+}
+
 /// The host's subject token: its bytes, with those outside
 /// `[A-Za-z0-9_-]` as `%XX` (uppercase hex). Dots, spaces and NATS's
 /// wildcards cannot reach a subject.
 pub fn host_token(host: &str) -> String {
     let mut out = String::with_capacity(host.len());
     for b in host.bytes() {
-        if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' {
+        if kept(b) {
             out.push(char::from(b));
         } else {
             let _ = write!(out, "%{b:02X}");
@@ -115,13 +138,13 @@ pub fn host_from_token(token: &str) -> Option<String> {
                 }
                 let v = u8::from_str_radix(hex, 16).ok()?;
                 // A byte the token keeps as itself is never escaped.
-                if v.is_ascii_alphanumeric() || v == b'_' || v == b'-' {
+                if kept(v) {
                     return None;
                 }
                 out.push(v);
                 i += 3;
             }
-            c if c.is_ascii_alphanumeric() || c == b'_' || c == b'-' => {
+            c if kept(c) => {
                 out.push(c);
                 i += 1;
             }

@@ -62,6 +62,22 @@ fn json_lines(out: &[u8]) -> Vec<Value> {
         .collect()
 }
 
+/// `weir fleet tail --json`'s lines are `weir log tail --json`'s, one for
+/// one, each with `host` added.
+fn assert_shipped_as_logged(shipped: &[Value], mut logged: Vec<Value>, host: &str) {
+    assert_eq!(
+        shipped.len(),
+        logged.len(),
+        "the stream holds another count"
+    );
+    for (s, l) in shipped.iter().zip(logged.iter_mut()) {
+        l.as_object_mut()
+            .unwrap()
+            .insert("host".into(), Value::from(host));
+        assert_eq!(s, l);
+    }
+}
+
 #[test]
 fn fifty_sigkills_lose_and_repeat_nothing() {
     let Some(server) = broker::NatsServer::start() else {
@@ -128,21 +144,11 @@ fn fifty_sigkills_lose_and_repeat_nothing() {
         .args(["log", "tail", "--json"])
         .output()
         .unwrap();
-    let mut logged = json_lines(&local.stdout);
+    let logged = json_lines(&local.stdout);
     // The log also holds nothing but these records: the shipper's
     // consumer leaves no record of its own.
     assert_eq!(logged.len() as u64, written);
-    assert_eq!(
-        shipped.len(),
-        logged.len(),
-        "the stream holds another count"
-    );
-    for (s, l) in shipped.iter().zip(logged.iter_mut()) {
-        l.as_object_mut()
-            .unwrap()
-            .insert("host".into(), Value::from("kill-9"));
-        assert_eq!(s, l);
-    }
+    assert_shipped_as_logged(&shipped, logged, "kill-9");
 }
 
 const HOST: &str = "daemon-1";
@@ -261,15 +267,5 @@ fn the_daemon_ships_through_a_broker_crash() {
     let last = logged.pop().unwrap();
     assert_eq!(last["type"], "MARK", "{last}");
     assert!(logged.len() >= 10_000);
-    assert_eq!(
-        shipped.len(),
-        logged.len(),
-        "the stream holds another count"
-    );
-    for (s, l) in shipped.iter().zip(logged.iter_mut()) {
-        l.as_object_mut()
-            .unwrap()
-            .insert("host".into(), Value::from(HOST));
-        assert_eq!(s, l);
-    }
+    assert_shipped_as_logged(&shipped, logged, HOST);
 }
