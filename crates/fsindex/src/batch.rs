@@ -142,7 +142,9 @@ impl Batch {
         self.create(path, id, log_identity, false)
     }
 
-    /// Removes a root and every row of it.
+    /// Removes a root and every row of it. Its directories' changes made
+    /// earlier in the batch go with it unapplied, so one that the commit
+    /// would refuse (the times of a missing directory) is not an error.
     pub fn drop_root(&mut self, root: RootNo) {
         self.ops.push(Op::DropRoot(root));
     }

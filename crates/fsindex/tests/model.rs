@@ -87,6 +87,9 @@ fn build(index: &Index, model: &Model, ops: &[Op]) -> (weir_fsindex::Batch, Opti
     let mut b = index.batch();
     let mut m = model.clone();
     let mut ok = true;
+    // Roots with a change the commit would refuse (times of a missing
+    // directory); dropping the root later in the batch discards it.
+    let mut refused = std::collections::BTreeSet::new();
     // A slot names one of the roots the model holds (or, past their
     // count, a root that is not there).
     let slot = |m: &Model, s: usize| -> RootNo {
@@ -110,6 +113,7 @@ fn build(index: &Index, model: &Model, ops: &[Op]) -> (weir_fsindex::Batch, Opti
                 let r = slot(&m, s);
                 b.drop_root(r);
                 ok &= m.roots.remove(&r.0).is_some();
+                refused.remove(&r.0);
             }
             Op::PutEntry {
                 root,
@@ -186,7 +190,8 @@ fn build(index: &Index, model: &Model, ops: &[Op]) -> (weir_fsindex::Batch, Opti
                 b.set_dir_times(r, IDS[id], ts(t), ts(-t)).unwrap();
                 match m.roots.get_mut(&r.0).map(|mr| mr.dirs.get_mut(IDS[id])) {
                     Some(Some(d)) => (d.mtime, d.ctime, d.times_valid) = (ts(t), ts(-t), true),
-                    _ => ok = false,
+                    Some(None) => drop(refused.insert(r.0)),
+                    None => ok = false,
                 }
             }
             Op::Invalidate { root, id } => {
@@ -194,7 +199,8 @@ fn build(index: &Index, model: &Model, ops: &[Op]) -> (weir_fsindex::Batch, Opti
                 b.invalidate_dir_times(r, IDS[id]).unwrap();
                 match m.roots.get_mut(&r.0).map(|mr| mr.dirs.get_mut(IDS[id])) {
                     Some(Some(d)) => d.times_valid = false,
-                    _ => ok = false,
+                    Some(None) => drop(refused.insert(r.0)),
+                    None => ok = false,
                 }
             }
             Op::Covered { root, covered } => {
@@ -207,7 +213,27 @@ fn build(index: &Index, model: &Model, ops: &[Op]) -> (weir_fsindex::Batch, Opti
             }
         }
     }
+    ok &= refused.is_empty();
     (b, ok.then_some(m))
+}
+
+#[test]
+fn dropping_a_root_discards_its_earlier_changes_refused_ones_included() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = Index::open(dir.path().join("index")).unwrap();
+    let mut b = index.batch();
+    let no = b.create_root(b"/a", b"root-id", b"log-1").unwrap();
+    index.commit(b).unwrap();
+
+    let mut b = index.batch();
+    b.set_dir_times(no, IDS[0], ts(1), ts(1)).unwrap();
+    assert!(matches!(index.commit(b), Err(Error::NoDir { .. })));
+
+    let mut b = index.batch();
+    b.set_dir_times(no, IDS[0], ts(1), ts(1)).unwrap();
+    b.drop_root(no);
+    index.commit(b).unwrap();
+    assert!(index.snapshot().unwrap().roots().unwrap().is_empty());
 }
 
 proptest! {
