@@ -199,8 +199,8 @@ checkpoint_secs = 9
     assert_eq!(h.nats.as_deref(), Some("nats://a:4222,nats://b:4222"));
     assert_eq!(h.host.as_deref(), Some("db7.example"));
     assert_eq!(
-        (h.stream.as_str(), h.consumer.as_str()),
-        ("FLEET", "ship-a")
+        (h.stream.as_str(), h.consumer.as_deref()),
+        ("FLEET", Some("ship-a"))
     );
     assert_eq!((h.mask.as_str(), h.replicas), ("all,-MARK", 3));
     assert_eq!(h.linger_ms, 250);
@@ -212,14 +212,43 @@ fn no_server_no_shipper() {
     assert_eq!(c.ship.nats, None);
     assert_eq!(c.ship.host, None, "the machine's name");
     assert_eq!(c.ship.stream, "WEIR");
-    assert_eq!(c.ship.consumer, "ship-nats");
+    assert_eq!(
+        c.ship.consumer, None,
+        "the sink's own: ship-nats or ship-kafka"
+    );
     assert_eq!(c.ship.replicas, 1);
+    assert_eq!((c.ship.kafka, c.ship.topic.as_str()), (None, "weir"));
     let c = parse(
         "[ship]
-nats = \"\"\nhost = \"\"",
+nats = \"\"\nhost = \"\"\nconsumer = \"\"",
     )
     .unwrap();
-    assert_eq!((c.ship.nats, c.ship.host), (None, None));
+    assert_eq!(
+        (c.ship.nats, c.ship.host, c.ship.consumer),
+        (None, None, None)
+    );
+}
+
+#[test]
+fn kafka_is_a_sink_of_its_own() {
+    let c = parse(
+        "[ship]
+kafka = \"k1:9092,k2:9092\"\ntopic = \"fleet.weir\"\npartitions = 12",
+    )
+    .unwrap();
+    assert_eq!(c.ship.kafka.as_deref(), Some("k1:9092,k2:9092"));
+    assert_eq!(
+        (c.ship.topic.as_str(), c.ship.partitions),
+        ("fleet.weir", 12)
+    );
+    c.validate().unwrap();
+    for (text, key) in [
+        ("nats = \"nats://a\"\nkafka = \"k:9092\"", "ship.kafka"),
+        ("kafka = \"k:9092\"\ntopic = \"a b\"", "ship.topic"),
+        ("kafka = \"k:9092\"\npartitions = 0", "ship.partitions"),
+    ] {
+        assert_eq!(bad_key(&format!("[ship]\n{text}")), key, "{text}");
+    }
 }
 
 #[test]
@@ -252,7 +281,7 @@ fn unknown_keys_are_refused_by_their_full_name() {
     assert_eq!(bad_key("[devices]\nfilters = []"), "devices.filters");
     assert_eq!(bad_key("[lvm]\nx = 1"), "lvm");
     assert_eq!(bad_key("[fs]\nroots = [\"/srv\"]"), "fs.roots");
-    assert_eq!(bad_key("[ship]\nkafka = \"k:9092\""), "ship.kafka");
+    assert_eq!(bad_key("[ship]\npulsar = \"p:6650\""), "ship.pulsar");
     assert_eq!(bad_key("[fs]\nmtime_interval = 5"), "fs.mtime_interval");
     assert_eq!(bad_key("[log.retention]\nmax = 1"), "log.retention");
 }
@@ -484,7 +513,7 @@ fn the_printed_form_reads_back() {
     c.ship.mask = "MOUNT_ATTACH,MOUNT_DETACH".into();
     let text = c.to_toml().unwrap();
     assert!(
-        text.contains("[ship]\nnats = \"nats://n:4222\"\nhost = \"\"\n"),
+        text.contains("[ship]\nnats = \"nats://n:4222\"\nkafka = \"\"\nhost = \"\"\n"),
         "{text}"
     );
     assert!(text.contains("socket_mode = \"0640\""), "{text}");

@@ -67,6 +67,61 @@ pub enum Error {
         #[source]
         source: WireError,
     },
+    /// The Kafka client refused its configuration (a property unknown or
+    /// out of range).
+    #[error("the Kafka client's configuration: {0}")]
+    KafkaConfig(#[source] rdkafka::error::KafkaError),
+    /// A Kafka request or a transaction's step failed.
+    #[error("Kafka {op}: {source}")]
+    Kafka {
+        /// What was asked.
+        op: &'static str,
+        /// The client's error.
+        #[source]
+        source: rdkafka::error::KafkaError,
+    },
+    /// Another producer took this host's transactional id: another
+    /// shipper ships under the same host name.
+    #[error(
+        "another shipper took this host's transactional id (it ships under the same host name): {source}"
+    )]
+    Fenced {
+        /// The client's error.
+        #[source]
+        source: rdkafka::error::KafkaError,
+    },
+    /// The topic exists but cannot hold this host's records as shipped.
+    #[error("topic {topic}: {reason}")]
+    TopicUnfit {
+        /// The topic's name.
+        topic: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// The host's consumer group holds a position weir did not write.
+    #[error("the position in consumer group {group}, partition {partition}: {source}")]
+    BadPosition {
+        /// The group.
+        group: String,
+        /// The partition it is committed for.
+        partition: i32,
+        /// Why it does not parse.
+        #[source]
+        source: WireError,
+    },
+    /// A record on the Kafka topic is no shipped record.
+    #[error("topic {topic}, partition {partition}, offset {offset}: {source}")]
+    BadRecord {
+        /// The topic.
+        topic: String,
+        /// Its partition.
+        partition: i32,
+        /// Its offset.
+        offset: i64,
+        /// Why it does not decode.
+        #[source]
+        source: WireError,
+    },
     /// A reader's output refused a record (`weir fleet tail`'s stdout).
     #[error("writing a record out: {0}")]
     Output(#[source] std::io::Error),
@@ -92,7 +147,10 @@ impl Error {
     pub fn is_transient(&self) -> bool {
         matches!(
             self,
-            Error::Connect { .. } | Error::JetStream { .. } | Error::Publish { .. }
+            Error::Connect { .. }
+                | Error::JetStream { .. }
+                | Error::Publish { .. }
+                | Error::Kafka { .. }
         )
     }
 }

@@ -24,12 +24,14 @@ use async_nats::jetstream::stream::{self, DiscardPolicy, LastRawMessageErrorKind
 use async_nats::jetstream::{self, Context};
 use bytes::Bytes;
 use jetstream_extra::batch_publish::BatchPublishExt as _;
+use weir_log::RecordType;
 
 use crate::error::{Error, Result};
 use crate::wire::{self, SUBJECT_PREFIX, Shipped};
 
 /// The header that names a record inside an atomic batch (host,
-/// incarnation, index, as `Nats-Msg-Id` does outside one).
+/// incarnation, index, as `Nats-Msg-Id` does outside one), and every
+/// record on Kafka.
 pub const ID_HEADER: &str = "Weir-Msg-Id";
 
 /// The most records in one atomic batch (the server's limit).
@@ -116,9 +118,11 @@ impl NatsOptions {
 pub struct Outgoing {
     /// The record's index.
     pub index: u64,
+    /// The record's type.
+    pub kind: RecordType,
     /// `weir.<host>.<TYPE>`.
     pub subject: String,
-    /// `Nats-Msg-Id`.
+    /// `Nats-Msg-Id` (NATS) or [`ID_HEADER`] (Kafka).
     pub id: String,
     /// The record on the wire.
     pub payload: Bytes,

@@ -19,7 +19,8 @@ use tokio::sync::watch;
 use weir_log::{Incarnation, Log, LogRecord, Reader, TypeMask};
 
 use crate::error::{Error, Result};
-use crate::nats::{MAX_BATCH, Nats, NatsOptions, Outgoing, check_stream_name};
+use crate::nats::{MAX_BATCH, Outgoing};
+use crate::sink::{Conn, Sink};
 use crate::stats::{ShipState, ShipStats};
 use crate::wire;
 
@@ -28,8 +29,9 @@ use crate::wire;
 pub struct ShipOptions {
     /// The host's name on the broker.
     pub host: String,
-    /// The log consumer that holds back retention for this sink.
-    pub consumer: String,
+    /// The log consumer that holds back retention for this sink (`None`:
+    /// `ship-<sink>`, `ship-nats` or `ship-kafka`).
+    pub consumer: Option<String>,
     /// The types shipped.
     pub mask: TypeMask,
     /// The most records read and published as one batch.
@@ -52,7 +54,7 @@ impl ShipOptions {
     pub fn new(host: impl Into<String>) -> ShipOptions {
         ShipOptions {
             host: host.into(),
-            consumer: "ship-nats".into(),
+            consumer: None,
             mask: TypeMask::all(),
             batch: MAX_BATCH,
             clear_interval: Duration::from_secs(1),
@@ -109,27 +111,42 @@ pub(crate) fn resume_at(
 #[derive(Debug)]
 pub struct Shipper {
     log: Arc<Log>,
-    nats: NatsOptions,
+    sink: Sink,
     opts: ShipOptions,
+    consumer: String,
     stats: Arc<ShipStats>,
     token: String,
 }
 
 impl Shipper {
-    /// A shipper of `log` to the server `nats` names.
-    pub fn new(log: Arc<Log>, nats: NatsOptions, opts: ShipOptions) -> Result<Shipper> {
+    /// A shipper of `log` to `sink` (a [`NatsOptions`](crate::nats::NatsOptions)
+    /// or a [`KafkaOptions`](crate::kafka::KafkaOptions)).
+    pub fn new(log: Arc<Log>, sink: impl Into<Sink>, opts: ShipOptions) -> Result<Shipper> {
+        let sink = sink.into();
         wire::check_host(&opts.host)?;
-        check_stream_name(&nats.stream).map_err(|reason| Error::StreamUnfit {
-            stream: nats.stream.clone(),
-            reason,
-        })?;
+        sink.check()?;
+        let consumer = opts
+            .consumer
+            .clone()
+            .unwrap_or_else(|| format!("ship-{}", sink.kind()));
         Ok(Shipper {
             token: wire::host_token(&opts.host),
             log,
-            nats,
+            sink,
+            consumer,
             opts,
             stats: Arc::new(ShipStats::default()),
         })
+    }
+
+    /// The log consumer that holds back retention for it.
+    pub fn consumer(&self) -> &str {
+        &self.consumer
+    }
+
+    /// Where it ships.
+    pub fn sink(&self) -> &Sink {
+        &self.sink
     }
 
     /// The counters, live.
@@ -150,19 +167,19 @@ impl Shipper {
                 break Ok(());
             }
             self.stats.set_state(ShipState::Connecting);
-            let r = match Nats::connect(&self.nats).await {
-                Ok((nats, warnings)) => {
+            let r = match self.sink.connect(&self.token).await {
+                Ok((conn, warnings)) => {
                     for w in warnings {
-                        tracing::warn!(stream = %self.nats.stream, "{w}");
+                        tracing::warn!(sink = self.sink.kind(), target = %self.sink.target(), "{w}");
                     }
-                    self.session(&nats, &mut stop, &mut backoff).await
+                    self.session(&conn, &mut stop, &mut backoff).await
                 }
                 Err(e) => Err(e),
             };
             match r {
                 Ok(()) => break Ok(()),
                 Err(e) if e.is_transient() => {
-                    tracing::warn!(error = %e, "shipping to NATS failed; retrying");
+                    tracing::warn!(sink = self.sink.kind(), error = %e, "shipping failed; retrying");
                     self.stats.failed(&e);
                     if sleep_or_stop(backoff.next(), &mut stop).await {
                         break Ok(());
@@ -177,7 +194,7 @@ impl Shipper {
         match &out {
             Ok(()) => self.stats.set_state(ShipState::Stopped),
             Err(e) => {
-                tracing::error!(error = %e, "shipping to NATS stopped");
+                tracing::error!(sink = self.sink.kind(), error = %e, "shipping stopped");
                 self.stats.stopped_by(e);
             }
         }
@@ -186,13 +203,13 @@ impl Shipper {
 
     /// Registers the sink's consumer, once.
     fn register(&self) -> Result<()> {
-        register(&self.log, &self.opts.consumer, &self.opts.mask)
+        register(&self.log, &self.consumer, &self.opts.mask)
     }
 
     fn clearer(&self) -> Clearer {
         Clearer {
             log: self.log.clone(),
-            consumer: self.opts.consumer.clone(),
+            consumer: self.consumer.clone(),
             mask: self.opts.mask.clone(),
             stats: self.stats.clone(),
         }
@@ -202,20 +219,15 @@ impl Shipper {
     /// then publish batch after batch.
     async fn session(
         &self,
-        nats: &Nats,
+        conn: &Conn,
         stop: &mut watch::Receiver<bool>,
         backoff: &mut Backoff,
     ) -> Result<()> {
         let inc = self.log.incarnation();
-        let last = nats.last(&self.token).await?;
-        let start = resume_at(
-            last.as_ref().map(|s| (s.incarnation, s.record.index)),
-            inc,
-            self.log.first_index(),
-            self.log.last_index(),
-        )?;
+        let last = conn.last(&self.token, inc).await?;
+        let start = resume_at(last, inc, self.log.first_index(), self.log.last_index())?;
         self.resume(start);
-        tracing::info!(host = %self.opts.host, next = start.next, "shipping to NATS");
+        tracing::info!(sink = self.sink.kind(), host = %self.opts.host, next = start.next, "shipping");
         self.stats.set_state(ShipState::Shipping);
         let mut reader = self
             .log
@@ -228,7 +240,7 @@ impl Shipper {
         let mut ahead_msgs: Vec<Outgoing> = Vec::new();
         loop {
             if *stop.borrow() {
-                self.put_status(nats, inc, &mut status).await;
+                self.put_status(conn, inc, &mut status).await;
                 return Ok(());
             }
             let mut batch = std::mem::take(&mut ahead);
@@ -246,7 +258,7 @@ impl Shipper {
                 Err(e) => return Err(e.into()),
             };
             if status.due(&self.log, &self.stats, self.opts.status_interval) {
-                self.put_status(nats, inc, &mut status).await;
+                self.put_status(conn, inc, &mut status).await;
             }
             let Some(first) = batch.first() else {
                 // Caught up: what the reader skipped is not owed.
@@ -261,7 +273,7 @@ impl Shipper {
                 if let Some(rest) = self.opts.linger.checked_sub(age)
                     && sleep_or_stop(rest, stop).await
                 {
-                    self.put_status(nats, inc, &mut status).await;
+                    self.put_status(conn, inc, &mut status).await;
                     return Ok(());
                 }
                 // An error here meets the next read again.
@@ -275,7 +287,7 @@ impl Shipper {
             msgs.extend(batch[done..].iter().map(|r| self.outgoing(inc, r)));
             let n = msgs.len() as u64;
             self.stats.publishing(n);
-            let (published, ()) = tokio::join!(nats.publish(msgs), async {
+            let (published, ()) = tokio::join!(conn.publish(inc, msgs), async {
                 // An error here meets the next read again.
                 let _ = self.read_batch(&mut reader, &mut ahead);
                 ahead_msgs.extend(ahead.iter().map(|r| self.outgoing(inc, r)));
@@ -290,6 +302,7 @@ impl Shipper {
     fn outgoing(&self, inc: Incarnation, r: &LogRecord) -> Outgoing {
         Outgoing {
             index: r.index,
+            kind: r.kind,
             subject: wire::subject(&self.token, r.kind),
             id: wire::message_id(&self.token, inc, r.index),
             payload: Bytes::from(wire::encode(&self.opts.host, inc, r)),
@@ -353,7 +366,7 @@ impl Shipper {
 
     /// Refreshes the host's progress message. A failure only delays
     /// `weir fleet status`'s lag; the next batch shows the broker's state.
-    async fn put_status(&self, nats: &Nats, inc: Incarnation, p: &mut LastPut) {
+    async fn put_status(&self, conn: &Conn, inc: Incarnation, p: &mut LastPut) {
         let (last, acked) = (self.log.last_index(), self.stats.acked_index());
         let progress = wire::Progress {
             schema: wire::SCHEMA,
@@ -364,7 +377,7 @@ impl Shipper {
             time: now_ns(),
         };
         let json = serde_json::to_string(&progress).unwrap_or_default();
-        match tokio::time::timeout(self.nats.timeout, nats.put_status(&self.token, json)).await {
+        match tokio::time::timeout(self.sink.timeout(), conn.put_status(&self.token, json)).await {
             Ok(Ok(())) => p.put = Some((Instant::now(), last, acked)),
             Ok(Err(e)) => tracing::debug!(error = %e, "refreshing the host's progress message"),
             Err(_) => tracing::debug!("refreshing the host's progress message timed out"),

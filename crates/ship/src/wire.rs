@@ -72,6 +72,9 @@ pub enum WireError {
     /// The incarnation is not 32 lowercase hex digits.
     #[error("a shipped record's incarnation is not 32 lowercase hex digits")]
     Incarnation,
+    /// A committed position is not `weir<schema> <incarnation> <index>`.
+    #[error("a committed position is not \"weir{SCHEMA} <incarnation> <index>\"")]
+    Position,
     /// The record's own keys are wrong.
     #[error("a shipped record's body is not a record: {0}")]
     Record(#[source] weir_view::record::RecordJsonError),
@@ -171,6 +174,37 @@ pub fn message_id(host_token: &str, incarnation: Incarnation, index: u64) -> Str
     format!("{host_token}:{incarnation}:{index}")
 }
 
+/// The position a host's shipper commits with each Kafka transaction, as
+/// the metadata of its group's offset: `weir1 <incarnation> <index>`, the
+/// last record the transaction holds.
+pub fn commit_position(incarnation: Incarnation, index: u64) -> String {
+    format!("weir{SCHEMA} {incarnation} {index}")
+}
+
+/// A committed position read back: the incarnation and index it names.
+pub fn parse_commit_position(text: &str) -> Result<(Incarnation, u64), WireError> {
+    let mut parts = text.split(' ');
+    let (Some(tag), Some(inc), Some(index), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err(WireError::Position);
+    };
+    let found = tag
+        .strip_prefix("weir")
+        .and_then(|v| v.parse::<u32>().ok())
+        .ok_or(WireError::Position)?;
+    if found != SCHEMA {
+        return Err(WireError::Schema { found });
+    }
+    let inc: Incarnation = inc.parse().map_err(|_| WireError::Incarnation)?;
+    // Digits only: no sign, no spaces, and what was written reads back.
+    if index.is_empty() || !index.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(WireError::Position);
+    }
+    let index = index.parse().map_err(|_| WireError::Position)?;
+    Ok((inc, index))
+}
+
 /// A record as it is published: its JSON form with `schema`, `host` and
 /// `incarnation` first.
 pub fn encode(host: &str, incarnation: Incarnation, r: &LogRecord) -> String {
@@ -242,6 +276,32 @@ mod tests {
     const INC: Incarnation = Incarnation([0xab; 16]);
 
     #[test]
+    fn positions_are_exact_or_refused() {
+        let text = commit_position(INC, 7);
+        assert_eq!(text, format!("weir1 {INC} 7"));
+        assert_eq!(parse_commit_position(&text).unwrap(), (INC, 7));
+        let bad = [
+            String::new(),
+            "weir1".into(),
+            format!("weir1 {INC}"),
+            format!("weir1 {INC} "),
+            format!("weir1 {INC} +7"),
+            format!("weir1 {INC} 7 8"),
+            format!("weir1  {INC} 7"),
+            format!("weir1 {INC} 99999999999999999999999"),
+            format!("wier1 {INC} 7"),
+            "weir1 ABABABABABABABABABABABABABABABAB 7".into(),
+        ];
+        for b in &bad {
+            assert!(parse_commit_position(b).is_err(), "{b:?}");
+        }
+        assert!(matches!(
+            parse_commit_position(&format!("weir2 {INC} 7")),
+            Err(WireError::Schema { found: 2 })
+        ));
+    }
+
+    #[test]
     fn the_envelope_comes_first_and_the_log_form_follows() {
         let line = encode("db-1.example", INC, &record());
         let body = record_json(&record());
@@ -305,6 +365,19 @@ mod tests {
             let t = host_token(&host);
             prop_assert!(t.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'%'));
             prop_assert_eq!(host_from_token(&t), Some(host));
+        }
+
+        #[test]
+        fn any_position_round_trips(inc in any::<[u8; 16]>(), index in any::<u64>()) {
+            let text = commit_position(Incarnation(inc), index);
+            prop_assert_eq!(parse_commit_position(&text).unwrap(), (Incarnation(inc), index));
+        }
+
+        #[test]
+        fn any_text_that_parses_as_a_position_is_one(text in "(weir1 )?[0-9a-f ]{0,40}[0-9]{0,21}") {
+            if let Ok((inc, index)) = parse_commit_position(&text) {
+                prop_assert_eq!(commit_position(inc, index), text);
+            }
         }
 
         #[test]

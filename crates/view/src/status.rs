@@ -325,11 +325,11 @@ impl From<&weir_fs::RootStatus> for FsRootStatus {
 /// The shipper (`weir_ship::ShipReport`, and where it ships to).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShipStatus {
-    /// The broker's kind: `nats`.
+    /// The broker's kind: `nats` or `kafka`.
     pub sink: Option<String>,
     /// The broker's URLs, without credentials.
     pub url: Option<String>,
-    /// The stream shipped into.
+    /// The stream (NATS) or topic (Kafka) shipped into.
     pub stream: Option<String>,
     /// The host name shipped under.
     pub host: Option<String>,

@@ -42,9 +42,11 @@ pub struct ApiState {
 pub struct ShipView {
     /// The shipper's counters.
     pub stats: Arc<weir_ship::ShipStats>,
+    /// The sink's kind: `nats` or `kafka`.
+    pub sink: &'static str,
     /// The servers, without credentials.
     pub url: String,
-    /// The stream.
+    /// The stream (NATS) or topic (Kafka).
     pub stream: String,
     /// The host name shipped under.
     pub host: String,
@@ -56,7 +58,7 @@ impl ShipView {
     pub fn status(&self, durable_index: u64) -> weir_view::status::ShipStatus {
         let r = self.stats.report();
         weir_view::status::ShipStatus {
-            sink: Some("nats".to_owned()),
+            sink: Some(self.sink.to_owned()),
             url: Some(self.url.clone()),
             stream: Some(self.stream.clone()),
             host: Some(self.host.clone()),

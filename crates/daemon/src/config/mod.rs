@@ -186,9 +186,9 @@ impl Default for FsConfig {
     }
 }
 
-/// `[ship]`: the log shipped to NATS JetStream (weir-ship), as `weir
-/// ship` does in the foreground. With no server, the default, nothing is
-/// shipped.
+/// `[ship]`: the log shipped to NATS JetStream or Kafka (weir-ship), as
+/// `weir ship` does in the foreground. With no server, the default,
+/// nothing is shipped; one sink at most.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct ShipConfig {
@@ -196,18 +196,29 @@ pub struct ShipConfig {
     /// in the file) ships nothing.
     #[serde(serialize_with = "render::or_empty")]
     pub nats: Option<String>,
+    /// The Kafka bootstrap brokers, comma-separated (`host:9092`);
+    /// `None` (an empty string in the file) ships nothing there.
+    #[serde(serialize_with = "render::or_empty")]
+    pub kafka: Option<String>,
     /// The host name on the broker; `None` (an empty string) is the
     /// machine's.
     #[serde(serialize_with = "render::or_empty")]
     pub host: Option<String>,
     /// The JetStream stream of the records, created if missing.
     pub stream: String,
-    /// The log consumer that holds retention back for the broker.
-    pub consumer: String,
+    /// The Kafka topic of the records, created if missing (its progress
+    /// topic is `<topic>-progress`).
+    pub topic: String,
+    /// Partitions of Kafka topics the shipper creates.
+    pub partitions: u64,
+    /// The log consumer that holds retention back for the broker; `None`
+    /// (an empty string) is `ship-nats` or `ship-kafka`.
+    #[serde(serialize_with = "render::or_empty")]
+    pub consumer: Option<String>,
     /// The types shipped, as `weir log tail --mask` takes them; empty
     /// ships every type.
     pub mask: String,
-    /// Replicas of a stream the shipper creates.
+    /// Replicas of a stream or topics the shipper creates.
     pub replicas: u64,
     /// How long a record waits for others to share its batch, ms.
     pub linger_ms: u64,
@@ -217,9 +228,12 @@ impl Default for ShipConfig {
     fn default() -> Self {
         ShipConfig {
             nats: None,
+            kafka: None,
             host: None,
             stream: "WEIR".to_owned(),
-            consumer: "ship-nats".to_owned(),
+            topic: "weir".to_owned(),
+            partitions: 1,
+            consumer: None,
             mask: String::new(),
             replicas: 1,
             linger_ms: 50,

@@ -47,11 +47,17 @@ pub struct ConfigOverrides {
     pub fs_content: Option<bool>,
     /// `ship.nats` (an empty string ships nothing).
     pub ship_nats: Option<String>,
+    /// `ship.kafka` (an empty string ships nothing there).
+    pub ship_kafka: Option<String>,
     /// `ship.host` (an empty string is the machine's name).
     pub ship_host: Option<String>,
     /// `ship.stream`.
     pub ship_stream: Option<String>,
-    /// `ship.consumer`.
+    /// `ship.topic`.
+    pub ship_topic: Option<String>,
+    /// `ship.partitions`.
+    pub ship_partitions: Option<u64>,
+    /// `ship.consumer` (an empty string is the sink's default).
     pub ship_consumer: Option<String>,
     /// `ship.mask`.
     pub ship_mask: Option<String>,
@@ -122,9 +128,12 @@ impl Config {
         set(&mut self.fs.content, o.fs_content);
         let h = &mut self.ship;
         set(&mut h.nats, o.ship_nats.map(non_empty));
+        set(&mut h.kafka, o.ship_kafka.map(non_empty));
         set(&mut h.host, o.ship_host.map(non_empty));
         set(&mut h.stream, o.ship_stream);
-        set(&mut h.consumer, o.ship_consumer);
+        set(&mut h.topic, o.ship_topic);
+        set(&mut h.partitions, o.ship_partitions);
+        set(&mut h.consumer, o.ship_consumer.map(non_empty));
         set(&mut h.mask, o.ship_mask);
         set(&mut h.replicas, o.ship_replicas);
         set(&mut h.linger_ms, o.ship_linger_ms);

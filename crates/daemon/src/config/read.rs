@@ -126,9 +126,15 @@ impl Config {
         if let Some(mut s) = root.section("ship")? {
             let h = &mut c.ship;
             set(&mut h.nats, s.take("ship.nats", STRING)?.map(non_empty));
+            set(&mut h.kafka, s.take("ship.kafka", STRING)?.map(non_empty));
             set(&mut h.host, s.take("ship.host", STRING)?.map(non_empty));
             set(&mut h.stream, s.take("ship.stream", STRING)?);
-            set(&mut h.consumer, s.take("ship.consumer", STRING)?);
+            set(&mut h.topic, s.take("ship.topic", STRING)?);
+            set(&mut h.partitions, s.take("ship.partitions", UINT)?);
+            set(
+                &mut h.consumer,
+                s.take("ship.consumer", STRING)?.map(non_empty),
+            );
             set(&mut h.mask, s.take("ship.mask", STRING)?);
             set(&mut h.replicas, s.take("ship.replicas", UINT)?);
             set(&mut h.linger_ms, s.take("ship.linger_ms", UINT)?);

@@ -180,10 +180,21 @@ impl Config {
         {
             return bad("ship.host", "must be at most 255 bytes");
         }
+        if h.nats.is_some() && h.kafka.is_some() {
+            return bad(
+                "ship.kafka",
+                "cannot be set with ship.nats: the daemon ships to one sink",
+            );
+        }
         if let Err(reason) = weir_ship::nats::check_stream_name(&h.stream) {
             return bad("ship.stream", reason);
         }
-        if weir_log::check_consumer_name(&h.consumer).is_err() {
+        if let Err(reason) = weir_ship::kafka::check_topic_name(&h.topic) {
+            return bad("ship.topic", reason);
+        }
+        if let Some(c) = &h.consumer
+            && weir_log::check_consumer_name(c).is_err()
+        {
             return bad(
                 "ship.consumer",
                 "must be 1 to 64 ASCII letters, digits, '.', '_' or '-'",
@@ -201,6 +212,13 @@ impl Config {
             1,
             5,
             "must be between 1 and 5 (JetStream's most)",
+        )?;
+        within(
+            "ship.partitions",
+            h.partitions,
+            1,
+            10_000,
+            "must be between 1 and 10000",
         )?;
         within(
             "ship.linger_ms",

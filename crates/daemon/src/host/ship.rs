@@ -1,4 +1,4 @@
-//! The shipper, when `[ship]` names a server: a task on the daemon's
+//! The shipper, when `[ship]` names servers: a task on the daemon's
 //! runtime that ships the log as `weir ship` does in the foreground.
 //!
 //! Broker failures never stop the daemon: the shipper retries with
@@ -16,8 +16,9 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tracing::{info, warn};
 use weir_log::{Log, TypeMask};
+use weir_ship::kafka::KafkaOptions;
 use weir_ship::nats::NatsOptions;
-use weir_ship::{ShipOptions, Shipper};
+use weir_ship::{ShipOptions, Shipper, Sink};
 
 use crate::api::ShipView;
 use crate::config::ShipConfig;
@@ -38,33 +39,47 @@ pub(crate) fn start(
     log: &Arc<Log>,
     runtime: &Runtime,
 ) -> Result<Option<(ShipTask, ShipView)>> {
-    let Some(url) = &config.nats else {
+    let Some(sink) = sink(config) else {
         return Ok(None);
     };
     let host = match &config.host {
         Some(h) => h.clone(),
         None => weir_ship::machine_host().map_err(Error::Ship)?,
     };
-    let mut nats = NatsOptions::new(url.clone());
-    nats.stream.clone_from(&config.stream);
-    nats.replicas = usize::try_from(config.replicas).unwrap_or(usize::MAX);
     let mut opts = ShipOptions::new(host.clone());
     opts.consumer.clone_from(&config.consumer);
     opts.linger = Duration::from_millis(config.linger_ms);
     // Validation parsed the mask already.
     opts.mask = TypeMask::parse(&config.mask).unwrap_or_else(|_| TypeMask::all());
-    let (shown_url, stream) = (nats.shown_url(), nats.stream.clone());
-    let shipper = Shipper::new(log.clone(), nats, opts).map_err(Error::Ship)?;
+    let shipper = Shipper::new(log.clone(), sink, opts).map_err(Error::Ship)?;
     let view = ShipView {
         stats: shipper.stats(),
-        url: shown_url,
-        stream,
+        sink: shipper.sink().kind(),
+        url: shipper.sink().shown(),
+        stream: shipper.sink().target().to_owned(),
         host: host.clone(),
     };
     let (stop, rx) = watch::channel(false);
     let task = runtime.spawn(shipper.run(rx));
-    info!(url = %view.url, stream = %view.stream, host = %host, "shipping the log to NATS");
+    info!(sink = view.sink, url = %view.url, target = %view.stream, host = %host, "shipping the log");
     Ok(Some((ShipTask { stop, task }, view)))
+}
+
+/// The sink `[ship]` names, if any (validation allows one).
+fn sink(config: &ShipConfig) -> Option<Sink> {
+    let replicas = usize::try_from(config.replicas).unwrap_or(usize::MAX);
+    if let Some(url) = &config.nats {
+        let mut nats = NatsOptions::new(url.clone());
+        nats.stream.clone_from(&config.stream);
+        nats.replicas = replicas;
+        return Some(nats.into());
+    }
+    let brokers = config.kafka.as_ref()?;
+    let mut kafka = KafkaOptions::new(brokers.clone());
+    kafka.topic.clone_from(&config.topic);
+    kafka.replicas = i32::try_from(replicas).unwrap_or(i32::MAX);
+    kafka.partitions = i32::try_from(config.partitions).unwrap_or(i32::MAX);
+    Some(kafka.into())
 }
 
 impl ShipTask {

@@ -1,5 +1,6 @@
 //! A real nats-server with JetStream for the tests, on loopback, in a
-//! temporary directory, and the helpers the tests share.
+//! temporary directory, and the helpers the tests share: a real Kafka
+//! ([`kafka`]) and the logs shipped and their checks ([`records`]).
 //!
 //! The server binary is `$WEIR_NATS_SERVER`, else `nats-server` on the
 //! PATH, else `~/go/bin/nats-server` (where `go install` puts it). Without
@@ -7,6 +8,9 @@
 //! the test script does once it has installed the server): then it fails.
 
 #![allow(dead_code, unreachable_pub)]
+
+pub mod kafka;
+pub mod records;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};

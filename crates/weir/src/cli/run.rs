@@ -75,6 +75,10 @@ pub(crate) struct RunArgs {
     /// URLs); "" for none [default: none].
     #[arg(long, value_name = "URL", help_heading = "Shipping")]
     pub(crate) ship_nats: Option<String>,
+    /// Ship the log to Kafka at these bootstrap brokers (comma-separated
+    /// host:port); "" for none [default: none].
+    #[arg(long, value_name = "BROKERS", help_heading = "Shipping")]
+    pub(crate) ship_kafka: Option<String>,
     /// The host name on the broker; "" for the machine's [default: the
     /// machine's].
     #[arg(long, value_name = "NAME", help_heading = "Shipping")]
@@ -82,8 +86,14 @@ pub(crate) struct RunArgs {
     /// The JetStream stream, created if missing [default: WEIR].
     #[arg(long, value_name = "NAME", help_heading = "Shipping")]
     pub(crate) ship_stream: Option<String>,
-    /// The log consumer that holds retention back for the broker
-    /// [default: ship-nats].
+    /// The Kafka topic, created if missing [default: weir].
+    #[arg(long, value_name = "NAME", help_heading = "Shipping")]
+    pub(crate) ship_topic: Option<String>,
+    /// Partitions of Kafka topics the shipper creates [default: 1].
+    #[arg(long, value_name = "N", help_heading = "Shipping")]
+    pub(crate) ship_partitions: Option<u64>,
+    /// The log consumer that holds retention back for the broker; "" for
+    /// the sink's [default: ship-nats or ship-kafka].
     #[arg(long, value_name = "NAME", help_heading = "Shipping")]
     pub(crate) ship_consumer: Option<String>,
     /// The types shipped, as `weir log tail --mask` takes them [default:
@@ -95,7 +105,7 @@ pub(crate) struct RunArgs {
         help_heading = "Shipping"
     )]
     pub(crate) ship_mask: Option<String>,
-    /// Replicas of a stream the shipper creates [default: 1].
+    /// Replicas of a stream or topics the shipper creates [default: 1].
     #[arg(long, value_name = "N", help_heading = "Shipping")]
     pub(crate) ship_replicas: Option<u64>,
     /// How long a record waits for others to share its batch (each batch

@@ -6,17 +6,50 @@ use weir_log::TypeMask;
 
 use super::log::parse_mask;
 
-/// Where the broker is.
+/// Where the broker is: NATS or Kafka, one of them.
 #[derive(Debug, Args)]
+#[group(id = "sink", required = true, multiple = false, args = ["nats", "kafka"])]
 pub(crate) struct BrokerArgs {
     /// NATS server URLs, comma-separated (nats://host:4222).
-    #[arg(long, value_name = "URL", required = true)]
-    pub(crate) nats: String,
+    #[arg(long, value_name = "URL")]
+    pub(crate) nats: Option<String>,
+
+    /// Kafka bootstrap brokers, comma-separated (host:9092).
+    #[arg(long, value_name = "BROKERS")]
+    pub(crate) kafka: Option<String>,
 
     /// The JetStream stream of the fleet's records (created if missing,
     /// with subjects weir.>; its progress stream is NAME_STATUS).
-    #[arg(long, value_name = "NAME", default_value = "WEIR")]
+    #[arg(
+        long,
+        value_name = "NAME",
+        default_value = "WEIR",
+        conflicts_with = "kafka"
+    )]
     pub(crate) stream: String,
+
+    /// The Kafka topic of the fleet's records (created if missing; its
+    /// progress topic is NAME-progress).
+    #[arg(
+        long,
+        value_name = "NAME",
+        default_value = "weir",
+        conflicts_with = "nats"
+    )]
+    pub(crate) topic: String,
+
+    /// A librdkafka property for the Kafka client (security.protocol,
+    /// sasl.*, compression.type, ...); repeatable.
+    #[arg(long = "kafka-property", value_name = "KEY=VALUE", value_parser = parse_property, conflicts_with = "nats")]
+    pub(crate) kafka_properties: Vec<(String, String)>,
+}
+
+/// `KEY=VALUE`, both non-empty.
+fn parse_property(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((k, v)) if !k.is_empty() && !v.is_empty() => Ok((k.to_owned(), v.to_owned())),
+        _ => Err(format!("{text:?} is not KEY=VALUE")),
+    }
 }
 
 #[derive(Debug, Args)]
@@ -34,13 +67,17 @@ pub(crate) struct ShipArgs {
     pub(crate) mask: Option<TypeMask>,
 
     /// The log consumer that keeps retention from deleting what is not
-    /// shipped yet.
-    #[arg(long, value_name = "NAME", default_value = "ship-nats")]
-    pub(crate) consumer: String,
+    /// shipped yet [default: ship-nats or ship-kafka].
+    #[arg(long, value_name = "NAME")]
+    pub(crate) consumer: Option<String>,
 
-    /// Replicas of a stream this command creates.
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub(crate) replicas: usize,
+    /// Replicas of a stream or topics this command creates.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    pub(crate) replicas: u16,
+
+    /// Partitions of Kafka topics this command creates.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..), conflicts_with = "nats")]
+    pub(crate) partitions: u16,
 
     /// How long a record waits for others to share its batch, ms (each
     /// batch costs the broker an fsync).
@@ -59,7 +96,8 @@ pub(crate) enum FleetCommand {
     /// Print every host's records from the broker, merged, each line with
     /// its host.
     Tail(FleetTailArgs),
-    /// List the hosts in the stream: last index, last time and lag.
+    /// List the hosts in the stream or topic: last index, last time and
+    /// lag.
     Status(FleetStatusArgs),
 }
 

@@ -66,6 +66,9 @@ fn overrides(a: &RunArgs, state_dir: Option<PathBuf>, socket: Option<PathBuf>) -
     o.fs_mtime_interval_ms = a.fs_mtime_interval_ms;
     o.fs_content = a.fs_content;
     o.ship_nats = a.ship_nats.clone();
+    o.ship_kafka = a.ship_kafka.clone();
+    o.ship_topic = a.ship_topic.clone();
+    o.ship_partitions = a.ship_partitions;
     o.ship_host = a.ship_host.clone();
     o.ship_stream = a.ship_stream.clone();
     o.ship_consumer = a.ship_consumer.clone();

@@ -1,4 +1,5 @@
-//! `weir ship` (the log shipped to NATS JetStream in the foreground) and
+//! `weir ship` (the log shipped to NATS JetStream or Kafka in the
+//! foreground) and
 //! `weir fleet tail|status` (the fleet's records read back).
 //!
 //! `weir ship` opens the log as its writer, as every foreground command
@@ -14,8 +15,9 @@ use anyhow::{Context, Result};
 use tokio::sync::watch;
 use weir_log::TypeMask;
 use weir_ship::fleet::{self, HostGlob, TailOptions};
+use weir_ship::kafka::{Kafka, KafkaOptions};
 use weir_ship::nats::{Nats, NatsOptions};
-use weir_ship::{ShipOptions, ShipReport, Shipper};
+use weir_ship::{ShipOptions, ShipReport, Shipper, Sink};
 use weir_view::record::record_line;
 
 use super::foreground::{close_log, print_line};
@@ -31,10 +33,41 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
         .context("starting the async runtime")
 }
 
-fn nats_options(b: &BrokerArgs) -> NatsOptions {
-    let mut o = NatsOptions::new(b.nats.clone());
-    o.stream.clone_from(&b.stream);
-    o
+/// The sink the flags name (clap lets exactly one through).
+fn sink(b: &BrokerArgs, replicas: u16, partitions: u16) -> Sink {
+    match (&b.nats, &b.kafka) {
+        (Some(url), _) => {
+            let mut o = NatsOptions::new(url.clone());
+            o.stream.clone_from(&b.stream);
+            o.replicas = usize::from(replicas);
+            o.into()
+        }
+        (None, brokers) => {
+            let mut o = KafkaOptions::new(brokers.clone().unwrap_or_default());
+            o.topic.clone_from(&b.topic);
+            o.replicas = i32::from(replicas);
+            o.partitions = i32::from(partitions);
+            o.properties.clone_from(&b.kafka_properties);
+            o.into()
+        }
+    }
+}
+
+/// A fleet reader of the sink the flags name.
+enum Fleet {
+    // Boxed: a JetStream context is kilobytes.
+    Nats(Box<Nats>),
+    Kafka(Kafka),
+}
+
+impl Fleet {
+    async fn connect(b: &BrokerArgs) -> Result<Fleet> {
+        Ok(match sink(b, 1, 1) {
+            Sink::Nats(o) => Fleet::Nats(Box::new(Nats::connect(&o).await?.0)),
+            Sink::Kafka(o) => Fleet::Kafka(Kafka::connect(&o).await?.0),
+            _ => anyhow::bail!("weir fleet reads NATS or Kafka"),
+        })
+    }
 }
 
 fn figures(r: &ShipReport, durable_index: u64) -> String {
@@ -61,20 +94,26 @@ pub(super) fn ship(state: &StateDir, a: &ShipArgs) -> Result<()> {
         Some(h) => h.clone(),
         None => weir_ship::machine_host()?,
     };
-    let mut nats = nats_options(&a.broker);
-    nats.replicas = a.replicas;
+    let sink = sink(&a.broker, a.replicas, a.partitions);
     let mut opts = ShipOptions::new(host.clone());
     opts.mask = a.mask.clone().unwrap_or_else(TypeMask::all);
     opts.consumer.clone_from(&a.consumer);
     opts.linger = Duration::from_millis(a.linger_ms);
     let log = Arc::new(state.open_writer()?);
-    let shipper = Shipper::new(log.clone(), nats, opts).context("the shipper's options")?;
+    let shipper = Shipper::new(log.clone(), sink, opts).context("the shipper's options")?;
     let stats = shipper.stats();
+    let s = shipper.sink();
+    let target = if matches!(s, Sink::Kafka(_)) {
+        "topic"
+    } else {
+        "stream"
+    };
     eprintln!(
-        "weir: shipping {} as host {host:?} to {} (stream {})",
+        "weir: shipping {} as host {host:?} to {} {} ({target} {})",
         log.dir().display(),
-        a.broker.nats,
-        a.broker.stream
+        s.kind(),
+        s.shown(),
+        s.target()
     );
     let shown_stats = stats.clone();
     let shown_log = log.clone();
@@ -110,25 +149,28 @@ pub(super) fn fleet_tail(a: &FleetTailArgs) -> Result<()> {
     };
     let json = a.json;
     runtime()?.block_on(async {
-        let (nats, _) = Nats::connect(&nats_options(&a.broker)).await?;
-        fleet::tail(&nats, &o, |s| {
+        let emit = |s: &weir_ship::wire::Shipped| {
             let line = if json {
                 weir_ship::wire::fleet_line(&s.host, &s.record)
             } else {
                 format!("{} {}", s.host, record_line(&s.record))
             };
             print_line(&line)
+        };
+        anyhow::Ok(match Fleet::connect(&a.broker).await? {
+            Fleet::Nats(n) => fleet::tail(&n, &o, emit).await?,
+            Fleet::Kafka(k) => fleet::kafka::tail(&k, &o, emit).await?,
         })
-        .await
-        .map(drop)
     })?;
     Ok(())
 }
 
 pub(super) fn fleet_status(a: &FleetStatusArgs) -> Result<()> {
     let hosts = runtime()?.block_on(async {
-        let (nats, _) = Nats::connect(&nats_options(&a.broker)).await?;
-        fleet::status(&nats).await
+        anyhow::Ok(match Fleet::connect(&a.broker).await? {
+            Fleet::Nats(n) => fleet::status(&n).await?,
+            Fleet::Kafka(k) => fleet::kafka::status(&k).await?,
+        })
     })?;
     if a.json {
         for h in &hosts {
