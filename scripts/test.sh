@@ -19,6 +19,8 @@ command -v findmnt >/dev/null || need+=(util-linux)
 command -v losetup >/dev/null || need+=(mount)
 command -v systemd-socket-activate >/dev/null || need+=(systemd)
 command -v ip >/dev/null || need+=(iproute2)
+command -v java >/dev/null || need+=(default-jre-headless)
+command -v mvn >/dev/null || need+=(maven)
 if ((${#need[@]})); then
   if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
     echo "test.sh: installing ${need[*]}"
@@ -35,7 +37,7 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 status=0
 
-# A real nats-server for weir-ship's tests, built by `go install` into
+# A real nats-server for weir-ship's NATS tests, built by `go install` into
 # Go's bin directory. A fresh machine fills Go's module and build caches
 # once; later runs find the binary and build nothing. Once the server is
 # here the tests must not skip: WEIR_REQUIRE_BROKERS makes a missing one
@@ -58,7 +60,30 @@ if [[ -z ${WEIR_NATS_SERVER:-} ]]; then
     echo "test.sh: no go to build nats-server; the NATS tests will skip" >&2
   fi
 fi
-if [[ -n ${WEIR_NATS_SERVER:-} ]]; then
+# A real Kafka (4.4, KRaft) for weir-ship's Kafka tests: its jars from
+# Maven Central, copied once into a cache directory (Maven keeps them in
+# ~/.m2 as well); the tests start it with java.
+kafka_version=4.4.0
+if [[ -z ${WEIR_KAFKA_LIB:-} ]]; then
+  kafka_lib=${XDG_CACHE_HOME:-$HOME/.cache}/weir/kafka-$kafka_version/lib
+  if ! [[ -f $kafka_lib/kafka_2.13-$kafka_version.jar ]]; then
+    if command -v mvn >/dev/null && command -v java >/dev/null; then
+      echo "test.sh: fetching Kafka $kafka_version's jars"
+      rm -rf "$kafka_lib"
+      if ! mvn -q -B -f scripts/kafka/pom.xml dependency:copy-dependencies \
+        -DoutputDirectory="$kafka_lib"; then
+        echo "test.sh: fetching Kafka's jars failed" >&2
+        status=1
+      fi
+    else
+      echo "test.sh: no java or mvn; the Kafka tests will skip" >&2
+    fi
+  fi
+  if [[ -f $kafka_lib/kafka_2.13-$kafka_version.jar ]]; then
+    export WEIR_KAFKA_LIB=$kafka_lib
+  fi
+fi
+if [[ -n ${WEIR_NATS_SERVER:-} && -n ${WEIR_KAFKA_LIB:-} ]]; then
   export WEIR_REQUIRE_BROKERS=1
 fi
 

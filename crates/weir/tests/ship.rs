@@ -1,9 +1,9 @@
-//! Shipping against a real nats-server, from the binary:
+//! Shipping against a real nats-server and a real Kafka, from the binary:
 //!
-//! - `weir ship` killed with SIGKILL at random moments, 50 times, while
-//!   100,000 records arrive between its runs: the stream ends with every
-//!   index once, in order, with the log's payload, as `weir fleet tail
-//!   --json` prints it;
+//! - `weir ship` killed with SIGKILL at random moments, 50 times (15 on
+//!   Kafka), while records arrive between its runs: the stream ends with
+//!   every index once, in order, with the log's payload, as `weir fleet
+//!   tail --json` prints it;
 //! - `weir run` with `--ship-nats`: the daemon ships what it logs, shows
 //!   the shipper in `weir status` and `/metrics`, rides out a broker crash
 //!   (retrying, the records held by the log), and the stream ends with
@@ -83,15 +83,35 @@ fn fifty_sigkills_lose_and_repeat_nothing() {
     let Some(server) = broker::NatsServer::start() else {
         return;
     };
+    // Start-up takes tens of ms; the kills land before, during and after
+    // the batches.
+    sigkills_lose_and_repeat_nothing(&["--nats", &server.url()], 50, 250);
+}
+
+#[test]
+fn sigkills_mid_transaction_lose_and_repeat_nothing_on_kafka() {
+    let Some(broker) = broker::kafka::KafkaBroker::start() else {
+        return;
+    };
+    // Start-up (topics, init_transactions) takes up to a second or so.
+    sigkills_lose_and_repeat_nothing(&["--kafka", &broker.brokers()], 15, 2500);
+}
+
+/// `weir ship` to `sink` (its flags) killed with SIGKILL `kills` times,
+/// at most `max_ms` into each run, with 2000 records written before each:
+/// the fleet ends with every record once, as the log has them.
+fn sigkills_lose_and_repeat_nothing(sink: &[&str], kills: u64, max_ms: u64) {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path();
     let mut seed = 0x2545_f491_4f6c_dd1d_u64;
     let mut written = 0;
-    for _ in 0..50 {
+    for _ in 0..kills {
         write(state, written + 1, 2000);
         written += 2000;
         let mut ship = weir(state)
-            .args(["ship", "--nats", &server.url(), "--host", "kill-9"])
+            .arg("ship")
+            .args(sink)
+            .args(["--host", "kill-9"])
             .env("RUST_LOG", "error")
             .stderr(Stdio::null())
             .spawn()
@@ -99,22 +119,23 @@ fn fifty_sigkills_lose_and_repeat_nothing() {
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
-        // Start-up takes tens of ms; the kills land before, during and
-        // after the batches.
-        std::thread::sleep(Duration::from_millis(5 + seed % 250));
+        std::thread::sleep(Duration::from_millis(5 + seed % max_ms));
         ship.kill().unwrap();
         ship.wait().unwrap();
     }
     // A last run that is let finish: SIGINT once the broker has it all.
     let mut ship = weir(state)
-        .args(["ship", "--nats", &server.url(), "--host", "kill-9"])
+        .arg("ship")
+        .args(sink)
+        .args(["--host", "kill-9"])
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(120);
     let status = || {
         let out = Command::new(WEIR)
-            .args(["fleet", "status", "--json", "--nats", &server.url()])
+            .args(["fleet", "status", "--json"])
+            .args(sink)
             .output()
             .unwrap();
         json_lines(&out.stdout)
@@ -135,7 +156,8 @@ fn fifty_sigkills_lose_and_repeat_nothing() {
     assert!(ship.wait().unwrap().success());
 
     let fleet = Command::new(WEIR)
-        .args(["fleet", "tail", "--json", "--nats", &server.url()])
+        .args(["fleet", "tail", "--json"])
+        .args(sink)
         .output()
         .unwrap();
     assert!(fleet.status.success());
