@@ -19,8 +19,10 @@
 //! its place in the topic.
 //!
 //! Beside the records, a compacted topic `<topic>-progress` keeps each
-//! host's last progress message (how far its log goes), for `weir fleet
-//! status`.
+//! host's last progress message (how far its log goes, how far Kafka has
+//! it), for `weir fleet status`. Each batch's transaction carries one, so
+//! it is exact as of the last commit; an idle host's heartbeat is a
+//! transaction of its own.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,6 +45,9 @@ use crate::wire;
 /// The header that names a record's type (`MOUNT`, `CREAT`, …), so that
 /// a reader can pick types without parsing the JSON.
 pub const TYPE_HEADER: &str = "Weir-Type";
+
+/// The records a transaction holds at most, by default.
+pub const BATCH: usize = 10_000;
 
 /// What is added to the records' topic name to name the progress topic.
 pub const PROGRESS_SUFFIX: &str = "-progress";
@@ -400,8 +405,15 @@ impl Session {
     /// returns once it is committed. After an error the transaction is
     /// left to the next session's `init_transactions`, which aborts it
     /// (or finishes its commit), and [`Session::last`] says which.
-    pub async fn publish(&self, inc: Incarnation, msgs: Vec<Outgoing>) -> Result<()> {
-        let r = self.transaction(inc, msgs).await;
+    /// `progress`, the host's progress message, goes in the same
+    /// transaction.
+    pub async fn publish(
+        &self,
+        inc: Incarnation,
+        msgs: Vec<Outgoing>,
+        progress: Option<String>,
+    ) -> Result<()> {
+        let r = self.transaction(inc, msgs, progress).await;
         r.map_err(|e| self.fenced_or(e))
     }
 
@@ -418,7 +430,12 @@ impl Session {
         }
     }
 
-    async fn transaction(&self, inc: Incarnation, msgs: Vec<Outgoing>) -> Result<()> {
+    async fn transaction(
+        &self,
+        inc: Incarnation,
+        msgs: Vec<Outgoing>,
+        progress: Option<String>,
+    ) -> Result<()> {
         let Some(end) = msgs.last().map(|m| m.index) else {
             return Ok(());
         };
@@ -443,6 +460,18 @@ impl Session {
                 .headers(headers);
             deliveries.push(self.send(rec).await?);
         }
+        let topic = self.kafka.o.progress_topic();
+        let progress = match &progress {
+            Some(json) => Some(
+                self.send(
+                    FutureRecord::to(&topic)
+                        .key(self.token.as_str())
+                        .payload(json.as_bytes()),
+                )
+                .await?,
+            ),
+            None => None,
+        };
         // Every delivery is awaited before the commit: the client's
         // commit flushes by polling in 100 ms slices otherwise.
         let mut last = None;
@@ -453,6 +482,14 @@ impl Session {
             })?;
             let d = d.map_err(|(e, _)| kafka_err("produce")(e))?;
             last = Some((d.partition, d.offset));
+        }
+        if let Some(d) = progress {
+            d.await
+                .map_err(|_| Error::Kafka {
+                    op: "produce",
+                    source: KafkaError::Canceled,
+                })?
+                .map_err(|(e, _)| kafka_err("produce")(e))?;
         }
         if let Some((partition, offset)) = last {
             let mut tpl = TopicPartitionList::new();

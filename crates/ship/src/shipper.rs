@@ -19,7 +19,7 @@ use tokio::sync::watch;
 use weir_log::{Incarnation, Log, LogRecord, Reader, TypeMask};
 
 use crate::error::{Error, Result};
-use crate::nats::{MAX_BATCH, Outgoing};
+use crate::nats::Outgoing;
 use crate::sink::{Conn, Sink};
 use crate::stats::{ShipState, ShipStats};
 use crate::wire;
@@ -34,8 +34,9 @@ pub struct ShipOptions {
     pub consumer: Option<String>,
     /// The types shipped.
     pub mask: TypeMask,
-    /// The most records read and published as one batch.
-    pub batch: usize,
+    /// The most records read and published as one batch (`None`: the
+    /// sink's, [`Sink::batch`]).
+    pub batch: Option<usize>,
     /// How often the consumer's cursor is moved up to what the broker
     /// holds (each move rewrites the consumer file).
     pub clear_interval: Duration,
@@ -56,7 +57,7 @@ impl ShipOptions {
             host: host.into(),
             consumer: None,
             mask: TypeMask::all(),
-            batch: MAX_BATCH,
+            batch: None,
             clear_interval: Duration::from_secs(1),
             linger: Duration::from_millis(50),
             status_interval: Duration::from_secs(5),
@@ -114,6 +115,7 @@ pub struct Shipper {
     sink: Sink,
     opts: ShipOptions,
     consumer: String,
+    batch: usize,
     stats: Arc<ShipStats>,
     token: String,
 }
@@ -130,6 +132,7 @@ impl Shipper {
             .clone()
             .unwrap_or_else(|| format!("ship-{}", sink.kind()));
         Ok(Shipper {
+            batch: opts.batch.unwrap_or_else(|| sink.batch()).max(1),
             token: wire::host_token(&opts.host),
             log,
             sink,
@@ -266,7 +269,7 @@ impl Shipper {
                 reader = wait(reader).await;
                 continue;
             };
-            if batch.len() < self.opts.batch {
+            if batch.len() < self.batch {
                 // A trickle: let the first record wait out its linger for
                 // company, then take what came meanwhile.
                 let age = Duration::from_nanos(now_ns().saturating_sub(first.time_ns));
@@ -287,13 +290,23 @@ impl Shipper {
             msgs.extend(batch[done..].iter().map(|r| self.outgoing(inc, r)));
             let n = msgs.len() as u64;
             self.stats.publishing(n);
-            let (published, ()) = tokio::join!(conn.publish(inc, msgs), async {
+            // A sink whose batches carry the progress message (Kafka's, in
+            // the same transaction) keeps it exact at no extra round trip.
+            let last = self.log.last_index();
+            let progress = conn
+                .progress_in_batches()
+                .then(|| self.progress(inc, last, end));
+            let carried = progress.is_some();
+            let (published, ()) = tokio::join!(conn.publish(inc, msgs, progress), async {
                 // An error here meets the next read again.
                 let _ = self.read_batch(&mut reader, &mut ahead);
                 ahead_msgs.extend(ahead.iter().map(|r| self.outgoing(inc, r)));
             });
             published?;
             self.stats.acked(n, end);
+            if carried {
+                status.put = Some((Instant::now(), last, end));
+            }
             backoff.reset();
         }
     }
@@ -327,7 +340,7 @@ impl Shipper {
     /// after some records leaves them to be shipped first: the reader
     /// meets the error again at its next call.
     fn read_batch(&self, reader: &mut Reader, out: &mut Vec<LogRecord>) -> weir_log::Result<()> {
-        while out.len() < self.opts.batch {
+        while out.len() < self.batch {
             match reader.next_record() {
                 Ok(Some(r)) => out.push(r),
                 Ok(None) => break,
@@ -364,10 +377,9 @@ impl Shipper {
         Ok(())
     }
 
-    /// Refreshes the host's progress message. A failure only delays
-    /// `weir fleet status`'s lag; the next batch shows the broker's state.
-    async fn put_status(&self, conn: &Conn, inc: Incarnation, p: &mut LastPut) {
-        let (last, acked) = (self.log.last_index(), self.stats.acked_index());
+    /// The host's progress message: the log's last index, and the last
+    /// the broker has (or, in a batch, will have with it).
+    fn progress(&self, inc: Incarnation, last: u64, acked: u64) -> String {
         let progress = wire::Progress {
             schema: wire::SCHEMA,
             host: self.opts.host.clone(),
@@ -376,7 +388,14 @@ impl Shipper {
             acked_index: acked,
             time: now_ns(),
         };
-        let json = serde_json::to_string(&progress).unwrap_or_default();
+        serde_json::to_string(&progress).unwrap_or_default()
+    }
+
+    /// Refreshes the host's progress message. A failure only delays
+    /// `weir fleet status`'s lag; the next batch shows the broker's state.
+    async fn put_status(&self, conn: &Conn, inc: Incarnation, p: &mut LastPut) {
+        let (last, acked) = (self.log.last_index(), self.stats.acked_index());
+        let json = self.progress(inc, last, acked);
         match tokio::time::timeout(self.sink.timeout(), conn.put_status(&self.token, json)).await {
             Ok(Ok(())) => p.put = Some((Instant::now(), last, acked)),
             Ok(Err(e)) => tracing::debug!(error = %e, "refreshing the host's progress message"),

@@ -60,6 +60,16 @@ impl Sink {
         }
     }
 
+    /// The most records a batch holds by default: an atomic batch's
+    /// limit on NATS; on Kafka a transaction's fixed cost (its commit,
+    /// the position) is shared by more.
+    pub fn batch(&self) -> usize {
+        match self {
+            Sink::Nats(_) => crate::nats::MAX_BATCH,
+            Sink::Kafka(_) => kafka::BATCH,
+        }
+    }
+
     /// How long one request may wait.
     pub(crate) fn timeout(&self) -> Duration {
         match self {
@@ -124,11 +134,24 @@ impl Conn {
         }
     }
 
-    /// Publishes a batch; returns once the sink holds all of it.
-    pub(crate) async fn publish(&self, inc: Incarnation, msgs: Vec<Outgoing>) -> Result<()> {
+    /// Whether [`Conn::publish`] takes the host's progress message along
+    /// with the batch (Kafka: in its transaction).
+    pub(crate) fn progress_in_batches(&self) -> bool {
+        matches!(self, Conn::Kafka(_))
+    }
+
+    /// Publishes a batch, and with it the host's progress message where
+    /// the sink takes it ([`Conn::progress_in_batches`]); returns once the
+    /// sink holds all of it.
+    pub(crate) async fn publish(
+        &self,
+        inc: Incarnation,
+        msgs: Vec<Outgoing>,
+        progress: Option<String>,
+    ) -> Result<()> {
         match self {
             Conn::Nats(n) => n.publish(msgs).await,
-            Conn::Kafka(k) => k.publish(inc, msgs).await,
+            Conn::Kafka(k) => k.publish(inc, msgs, progress).await,
         }
     }
 

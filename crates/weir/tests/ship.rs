@@ -1,7 +1,7 @@
 //! Shipping against a real nats-server and a real Kafka, from the binary:
 //!
-//! - `weir ship` killed with SIGKILL at random moments, 50 times (15 on
-//!   Kafka), while records arrive between its runs: the stream ends with
+//! - `weir ship` killed with SIGKILL at random moments, 50 times, while
+//!   100,000 records arrive between its runs: the stream ends with
 //!   every index once, in order, with the log's payload, as `weir fleet
 //!   tail --json` prints it;
 //! - `weir run` with `--ship-nats`: the daemon ships what it logs, shows
@@ -94,7 +94,7 @@ fn sigkills_mid_transaction_lose_and_repeat_nothing_on_kafka() {
         return;
     };
     // Start-up (topics, init_transactions) takes up to a second or so.
-    sigkills_lose_and_repeat_nothing(&["--kafka", &broker.brokers()], 15, 2500);
+    sigkills_lose_and_repeat_nothing(&["--kafka", &broker.brokers()], 50, 1500);
 }
 
 /// `weir ship` to `sink` (its flags) killed with SIGKILL `kills` times,

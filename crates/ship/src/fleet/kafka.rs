@@ -89,8 +89,7 @@ pub async fn tail(
 }
 
 /// Every host with a progress message, by name. A host's last index is
-/// the one its last progress message gives: at most the shipper's status
-/// interval old while it ships.
+/// the one its last committed transaction gave.
 pub async fn status(k: &Kafka) -> Result<Vec<FleetHost>> {
     let topic = k.options().progress_topic();
     let partitions = k.progress_partitions();

@@ -1,9 +1,9 @@
 //! A real Apache Kafka for the tests: one process in KRaft mode (broker
 //! and controller), on loopback, in a temporary directory.
 //!
-//! The jars are `$WEIR_KAFKA_LIB` (a directory of them; the test script
-//! fetches Kafka's from Maven Central into it) and Java is `java` on the
-//! PATH. Without either a test says so and skips, unless
+//! The jars are `$WEIR_KAFKA_LIB` (a directory of them), else the test
+//! script's cache (`~/.cache/weir/kafka-4.4.0/lib`, which it fills from
+//! Maven Central), and Java is `java` on the PATH. Without either a test says so and skips, unless
 //! `WEIR_REQUIRE_BROKERS` is set: then it fails.
 
 use std::net::TcpListener;
@@ -40,8 +40,20 @@ impl KafkaBroker {
     /// A new broker with empty storage, or `None` (after saying why)
     /// without Kafka's jars or Java.
     pub fn start() -> Option<KafkaBroker> {
-        let Some(lib) = std::env::var_os("WEIR_KAFKA_LIB").map(PathBuf::from) else {
-            return skip("WEIR_KAFKA_LIB does not name Kafka's jars");
+        let cached = || {
+            let cache = std::env::var_os("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .or_else(|| Some(PathBuf::from(std::env::var_os("HOME")?).join(".cache")))?;
+            let lib = cache.join("weir/kafka-4.4.0/lib");
+            lib.join("kafka_2.13-4.4.0.jar").is_file().then_some(lib)
+        };
+        let Some(lib) = std::env::var_os("WEIR_KAFKA_LIB")
+            .map(PathBuf::from)
+            .or_else(cached)
+        else {
+            return skip(
+                "no Kafka jars: WEIR_KAFKA_LIB is not set and the test script's cache is empty",
+            );
         };
         if !lib.is_dir() {
             return skip("WEIR_KAFKA_LIB is not a directory");
@@ -67,6 +79,11 @@ impl KafkaBroker {
         Some(k)
     }
 
+    /// The directory of Kafka's jars.
+    pub fn lib(&self) -> &std::path::Path {
+        &self.lib
+    }
+
     /// The bootstrap address.
     pub fn brokers(&self) -> String {
         format!("127.0.0.1:{}", self.port)
@@ -76,7 +93,9 @@ impl KafkaBroker {
         self.dir.path().join(name)
     }
 
-    fn java(&self) -> Command {
+    /// A `java` with Kafka's jars on its class path and its logs to the
+    /// broker's directory.
+    pub fn java(&self) -> Command {
         let mut c = Command::new("java");
         c.arg(format!(
             "-Dlog4j2.configurationFile={}",
