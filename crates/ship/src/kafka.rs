@@ -285,6 +285,10 @@ impl Kafka {
             // waiting longer only delays its transaction.
             .set("linger.ms", "0")
             .set("partitioner", "murmur2_random")
+            // A record not acknowledged within the timeout fails its
+            // transaction, and the shipper says so and reconnects; the
+            // client's default would retry it quietly for five minutes.
+            .set("message.timeout.ms", self.o.timeout.as_millis().to_string())
             .set(
                 "transaction.timeout.ms",
                 (self.o.timeout.as_millis() * 6).to_string(),
@@ -360,6 +364,18 @@ impl std::fmt::Debug for Session {
         f.debug_struct("Session")
             .field("group", &self.group)
             .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Session {
+    /// The client's own drop purges what is queued and waits up to half
+    /// a second for it: done on a blocking thread when there is a
+    /// runtime, so that a reconnect does not stall the async threads.
+    fn drop(&mut self) {
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            let (p, c) = (self.producer.clone(), self.positions.clone());
+            drop(rt.spawn_blocking(move || drop((p, c))));
+        }
     }
 }
 

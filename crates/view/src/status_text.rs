@@ -145,9 +145,15 @@ fn ship(h: Option<&ShipStatus>) -> String {
     let Some(h) = h else {
         return "off".to_owned();
     };
+    // Kafka's records go to a topic, JetStream's to a stream.
+    let target = if h.sink.as_deref() == Some("kafka") {
+        "topic"
+    } else {
+        "stream"
+    };
     groups(&[
         format!(
-            "{} {}, stream {}, as {}",
+            "{} {}, {target} {}, as {}",
             words(h.sink.as_deref()),
             words(h.url.as_deref()),
             words(h.stream.as_deref()),
@@ -439,6 +445,17 @@ mod tests {
         let s = summary(&v, None);
         assert_eq!(s.lines().nth(6), Some("ship:       ? ?, stream ?, as ?; ?"));
         assert!(s.lines().nth(7).unwrap().starts_with("log:"));
+        v.ship = Some(ShipStatus {
+            sink: Some("kafka".into()),
+            url: Some("k1:9092".into()),
+            stream: Some("weir".into()),
+            ..ShipStatus::default()
+        });
+        let s = summary(&v, None);
+        assert_eq!(
+            s.lines().nth(6),
+            Some("ship:       kafka k1:9092, topic weir, as ?; ?")
+        );
     }
 
     #[test]

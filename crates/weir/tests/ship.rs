@@ -4,10 +4,11 @@
 //!   100,000 records arrive between its runs: the stream ends with
 //!   every index once, in order, with the log's payload, as `weir fleet
 //!   tail --json` prints it;
-//! - `weir run` with `--ship-nats`: the daemon ships what it logs, shows
-//!   the shipper in `weir status` and `/metrics`, rides out a broker crash
-//!   (retrying, the records held by the log), and the stream ends with
-//!   every record once, as `weir log tail` has it.
+//! - `weir run` with `--ship-nats`, and with `--ship-kafka`: the daemon
+//!   ships what it logs, shows the shipper in `weir status` and
+//!   `/metrics`, rides out a broker crash (retrying, the records held by
+//!   the log), and the stream ends with every record once, as `weir log
+//!   tail` has it.
 
 #[path = "../../ship/tests/support/mod.rs"]
 mod broker;
@@ -189,11 +190,52 @@ fn wait_ship(socket: &Path, what: &str, done: impl Fn(&Value, &Value) -> bool) -
     }
 }
 
+/// A broker the daemon test can crash and bring back.
+trait Crashable {
+    fn kill(&mut self);
+    fn restart(&mut self);
+}
+
+impl Crashable for broker::NatsServer {
+    fn kill(&mut self) {
+        broker::NatsServer::kill(self);
+    }
+    fn restart(&mut self) {
+        broker::NatsServer::restart(self);
+    }
+}
+
+impl Crashable for broker::kafka::KafkaBroker {
+    fn kill(&mut self) {
+        broker::kafka::KafkaBroker::kill(self);
+    }
+    fn restart(&mut self) {
+        broker::kafka::KafkaBroker::restart(self);
+    }
+}
+
 #[test]
 fn the_daemon_ships_through_a_broker_crash() {
     let Some(mut server) = broker::NatsServer::start() else {
         return;
     };
+    let url = server.url();
+    daemon_ships_through_a_crash(&mut server, "nats", &url, "WEIR");
+}
+
+#[test]
+fn the_daemon_ships_to_kafka_through_a_broker_crash() {
+    let Some(mut broker) = broker::kafka::KafkaBroker::start() else {
+        return;
+    };
+    let brokers = broker.brokers();
+    daemon_ships_through_a_crash(&mut broker, "kafka", &brokers, "weir");
+}
+
+/// `weir run --ship-SINK URL` ships what it logs, shows the shipper in
+/// status, text and metrics, retries through the broker's crash, and
+/// the stream or topic (`target`) ends with every record once.
+fn daemon_ships_through_a_crash(server: &mut dyn Crashable, sink: &str, url: &str, target: &str) {
     if !rustix::process::geteuid().is_root() {
         eprintln!("skipping: the daemon's socket group needs root");
         return;
@@ -201,7 +243,7 @@ fn the_daemon_ships_through_a_broker_crash() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     let socket = dir.path().join("weir.sock");
-    let url = server.url();
+    let flag = format!("--ship-{sink}");
     let daemon = Daemon::start(
         &state,
         &socket,
@@ -210,8 +252,8 @@ fn the_daemon_ships_through_a_broker_crash() {
             "false",
             "--devices-enabled",
             "false",
-            "--ship-nats",
-            &url,
+            &flag,
+            url,
             "--ship-host",
             HOST,
         ],
@@ -222,10 +264,10 @@ fn the_daemon_ships_through_a_broker_crash() {
     };
     let s = wait_ship(&socket, "shipping the first records", caught_up);
     let h = &s["ship"];
-    assert_eq!(h["sink"], "nats");
+    assert_eq!(h["sink"], sink);
     assert_eq!(h["host"], HOST);
-    assert_eq!(h["stream"], "WEIR");
-    assert_eq!(h["url"], Value::from(url.clone()));
+    assert_eq!(h["stream"], target);
+    assert_eq!(h["url"], Value::from(url));
     assert!(h["shipped"].as_u64().unwrap() >= 5000, "{h}");
     assert_eq!(h["last_error"], Value::Null);
 
@@ -235,7 +277,7 @@ fn the_daemon_ships_through_a_broker_crash() {
         &["log", "consumer", "list", "--json"],
     ));
     assert!(
-        String::from_utf8_lossy(&consumers).contains("\"ship-nats\""),
+        String::from_utf8_lossy(&consumers).contains(&format!("\"ship-{sink}\"")),
         "{}",
         String::from_utf8_lossy(&consumers)
     );
@@ -253,7 +295,7 @@ fn the_daemon_ships_through_a_broker_crash() {
     let mut metrics = Vec::new();
     client(&socket).get_text("/metrics", &mut metrics).unwrap();
     let metrics = String::from_utf8(metrics).unwrap();
-    let labels = format!("{{sink=\"nats\",stream=\"WEIR\",host=\"{HOST}\"}}");
+    let labels = format!("{{sink=\"{sink}\",stream=\"{target}\",host=\"{HOST}\"}}");
     assert!(
         metrics.contains(&format!("weir_ship_up{labels} 0\n")),
         "{metrics}"
@@ -270,7 +312,7 @@ fn the_daemon_ships_through_a_broker_crash() {
     daemon.stop();
 
     let fleet = Command::new(env!("CARGO_BIN_EXE_weir"))
-        .args(["fleet", "tail", "--json", "--nats", &url])
+        .args(["fleet", "tail", "--json", &format!("--{sink}"), url])
         .output()
         .unwrap();
     assert!(fleet.status.success());
