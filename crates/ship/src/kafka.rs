@@ -294,8 +294,9 @@ impl Kafka {
                 (self.o.timeout.as_millis() * 6).to_string(),
             );
         let producer: FutureProducer = c.create().map_err(Error::KafkaConfig)?;
-        let positions: BaseConsumer = self.o.reader(&id).create().map_err(Error::KafkaConfig)?;
-        let meta = positions.group_metadata().ok_or(Error::Kafka {
+        // The group's metadata outlives the consumer it comes from, which
+        // would otherwise keep polling the group's coordinator.
+        let meta = self.positions(&id)?.group_metadata().ok_or(Error::Kafka {
             op: "group metadata",
             source: KafkaError::Canceled,
         })?;
@@ -304,12 +305,19 @@ impl Kafka {
         blocking("init transactions", move || p.init_transactions(timeout)).await?;
         Ok(Session {
             producer,
-            positions: Arc::new(positions),
             meta: Arc::new(meta),
             kafka: self.clone(),
             group: id,
             token: host_token.to_owned(),
         })
+    }
+}
+
+impl Kafka {
+    /// A client of the host's group, which reads its positions and
+    /// commits nothing itself.
+    fn positions(&self, group: &str) -> Result<BaseConsumer> {
+        self.o.reader(group).create().map_err(Error::KafkaConfig)
     }
 }
 
@@ -352,7 +360,6 @@ async fn topic_shape(
 /// One host's transactional producer, and its group's positions.
 pub struct Session {
     producer: FutureProducer,
-    positions: Arc<BaseConsumer>,
     meta: Arc<ConsumerGroupMetadata>,
     kafka: Kafka,
     group: String,
@@ -373,8 +380,8 @@ impl Drop for Session {
     /// runtime, so that a reconnect does not stall the async threads.
     fn drop(&mut self) {
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            let (p, c) = (self.producer.clone(), self.positions.clone());
-            drop(rt.spawn_blocking(move || drop((p, c))));
+            let p = self.producer.clone();
+            drop(rt.spawn_blocking(move || drop(p)));
         }
     }
 }
@@ -388,7 +395,8 @@ impl Session {
         for p in 0..self.kafka.partitions {
             tpl.add_partition(&self.kafka.o.topic, p);
         }
-        let (c, timeout) = (self.positions.clone(), self.kafka.o.timeout);
+        let c = self.kafka.positions(&self.group)?;
+        let timeout = self.kafka.o.timeout;
         let got = blocking("committed positions", move || {
             c.committed_offsets(tpl, timeout)
         })

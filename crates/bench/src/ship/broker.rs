@@ -106,18 +106,27 @@ impl Drop for Broker {
 /// The CPU time, seconds, of this process's threads named `name` (their
 /// `comm`): the shipper's runtime.
 pub(super) fn thread_cpu(name: &str) -> Result<f64> {
-    tasks_cpu("/proc/self/task", Some(name))
+    tasks_cpu("/proc/self/task", Some(&|comm: &str| comm == name))
+}
+
+/// The CPU time, seconds, of this process's threads whose names start
+/// with one of `prefixes` (the runtime's, and librdkafka's `rdk:...`).
+pub(super) fn threads_cpu(prefixes: &[&str]) -> Result<f64> {
+    tasks_cpu(
+        "/proc/self/task",
+        Some(&|comm: &str| prefixes.iter().any(|p| comm.starts_with(p))),
+    )
 }
 
 /// The summed on-CPU time (`schedstat`, ns) of the tasks under `dir`,
-/// those named `name` only when given.
-fn tasks_cpu(dir: &str, name: Option<&str>) -> Result<f64> {
+/// those whose name `pick` takes only when given.
+fn tasks_cpu(dir: &str, pick: Option<&dyn Fn(&str) -> bool>) -> Result<f64> {
     let mut ns = 0u64;
     for e in std::fs::read_dir(dir).with_context(|| format!("reading {dir}"))? {
         let p = e?.path();
-        if let Some(name) = name {
+        if let Some(pick) = pick {
             let comm = std::fs::read_to_string(p.join("comm")).unwrap_or_default();
-            if comm.trim_end() != name {
+            if !pick(comm.trim_end()) {
                 continue;
             }
         }

@@ -13,9 +13,13 @@
 //!   logs on tmpfs as each real host has its own disk) at 10 records/s
 //!   each into one stream: append-to-`fleet tail` latency, and the
 //!   broker's CPU.
+//! - **Kafka** ([`kafka`]): throughput beside Kafka's own producer bench,
+//!   and the shipper's CPU, against a real single-node Kafka when its
+//!   jars are here (the test script fetches them).
 
 mod broker;
 mod fleet;
+mod kafka;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -154,6 +158,23 @@ pub(crate) fn run(a: Args) -> Result<()> {
         f.broker_cpu * 100.0,
         f.broker_rss_mib
     );
+    let k = match kafka::KafkaBroker::start() {
+        Some(node) => Some(kafka::run(&rt, &node, &a.dir, records, rounds, cpu_secs)?),
+        None => {
+            println!("  kafka: skipped (no Kafka jars or no java)");
+            None
+        }
+    };
+    let kafka_ratio = |peer: fn(&kafka::Figures) -> &Vec<f64>| {
+        k.as_ref().map(|k| {
+            k.weir
+                .iter()
+                .zip(peer(k))
+                .map(|(w, p)| w / p)
+                .collect::<Vec<f64>>()
+        })
+    };
+    let (vs_plain, vs_txn) = (kafka_ratio(|k| &k.plain), kafka_ratio(|k| &k.transactional));
     drop(rt);
     emit(&json!({
         "bench": "ship",
@@ -179,6 +200,15 @@ pub(crate) fn run(a: Args) -> Result<()> {
         "fleet_max_ms": f.max_ms,
         "broker_cpu": f.broker_cpu,
         "broker_rss_mib": f.broker_rss_mib,
+        "kafka_wire_bytes": k.as_ref().map(|k| k.wire_bytes),
+        "kafka_weir_rec_per_s": k.as_ref().map(|k| &k.weir),
+        "kafka_perf_plain_rec_per_s": k.as_ref().map(|k| &k.plain),
+        "kafka_perf_transactional_rec_per_s": k.as_ref().map(|k| &k.transactional),
+        "kafka_ratio_vs_plain": vs_plain,
+        "kafka_ratio_vs_plain_median": vs_plain.as_deref().map(median),
+        "kafka_ratio_vs_transactional": vs_txn,
+        "kafka_ratio_vs_transactional_median": vs_txn.as_deref().map(median),
+        "kafka_shipper_cpu_at_1000_per_s": k.as_ref().map(|k| k.cpu),
     }));
     Ok(())
 }
