@@ -33,7 +33,8 @@ use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerGroupMetadata};
 use rdkafka::error::KafkaError;
 use rdkafka::message::{Header, OwnedHeaders};
-use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
+use rdkafka::producer::future_producer::Delivery;
+use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord, Producer};
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{Offset, TopicPartitionList};
 use weir_log::Incarnation;
@@ -500,20 +501,11 @@ impl Session {
         // commit flushes by polling in 100 ms slices otherwise.
         let mut last = None;
         for d in deliveries {
-            let d = d.await.map_err(|_| Error::Kafka {
-                op: "produce",
-                source: KafkaError::Canceled,
-            })?;
-            let d = d.map_err(|(e, _)| kafka_err("produce")(e))?;
+            let d = delivered(d).await?;
             last = Some((d.partition, d.offset));
         }
         if let Some(d) = progress {
-            d.await
-                .map_err(|_| Error::Kafka {
-                    op: "produce",
-                    source: KafkaError::Canceled,
-                })?
-                .map_err(|(e, _)| kafka_err("produce")(e))?;
+            delivered(d).await?;
         }
         if let Some((partition, offset)) = last {
             let mut tpl = TopicPartitionList::new();
@@ -550,21 +542,12 @@ impl Session {
         let rec = FutureRecord::to(&topic)
             .key(self.token.as_str())
             .payload(json.as_bytes());
-        let d = self.send(rec).await?;
-        d.await
-            .map_err(|_| Error::Kafka {
-                op: "produce",
-                source: KafkaError::Canceled,
-            })?
-            .map_err(|(e, _)| kafka_err("produce")(e))?;
+        delivered(self.send(rec).await?).await?;
         self.commit().await
     }
 
     /// Queues a record, waiting for room in the client's queue.
-    async fn send(
-        &self,
-        mut rec: FutureRecord<'_, str, [u8]>,
-    ) -> Result<rdkafka::producer::DeliveryFuture> {
+    async fn send(&self, mut rec: FutureRecord<'_, str, [u8]>) -> Result<DeliveryFuture> {
         loop {
             match self.producer.send_result(rec) {
                 Ok(d) => return Ok(d),
@@ -580,6 +563,18 @@ impl Session {
     async fn commit(&self) -> Result<()> {
         let (p, timeout) = (self.producer.clone(), self.kafka.o.timeout);
         blocking("commit transaction", move || p.commit_transaction(timeout)).await
+    }
+}
+
+/// Waits for a record's acknowledgement.
+async fn delivered(d: DeliveryFuture) -> Result<Delivery> {
+    match d.await {
+        Ok(Ok(d)) => Ok(d),
+        Ok(Err((e, _))) => Err(kafka_err("produce")(e)),
+        Err(_) => Err(Error::Kafka {
+            op: "produce",
+            source: KafkaError::Canceled,
+        }),
     }
 }
 

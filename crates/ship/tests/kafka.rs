@@ -16,35 +16,18 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{Headers, Message};
 use rdkafka::{Offset, TopicPartitionList};
 use support::kafka::KafkaBroker;
-use support::records::{Lcg, append, appender, assert_exact, kept_log, rt, until_acked};
-use tokio::sync::watch;
+use support::records::{Lcg, append, appender, assert_exact, kept_log, rt, ship, until_acked};
 use weir_log::{Log, TypeMask};
+use weir_ship::Error;
 use weir_ship::fleet::{self, HostGlob, TailOptions};
 use weir_ship::kafka::{Kafka, KafkaOptions};
 use weir_ship::wire::{self, Shipped};
-use weir_ship::{Error, ShipOptions, Shipper};
 
 fn opts(brokers: &str) -> KafkaOptions {
     let mut o = KafkaOptions::new(brokers);
     o.timeout = Duration::from_secs(5);
     o.partitions = 3;
     o
-}
-
-/// Starts a shipper on the runtime; returns its stop switch and task.
-fn spawn(
-    log: &Arc<Log>,
-    o: KafkaOptions,
-    host: &str,
-) -> (
-    watch::Sender<bool>,
-    tokio::task::JoinHandle<weir_ship::Result<()>>,
-    Arc<weir_ship::ShipStats>,
-) {
-    let s = Shipper::new(log.clone(), o, ShipOptions::new(host)).unwrap();
-    let stats = s.stats();
-    let (tx, rx) = watch::channel(false);
-    (tx, tokio::spawn(s.run(rx)), stats)
 }
 
 /// Every record of the topic for `host` that a `read_committed` reader
@@ -79,7 +62,7 @@ fn ships_every_record_once_with_its_position_and_the_fleet_reads_back() {
     let log = kept_log(dir.path());
     append(&log, 3000);
     rt().block_on(async {
-        let (stop, task, stats) = spawn(&log, o.clone(), "db-1.example");
+        let (stop, task, stats) = ship(&log, o.clone(), "db-1.example");
         until_acked(&stats, 3000, Duration::from_secs(60)).await;
         // Records that arrive while it ships go out in their own batches.
         append(&log, 2000);
@@ -177,7 +160,7 @@ fn aborted_shippers_and_a_crashing_broker_lose_and_repeat_nothing() {
     let mut rng = Lcg(0x5eed);
     rt().block_on(async {
         for round in 0..15 {
-            let (_stop, task, _) = spawn(&log, o.clone(), host);
+            let (_stop, task, _) = ship(&log, o.clone(), host);
             tokio::time::sleep(Duration::from_millis(300 + rng.below(700))).await;
             // A shipper stopped at whatever await it is in, mid-
             // transaction included, as a SIGKILL leaves the broker: the
@@ -186,7 +169,7 @@ fn aborted_shippers_and_a_crashing_broker_lose_and_repeat_nothing() {
             let _ = task.await;
             // Five broker crashes, each with a shipper mid-stream.
             if round % 3 == 1 {
-                let (_stop, task, _) = spawn(&log, o.clone(), host);
+                let (_stop, task, _) = ship(&log, o.clone(), host);
                 tokio::time::sleep(Duration::from_millis(rng.below(500))).await;
                 broker.kill();
                 tokio::time::sleep(Duration::from_millis(rng.below(500))).await;
@@ -197,7 +180,7 @@ fn aborted_shippers_and_a_crashing_broker_lose_and_repeat_nothing() {
             }
         }
         writer.join().unwrap();
-        let (stop, task, stats) = spawn(&log, o.clone(), host);
+        let (stop, task, stats) = ship(&log, o.clone(), host);
         until_acked(&stats, log.last_index(), Duration::from_secs(180)).await;
         stop.send(true).unwrap();
         task.await.unwrap().unwrap();
@@ -216,9 +199,9 @@ fn a_second_shipper_of_a_host_fences_the_first_and_unfit_topics_are_refused() {
     let log = kept_log(dir.path());
     append(&log, 1000);
     rt().block_on(async {
-        let (_stop_a, task_a, stats_a) = spawn(&log, o.clone(), "twin");
+        let (_stop_a, task_a, stats_a) = ship(&log, o.clone(), "twin");
         until_acked(&stats_a, 1000, Duration::from_secs(60)).await;
-        let (stop_b, task_b, stats_b) = spawn(&log, o.clone(), "twin");
+        let (stop_b, task_b, stats_b) = ship(&log, o.clone(), "twin");
         until_acked(&stats_b, 1000, Duration::from_secs(60)).await;
         // The first learns it was fenced at its next transaction.
         append(&log, 1000);
@@ -246,11 +229,65 @@ fn a_second_shipper_of_a_host_fences_the_first_and_unfit_topics_are_refused() {
         assert!(made[0].is_ok(), "{made:?}");
         let mut bad = o.clone();
         bad.topic = "compacted".into();
-        let (_stop, task, _) = spawn(&log, bad, "twin");
+        let (_stop, task, _) = ship(&log, bad, "twin");
         let r = tokio::time::timeout(Duration::from_secs(60), task)
             .await
             .unwrap()
             .unwrap();
         assert!(matches!(r, Err(Error::TopicUnfit { .. })), "{r:?}");
+    });
+}
+
+#[test]
+fn a_hundred_hosts_ship_at_once_and_the_fleet_reads_back_every_record() {
+    let Some(broker) = KafkaBroker::start() else {
+        return;
+    };
+    let o = opts(&broker.brokers());
+    let dirs: Vec<tempfile::TempDir> = (0..100).map(|_| tempfile::tempdir().unwrap()).collect();
+    let logs: Vec<Arc<Log>> = dirs.iter().map(|d| kept_log(d.path())).collect();
+    for (i, log) in logs.iter().enumerate() {
+        append(log, 50 + i as u64);
+    }
+    rt().block_on(async {
+        // The topics exist before a hundred shippers race to make them.
+        Kafka::connect(&o).await.unwrap();
+        let shippers: Vec<_> = logs
+            .iter()
+            .enumerate()
+            .map(|(i, log)| ship(log, o.clone(), &format!("host-{i:03}.fleet")))
+            .collect();
+        for (i, (_, _, stats)) in shippers.iter().enumerate() {
+            until_acked(stats, logs[i].last_index(), Duration::from_secs(180)).await;
+        }
+        for (stop, task, _) in shippers {
+            stop.send(true).unwrap();
+            task.await.unwrap().unwrap();
+        }
+        let (k, _) = Kafka::connect(&o).await.unwrap();
+        let mut seen = std::collections::BTreeMap::<String, Vec<Shipped>>::new();
+        let all = TailOptions {
+            hosts: None,
+            mask: TypeMask::all(),
+            follow: false,
+        };
+        let n = fleet::kafka::tail(&k, &all, |s| {
+            seen.entry(s.host.clone()).or_default().push(s.clone());
+            Ok(())
+        })
+        .await
+        .unwrap();
+        assert_eq!(n, (0..100).map(|i| 50 + i).sum::<u64>());
+        assert_eq!(seen.len(), 100);
+        for (i, log) in logs.iter().enumerate() {
+            let host = format!("host-{i:03}.fleet");
+            assert_exact(&seen[&host], log, &host);
+        }
+        let hosts = fleet::kafka::status(&k).await.unwrap();
+        assert_eq!(hosts.len(), 100);
+        for (i, h) in hosts.iter().enumerate() {
+            assert_eq!(h.host, format!("host-{i:03}.fleet"));
+            assert_eq!((h.last_index, h.lag), (50 + i as u64, Some(0)));
+        }
     });
 }

@@ -8,15 +8,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use support::records::{
-    Lcg, append, appender, assert_exact, kept_log, log_records, rt, until_acked,
+    Lcg, Running, append, appender, assert_exact, kept_log, log_records, rt, ship, until_acked,
 };
 use support::{NatsServer, NetNs};
-use tokio::sync::watch;
 use weir_log::{Log, Options, RecordType, TypeMask};
 use weir_ship::fleet::{self, HostGlob, TailOptions};
 use weir_ship::nats::{Nats, NatsOptions};
 use weir_ship::wire::Shipped;
-use weir_ship::{ShipOptions, Shipper};
 
 fn opts(url: &str) -> NatsOptions {
     let mut o = NatsOptions::new(url);
@@ -24,20 +22,9 @@ fn opts(url: &str) -> NatsOptions {
     o
 }
 
-/// Starts a shipper on the runtime; returns its stop switch and task.
-fn spawn(
-    log: &Arc<Log>,
-    url: &str,
-    host: &str,
-) -> (
-    watch::Sender<bool>,
-    tokio::task::JoinHandle<weir_ship::Result<()>>,
-    Arc<weir_ship::ShipStats>,
-) {
-    let s = Shipper::new(log.clone(), opts(url), ShipOptions::new(host)).unwrap();
-    let stats = s.stats();
-    let (tx, rx) = watch::channel(false);
-    (tx, tokio::spawn(s.run(rx)), stats)
+/// Starts a shipper to the server at `url`.
+fn spawn(log: &Arc<Log>, url: &str, host: &str) -> Running {
+    ship(log, opts(url), host)
 }
 
 /// Every record of the stream for `host`, in stream order.

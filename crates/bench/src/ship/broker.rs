@@ -103,12 +103,6 @@ impl Drop for Broker {
     }
 }
 
-/// The CPU time, seconds, of this process's threads named `name` (their
-/// `comm`): the shipper's runtime.
-pub(super) fn thread_cpu(name: &str) -> Result<f64> {
-    tasks_cpu("/proc/self/task", Some(&|comm: &str| comm == name))
-}
-
 /// The CPU time, seconds, of this process's threads whose names start
 /// with one of `prefixes` (the runtime's, and librdkafka's `rdk:...`).
 pub(super) fn threads_cpu(prefixes: &[&str]) -> Result<f64> {

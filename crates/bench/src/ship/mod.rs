@@ -29,10 +29,10 @@ use serde_json::json;
 use tokio::sync::watch;
 use weir_log::{Log, Options, Record, RecordType};
 use weir_ship::nats::NatsOptions;
-use weir_ship::{ShipOptions, Shipper};
+use weir_ship::{ShipOptions, Shipper, Sink};
 
 use crate::report::{emit, median, skipped};
-use broker::{Broker, thread_cpu};
+use broker::{Broker, threads_cpu};
 
 /// Options of `weir-bench ship`.
 #[derive(clap::Args, Debug)]
@@ -58,8 +58,8 @@ pub(crate) struct Args {
     /// per second.
     #[arg(long, default_value_t = 1000)]
     fleet_linger_ms: u64,
-    /// The linger of the CPU phase's shipper, ms [default: the
-    /// shipper's].
+    /// The linger of the CPU phases' shippers (NATS and Kafka), ms
+    /// [default: the shipper's].
     #[arg(long)]
     cpu_linger_ms: Option<u64>,
     /// A directory on a disk filesystem, for the broker's store and the
@@ -67,6 +67,9 @@ pub(crate) struct Args {
     #[arg(long, default_value = "/var/tmp")]
     dir: std::path::PathBuf,
 }
+
+/// The name of the runtime's threads, whose CPU is the shipper's.
+const RUNTIME_THREADS: &str = "ship-bench-rt";
 
 /// The record's name: 100 bytes, as the target's "100 B records".
 const NAME_BYTES: usize = 100;
@@ -86,7 +89,7 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let broker = Broker::start(&server, &a.dir)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
-        .thread_name("ship-bench-rt")
+        .thread_name(RUNTIME_THREADS)
         .thread_keep_alive(Duration::from_secs(600))
         .enable_all()
         .build()?;
@@ -105,7 +108,13 @@ pub(crate) fn run(a: Args) -> Result<()> {
         fill(&log, records)?;
         wire_bytes = mean_wire_bytes(&log)?;
         let stream = format!("WEIRB{round}");
-        let secs = rt.block_on(ship_all(&log, &broker.url(), &stream))?;
+        let mut nats = NatsOptions::new(broker.url());
+        nats.stream.clone_from(&stream);
+        let secs = rt.block_on(async {
+            let secs = ship_all(&log, nats).await?;
+            drop_streams(&broker.url(), &stream).await?;
+            anyhow::Ok(secs)
+        })?;
         let weir = records as f64 / secs;
         let atomic = broker::nats_bench(&cli, &broker.url(), "atomic", records, wire_bytes, round)?;
         let dedup = broker::nats_bench(&cli, &broker.url(), "async", records, wire_bytes, round)?;
@@ -128,13 +137,22 @@ pub(crate) fn run(a: Args) -> Result<()> {
     let cpu_linger = a
         .cpu_linger_ms
         .map_or_else(|| ShipOptions::new("x").linger, Duration::from_millis);
-    let cpu = rt.block_on(cpu_at_rate(
-        &broker.url(),
-        &a.dir,
-        1000,
-        cpu_secs,
-        cpu_linger,
-    ))?;
+    let mut nats = NatsOptions::new(broker.url());
+    nats.stream = "WEIRCPU".into();
+    let cpu = rt.block_on(async {
+        let cpu = cpu_at_rate(
+            nats.into(),
+            &a.dir,
+            1000,
+            cpu_secs,
+            cpu_linger,
+            &[RUNTIME_THREADS],
+            Duration::from_secs(1),
+        )
+        .await?;
+        drop_streams(&broker.url(), "WEIRCPU").await?;
+        anyhow::Ok(cpu)
+    })?;
     println!(
         "  shipper CPU at 1000 records/s for {cpu_secs} s, linger {} ms: {:.2}% of a core",
         cpu_linger.as_millis(),
@@ -159,7 +177,9 @@ pub(crate) fn run(a: Args) -> Result<()> {
         f.broker_rss_mib
     );
     let k = match kafka::KafkaBroker::start() {
-        Some(node) => Some(kafka::run(&rt, &node, &a.dir, records, rounds, cpu_secs)?),
+        Some(node) => Some(kafka::run(
+            &rt, &node, &a.dir, records, rounds, cpu_secs, cpu_linger,
+        )?),
         None => {
             println!("  kafka: skipped (no Kafka jars or no java)");
             None
@@ -243,12 +263,10 @@ fn mean_wire_bytes(log: &Log) -> Result<usize> {
     Ok(bytes / n)
 }
 
-/// Ships the whole log into a new stream; the seconds it took, from the
+/// Ships the whole log to `sink`; the seconds it took, from the
 /// shipper's start to the broker's acknowledgement of the last record.
-async fn ship_all(log: &Arc<Log>, url: &str, stream: &str) -> Result<f64> {
-    let mut nats = NatsOptions::new(url);
-    nats.stream = stream.to_owned();
-    let shipper = Shipper::new(log.clone(), nats, ShipOptions::new("bench-host"))?;
+pub(super) async fn ship_all(log: &Arc<Log>, sink: impl Into<Sink>) -> Result<f64> {
+    let shipper = Shipper::new(log.clone(), sink, ShipOptions::new("bench-host"))?;
     let stats = shipper.stats();
     let (stop, rx) = watch::channel(false);
     let last = log.last_index();
@@ -266,7 +284,6 @@ async fn ship_all(log: &Arc<Log>, url: &str, stream: &str) -> Result<f64> {
     let secs = t0.elapsed().as_secs_f64();
     let _ = stop.send(true);
     task.await.context("the shipper's task")??;
-    drop_streams(url, stream).await?;
     Ok(secs)
 }
 
@@ -285,25 +302,27 @@ pub(super) async fn drop_streams(url: &str, stream: &str) -> Result<()> {
     Ok(())
 }
 
-/// The shipper's threads' CPU, as a share of one core, while a log takes
-/// `rate` records a second for `secs` seconds.
-async fn cpu_at_rate(
-    url: &str,
+/// The shipper's threads' CPU (those named with one of `threads`), as a
+/// share of one core, while a log takes `rate` records a second for
+/// `secs` seconds, after a start-up of `warm_up`.
+pub(super) async fn cpu_at_rate(
+    sink: Sink,
     dir: &std::path::Path,
     rate: u64,
     secs: u64,
     linger: Duration,
+    threads: &[&str],
+    warm_up: Duration,
 ) -> Result<f64> {
     let tmp = tempfile::tempdir_in(dir)?;
     let log = Arc::new(Log::open(tmp.path(), Options::default())?);
-    let mut nats = NatsOptions::new(url);
-    nats.stream = "WEIRCPU".into();
     let mut o = ShipOptions::new("cpu-host");
     o.linger = linger;
-    let shipper = Shipper::new(log.clone(), nats, o)?;
+    let shipper = Shipper::new(log.clone(), sink, o)?;
     let stats = shipper.stats();
     let (stop, rx) = watch::channel(false);
     let task = tokio::spawn(shipper.run(rx));
+    let run_for = warm_up + Duration::from_secs(secs + 1);
     let appender = {
         let log = log.clone();
         std::thread::spawn(move || -> Result<()> {
@@ -311,7 +330,7 @@ async fn cpu_at_rate(
             // Ten records every 10 ms.
             let start = Instant::now();
             let mut sent = 0u64;
-            while start.elapsed() < Duration::from_secs(secs + 1) {
+            while start.elapsed() < run_for {
                 let due = (start.elapsed().as_secs_f64() * rate as f64) as u64;
                 while sent < due {
                     let _ = log.append(&Record::new(RecordType::CREAT).name(&name))?;
@@ -322,12 +341,12 @@ async fn cpu_at_rate(
             Ok(())
         })
     };
-    // Past the start-up (connect, stream creation).
-    tokio::time::sleep(Duration::from_millis(1000)).await;
-    let before = thread_cpu("ship-bench-rt")?;
+    // Past the start-up (connect, stream or topics, transactions).
+    tokio::time::sleep(warm_up).await;
+    let before = threads_cpu(threads)?;
     let t0 = Instant::now();
     tokio::time::sleep(Duration::from_secs(secs)).await;
-    let used = thread_cpu("ship-bench-rt")? - before;
+    let used = threads_cpu(threads)? - before;
     let wall = t0.elapsed().as_secs_f64();
     appender
         .join()
@@ -335,7 +354,6 @@ async fn cpu_at_rate(
     let r = stats.report();
     let _ = stop.send(true);
     task.await.context("the shipper's task")??;
-    drop_streams(url, "WEIRCPU").await?;
     // What the linger holds back at the end is not behind.
     let held = rate * (linger.as_millis() as u64 / 1000 + 1);
     if r.shipped + held < rate * secs {

@@ -70,6 +70,13 @@ pub struct TailOptions {
     pub follow: bool,
 }
 
+impl TailOptions {
+    /// Whether a record read is one to show.
+    pub(crate) fn wants(&self, s: &crate::wire::Shipped) -> bool {
+        self.mask.contains(s.record.kind) && self.hosts.as_ref().is_none_or(|g| g.matches(&s.host))
+    }
+}
+
 /// One host as `weir fleet status` shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FleetHost {

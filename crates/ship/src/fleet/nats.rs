@@ -61,9 +61,7 @@ pub async fn tail(
             subject: m.subject.to_string(),
             source,
         })?;
-        let wanted =
-            o.mask.contains(s.record.kind) && o.hosts.as_ref().is_none_or(|g| g.matches(&s.host));
-        if wanted {
+        if o.wants(&s) {
             emit(&s).map_err(Error::Output)?;
             n += 1;
         }

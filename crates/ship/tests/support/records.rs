@@ -5,8 +5,25 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tokio::sync::watch;
 use weir_log::{Field, Log, LogRecord, Options, Record, RecordType, TypeMask};
 use weir_ship::wire::Shipped;
+use weir_ship::{ShipOptions, ShipStats, Shipper, Sink};
+
+/// A running shipper's stop switch, task and counters.
+pub type Running = (
+    watch::Sender<bool>,
+    tokio::task::JoinHandle<weir_ship::Result<()>>,
+    Arc<ShipStats>,
+);
+
+/// Starts a shipper of `log` to `sink` as `host` on the runtime.
+pub fn ship(log: &Arc<Log>, sink: impl Into<Sink>, host: &str) -> Running {
+    let s = Shipper::new(log.clone(), sink, ShipOptions::new(host)).unwrap();
+    let stats = s.stats();
+    let (tx, rx) = watch::channel(false);
+    (tx, tokio::spawn(s.run(rx)), stats)
+}
 
 pub const TYPES: [RecordType; 4] = [
     RecordType::CREAT,
