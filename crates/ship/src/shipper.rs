@@ -2,8 +2,9 @@
 //! log has made durable and clears what the broker has stored.
 //!
 //! The broker, not the consumer's cursor, says where to resume: at each
-//! (re)connection the shipper reads the host's last record from the
-//! stream and goes on after it. The cursor only keeps retention from
+//! (re)connection the shipper reads where the host stands (its last
+//! record in the stream, or its committed position on Kafka) and goes on
+//! after it. The cursor only keeps retention from
 //! deleting what is not shipped yet, so clearing it lags the broker by up
 //! to [`ShipOptions::clear_interval`] at no risk, and it is moved by a
 //! task of its own (a rewrite of the consumer file, with its fsyncs, never
