@@ -120,7 +120,10 @@ fn scan_matches_lvm_and_reads_a_few_kib_per_pv() {
         lvm_vgs[0]["vg_free"], lvm_vgs[0]["vg_size"],
         "an LV uses space"
     );
-    let mdas: Vec<&str> = lvm_pvs.iter().map(|r| r["pv_mda_count"].as_str()).collect();
+    // Sorted by count: the rows are in name order, and loop device names
+    // (loop9, loop10) need not sort in the order they were attached.
+    let mut mdas: Vec<&str> = lvm_pvs.iter().map(|r| r["pv_mda_count"].as_str()).collect();
+    mdas.sort_unstable();
     assert_eq!(mdas, ["0", "1", "2", "2"]);
 
     let inv = scan(&fleet);
