@@ -24,6 +24,7 @@
 //! it is exact as of the last commit; an idle host's heartbeat is a
 //! transaction of its own.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -308,7 +309,6 @@ impl Kafka {
             producer,
             meta: Arc::new(meta),
             kafka: self.clone(),
-            group: id,
             token: host_token.to_owned(),
         })
     }
@@ -363,14 +363,13 @@ pub struct Session {
     producer: FutureProducer,
     meta: Arc<ConsumerGroupMetadata>,
     kafka: Kafka,
-    group: String,
     token: String,
 }
 
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Session")
-            .field("group", &self.group)
+            .field("host_token", &self.token)
             .finish_non_exhaustive()
     }
 }
@@ -396,7 +395,8 @@ impl Session {
         for p in 0..self.kafka.partitions {
             tpl.add_partition(&self.kafka.o.topic, p);
         }
-        let c = self.kafka.positions(&self.group)?;
+        let id = group(&self.token);
+        let c = self.kafka.positions(&id)?;
         let timeout = self.kafka.o.timeout;
         let got = blocking("committed positions", move || {
             c.committed_offsets(tpl, timeout)
@@ -408,7 +408,7 @@ impl Session {
                 continue;
             }
             let bad = |source| Error::BadPosition {
-                group: self.group.clone(),
+                group: id.clone(),
                 partition: e.partition(),
                 source,
             };
@@ -469,7 +469,11 @@ impl Session {
             .map_err(kafka_err("begin transaction"))?;
         let mut deliveries = Vec::with_capacity(msgs.len());
         for m in &msgs {
-            let kind = m.kind.to_string();
+            // A built-in type's name is static; only others are written.
+            let kind = m
+                .kind
+                .name()
+                .map_or_else(|| Cow::Owned(m.kind.to_string()), Cow::Borrowed);
             let headers = OwnedHeaders::new_with_capacity(2)
                 .insert(Header {
                     key: ID_HEADER,
@@ -477,7 +481,7 @@ impl Session {
                 })
                 .insert(Header {
                     key: TYPE_HEADER,
-                    value: Some(kind.as_str()),
+                    value: Some(kind.as_ref()),
                 });
             let rec = FutureRecord::to(&self.kafka.o.topic)
                 .key(self.token.as_str())
