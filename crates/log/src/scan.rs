@@ -13,6 +13,11 @@ use crate::codec::{self, DecodeError, FrameRef};
 use crate::fs::{File, read_full_at};
 use crate::segment::{BLOCK, align_up};
 
+/// A scan's first read, doubled at each refill up to [`CHUNK`]. A reader
+/// that follows the log scans from the tail of a preallocated segment
+/// dozens of times a second: a full chunk per scan would read (and copy)
+/// 256 KiB of unwritten space each time to find a few new records.
+const FIRST_CHUNK: usize = 16 * 1024;
 const CHUNK: usize = 256 * 1024;
 
 /// One step of a scan.
@@ -40,6 +45,8 @@ pub(crate) struct Scanner<'f> {
     file: &'f dyn File,
     buf: Vec<u8>,
     buf_off: u64,
+    /// The size of the next read.
+    chunk: usize,
     pos: u64,
     limit: u64,
     next_index: u64,
@@ -53,6 +60,7 @@ impl<'f> Scanner<'f> {
             file,
             buf: Vec::new(),
             buf_off: 0,
+            chunk: FIRST_CHUNK,
             pos,
             limit,
             next_index,
@@ -74,7 +82,10 @@ impl<'f> Scanner<'f> {
         let want = end.saturating_sub(at) as usize;
         let cached = at >= self.buf_off && end <= self.buf_off + self.buf.len() as u64;
         if !cached {
-            let n = want.max(CHUNK).min(self.limit.saturating_sub(at) as usize);
+            let n = want
+                .max(self.chunk)
+                .min(self.limit.saturating_sub(at) as usize);
+            self.chunk = (self.chunk * 2).min(CHUNK);
             self.buf.resize(n, 0);
             let got = read_full_at(self.file, &mut self.buf, at)?;
             self.buf.truncate(got);
@@ -162,5 +173,106 @@ impl<'f> Scanner<'f> {
         // The window is still cached from `step`, which checked the CRC.
         let w = self.window(offset, len)?;
         Ok(codec::trusted_frame(w))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::kind::RecordType;
+    use crate::record::Record;
+
+    /// A file in memory that keeps the size of every read.
+    #[derive(Debug)]
+    struct Recorded {
+        data: Vec<u8>,
+        reads: Mutex<Vec<usize>>,
+    }
+
+    fn unsupported() -> io::Error {
+        io::Error::from(io::ErrorKind::Unsupported)
+    }
+
+    impl File for Recorded {
+        fn write_at(&self, _: &[u8], _: u64) -> io::Result<usize> {
+            Err(unsupported())
+        }
+        fn read_at(&self, buf: &mut [u8], off: u64) -> io::Result<usize> {
+            self.reads.lock().unwrap().push(buf.len());
+            let at = usize::try_from(off).unwrap().min(self.data.len());
+            let n = buf.len().min(self.data.len() - at);
+            buf[..n].copy_from_slice(&self.data[at..at + n]);
+            Ok(n)
+        }
+        fn sync_data(&self) -> io::Result<()> {
+            Err(unsupported())
+        }
+        fn sync_all(&self) -> io::Result<()> {
+            Err(unsupported())
+        }
+        fn allocate(&self, _: u64) -> io::Result<()> {
+            Err(unsupported())
+        }
+        fn set_len(&self, _: u64) -> io::Result<()> {
+            Err(unsupported())
+        }
+        fn len(&self) -> io::Result<u64> {
+            Ok(self.data.len() as u64)
+        }
+        fn allocated(&self) -> io::Result<u64> {
+            Ok(self.data.len() as u64)
+        }
+    }
+
+    /// `records` frames of a 100-byte name from index 1, then zeros up to
+    /// `len` bytes (a preallocated segment's unwritten space).
+    fn segment(records: u64, len: usize) -> Recorded {
+        let mut data = Vec::new();
+        let name = [b'n'; 100];
+        for i in 1..=records {
+            let r = Record::new(RecordType::CREAT).name(&name);
+            data.extend(codec::encode(&r, i, i).unwrap());
+        }
+        assert!(data.len() <= len);
+        data.resize(len, 0);
+        Recorded {
+            data,
+            reads: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn scan_all(f: &Recorded) -> u64 {
+        let mut sc = Scanner::new(f, 0, 1, f.data.len() as u64);
+        let mut frames = 0;
+        while let Step::Frame { .. } = sc.step().unwrap() {
+            frames += 1;
+        }
+        frames
+    }
+
+    #[test]
+    fn a_scan_at_the_tail_of_a_preallocated_segment_reads_only_a_little() {
+        let f = segment(20, 8 << 20);
+        assert_eq!(scan_all(&f), 20);
+        let reads = f.reads.lock().unwrap();
+        let total: usize = reads.iter().sum();
+        assert!(
+            total <= 2 * FIRST_CHUNK,
+            "read {total} B in {reads:?} to find 20 records"
+        );
+    }
+
+    #[test]
+    fn a_long_scan_grows_its_reads_to_a_full_chunk() {
+        let f = segment(20_000, 4 << 20);
+        assert_eq!(scan_all(&f), 20_000);
+        let reads = f.reads.lock().unwrap();
+        assert_eq!(reads[0], FIRST_CHUNK);
+        assert_eq!(reads.iter().max(), Some(&CHUNK));
+        // The frames' 3 MiB or so in 256 KiB reads, and the few smaller
+        // ones before them.
+        assert!(reads.len() <= 4 * 1024 * 1024 / CHUNK + 6, "{reads:?}");
     }
 }
