@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::nats::Outgoing;
 use crate::sink::{Conn, Sink};
 use crate::stats::{ShipState, ShipStats};
-use crate::wire;
+use crate::wire::{self, Envelope};
 
 /// What to ship, and how often to touch the log's cursor.
 #[derive(Debug, Clone)]
@@ -238,6 +238,7 @@ impl Shipper {
             .reader(start.next)
             .with_mask(self.opts.mask.clone());
         let mut status = LastPut::default();
+        let env = Envelope::new(&self.opts.host, inc);
         // The next batch, read and encoded while the last one's
         // acknowledgement is on its way (it is sent only after).
         let mut ahead: Vec<LogRecord> = Vec::new();
@@ -272,7 +273,8 @@ impl Shipper {
             };
             if batch.len() < self.batch {
                 // A trickle: let the first record wait out its linger for
-                // company, then take what came meanwhile.
+                // company, then take what came meanwhile. The log makes
+                // what is here durable meanwhile.
                 let age = Duration::from_nanos(now_ns().saturating_sub(first.time_ns));
                 if let Some(rest) = self.opts.linger.checked_sub(age)
                     && sleep_or_stop(rest, stop).await
@@ -288,7 +290,7 @@ impl Shipper {
             };
             self.durable(end).await?;
             let done = msgs.len();
-            msgs.extend(batch[done..].iter().map(|r| self.outgoing(inc, r)));
+            msgs.extend(batch[done..].iter().map(|r| outgoing(&env, r)));
             let n = msgs.len() as u64;
             self.stats.publishing(n);
             // A sink whose batches carry the progress message (Kafka's, in
@@ -301,7 +303,8 @@ impl Shipper {
             let (published, ()) = tokio::join!(conn.publish(inc, msgs, progress), async {
                 // An error here meets the next read again.
                 let _ = self.read_batch(&mut reader, &mut ahead);
-                ahead_msgs.extend(ahead.iter().map(|r| self.outgoing(inc, r)));
+                let done = ahead_msgs.len();
+                ahead_msgs.extend(ahead[done..].iter().map(|r| outgoing(&env, r)));
             });
             published?;
             self.stats.acked(n, end);
@@ -309,17 +312,6 @@ impl Shipper {
                 status.put = Some((Instant::now(), last, end));
             }
             backoff.reset();
-        }
-    }
-
-    /// A record as published.
-    fn outgoing(&self, inc: Incarnation, r: &LogRecord) -> Outgoing {
-        Outgoing {
-            index: r.index,
-            kind: r.kind,
-            subject: wire::subject(&self.token, r.kind),
-            id: wire::message_id(&self.token, inc, r.index),
-            payload: Bytes::from(wire::encode(&self.opts.host, inc, r)),
         }
     }
 
@@ -490,6 +482,17 @@ fn now_ns() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+/// A record as published.
+fn outgoing(env: &Envelope, r: &LogRecord) -> Outgoing {
+    Outgoing {
+        index: r.index,
+        kind: r.kind,
+        subject: env.subject(r.kind),
+        id: env.message_id(r.index),
+        payload: Bytes::from(env.encode(r)),
+    }
 }
 
 /// Waits for records past the reader's position, for at most 100 ms (so
