@@ -273,8 +273,7 @@ impl Shipper {
             };
             if batch.len() < self.batch {
                 // A trickle: let the first record wait out its linger for
-                // company, then take what came meanwhile. The log makes
-                // what is here durable meanwhile.
+                // company, then take what came meanwhile.
                 let age = Duration::from_nanos(now_ns().saturating_sub(first.time_ns));
                 if let Some(rest) = self.opts.linger.checked_sub(age)
                     && sleep_or_stop(rest, stop).await
