@@ -246,8 +246,76 @@ kafka = \"k1:9092,k2:9092\"\ntopic = \"fleet.weir\"\npartitions = 12",
         ("nats = \"nats://a\"\nkafka = \"k:9092\"", "ship.kafka"),
         ("kafka = \"k:9092\"\ntopic = \"a b\"", "ship.topic"),
         ("kafka = \"k:9092\"\npartitions = 0", "ship.partitions"),
+        ("kafka_properties = \"ssl\"", "ship.kafka_properties"),
+        (
+            "kafka_properties = { \"ssl.ca.location\" = 1 }",
+            "ship.kafka_properties",
+        ),
+        (
+            "kafka_properties = { acks = \"1\" }",
+            "ship.kafka_properties",
+        ),
+        (
+            "kafka_properties = { \"\" = \"x\" }",
+            "ship.kafka_properties",
+        ),
     ] {
         assert_eq!(bad_key(&format!("[ship]\n{text}")), key, "{text}");
+    }
+}
+
+#[test]
+fn kafka_client_properties_are_a_table_and_weirs_own_are_refused() {
+    let c = parse(
+        "[ship]
+kafka = \"k:9093\"
+[ship.kafka_properties]
+\"security.protocol\" = \"sasl_ssl\"
+\"ssl.ca.location\" = \"/etc/weir/ca.pem\"
+\"sasl.mechanisms\" = \"SCRAM-SHA-512\"",
+    )
+    .unwrap();
+    let props: Vec<(&str, &str)> = c
+        .ship
+        .kafka_properties
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    assert_eq!(
+        props,
+        [
+            ("sasl.mechanisms", "SCRAM-SHA-512"),
+            ("security.protocol", "sasl_ssl"),
+            ("ssl.ca.location", "/etc/weir/ca.pem")
+        ]
+    );
+    // Each flag sets one property over the file's.
+    let mut f = c.clone();
+    let mut o = ConfigOverrides::default();
+    o.ship_kafka_properties = vec![
+        ("security.protocol".into(), "ssl".into()),
+        ("compression.type".into(), "gzip".into()),
+    ];
+    f.apply(o);
+    f.validate().unwrap();
+    assert_eq!(f.ship.kafka_properties["security.protocol"], "ssl");
+    assert_eq!(f.ship.kafka_properties["compression.type"], "gzip");
+    assert_eq!(f.ship.kafka_properties.len(), 4);
+    // Those exactly-once rests on are weir's, by any of their names.
+    for owned in [
+        "transactional.id",
+        "enable.idempotence",
+        "request.required.acks",
+    ] {
+        let mut f = c.clone();
+        let mut o = ConfigOverrides::default();
+        o.ship_kafka_properties = vec![(owned.into(), "x".into())];
+        f.apply(o);
+        let e = f.validate().unwrap_err();
+        assert_eq!(e.key(), Some("ship.kafka_properties"));
+        let shown = e.to_string();
+        assert!(shown.contains("--ship-kafka-property"), "{shown}");
+        assert!(shown.contains(owned), "{shown}");
     }
 }
 
@@ -511,7 +579,14 @@ fn the_printed_form_reads_back() {
     c.fs.mtime_interval_ms = 40;
     c.ship.nats = Some("nats://n:4222".into());
     c.ship.mask = "MOUNT_ATTACH,MOUNT_DETACH".into();
+    c.ship
+        .kafka_properties
+        .insert("ssl.ca.location".into(), "/etc/a b/ca.pem".into());
     let text = c.to_toml().unwrap();
+    assert!(
+        text.contains("[ship.kafka_properties]\n\"ssl.ca.location\" = \"/etc/a b/ca.pem\"\n"),
+        "{text}"
+    );
     assert!(
         text.contains("[ship]\nnats = \"nats://n:4222\"\nkafka = \"\"\nhost = \"\"\n"),
         "{text}"

@@ -73,6 +73,46 @@ pub fn check_topic_name(name: &str) -> Result<(), &'static str> {
     Ok(())
 }
 
+/// The client properties weir sets itself, with librdkafka's aliases of
+/// them: exactly-once rests on these (a transaction per batch, idempotent
+/// and acknowledged by every replica, read back committed) and so do the
+/// brokers and timeouts weir's options name.
+const OWNED_PROPERTIES: &[&str] = &[
+    "bootstrap.servers",
+    "metadata.broker.list",
+    "client.id",
+    "socket.timeout.ms",
+    "group.id",
+    "enable.auto.commit",
+    "auto.commit.enable",
+    "enable.auto.offset.store",
+    "isolation.level",
+    "enable.partition.eof",
+    "transactional.id",
+    "enable.idempotence",
+    "acks",
+    "request.required.acks",
+    "linger.ms",
+    "queue.buffering.max.ms",
+    "partitioner",
+    "message.timeout.ms",
+    "delivery.timeout.ms",
+    "transaction.timeout.ms",
+];
+
+/// Whether a librdkafka property may be set by the user
+/// ([`KafkaOptions::properties`]): any but those weir sets itself, which
+/// would be overridden; its value is the client's to check.
+pub fn check_property(key: &str) -> Result<(), &'static str> {
+    if key.is_empty() {
+        return Err("a property needs a name");
+    }
+    if OWNED_PROPERTIES.contains(&key) {
+        return Err("weir sets this property itself: exactly-once rests on it");
+    }
+    Ok(())
+}
+
 /// How to reach the brokers and which topic to use.
 #[derive(Debug, Clone)]
 pub struct KafkaOptions {
@@ -89,7 +129,8 @@ pub struct KafkaOptions {
     pub timeout: Duration,
     /// librdkafka properties set before weir's own (security, TLS, SASL,
     /// compression). Those exactness rests on (`transactional.id`,
-    /// `enable.idempotence`, `acks`, `isolation.level`) are weir's.
+    /// `enable.idempotence`, `acks`, `isolation.level`, ...) are weir's:
+    /// [`check_property`] refuses them.
     pub properties: Vec<(String, String)>,
 }
 

@@ -57,6 +57,17 @@ pub enum ConfigError {
         /// What it must be.
         reason: &'static str,
     },
+    /// An entry of a table key (a Kafka client property) that the key
+    /// does not accept.
+    #[error("`{key}` ({flag}): {entry:?}: {reason}", flag = flag_name(key))]
+    InvalidEntry {
+        /// The table's full dotted key.
+        key: &'static str,
+        /// The entry's name.
+        entry: String,
+        /// Why it is refused.
+        reason: &'static str,
+    },
     /// A device filter pattern that does not parse.
     #[error("`{key}` ({flag})", flag = flag_name(key))]
     Filter {
@@ -89,6 +100,7 @@ impl ConfigError {
             ConfigError::UnknownKey { key } => Some(key),
             ConfigError::WrongType { key, .. }
             | ConfigError::Invalid { key, .. }
+            | ConfigError::InvalidEntry { key, .. }
             | ConfigError::Filter { key, .. }
             | ConfigError::Missing { key } => Some(key),
             _ => None,
@@ -97,8 +109,12 @@ impl ConfigError {
 }
 
 /// The `weir run` flag that sets a dotted key: `--SECTION-KEY`, with `_`
-/// as `-` (`mounts.budget_percent` → `--mounts-budget-percent`).
+/// as `-` (`mounts.budget_percent` → `--mounts-budget-percent`); a table
+/// key's flag sets one entry, and is named in the singular.
 pub fn flag_name(key: &str) -> String {
+    if key == "ship.kafka_properties" {
+        return "--ship-kafka-property".to_owned();
+    }
     let mut flag = String::with_capacity(key.len() + 2);
     flag.push_str("--");
     flag.extend(
@@ -119,6 +135,7 @@ mod tests {
             "--mounts-budget-percent"
         );
         assert_eq!(flag_name("state_dir"), "--state-dir");
+        assert_eq!(flag_name("ship.kafka_properties"), "--ship-kafka-property");
         let e = ConfigError::Invalid {
             key: "log.flush_ms",
             reason: "must be above 0",

@@ -22,6 +22,7 @@ mod read;
 mod render;
 mod validate;
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::Serialize;
@@ -222,6 +223,9 @@ pub struct ShipConfig {
     pub replicas: u64,
     /// How long a record waits for others to share its batch, ms.
     pub linger_ms: u64,
+    /// librdkafka properties of the Kafka client (`security.protocol`,
+    /// `ssl.ca.location`, `sasl.*`, ...), by name: `[ship.kafka_properties]`.
+    pub kafka_properties: BTreeMap<String, String>,
 }
 
 impl Default for ShipConfig {
@@ -237,6 +241,7 @@ impl Default for ShipConfig {
             mask: String::new(),
             replicas: 1,
             linger_ms: 50,
+            kafka_properties: BTreeMap::new(),
         }
     }
 }

@@ -65,6 +65,8 @@ pub struct ConfigOverrides {
     pub ship_replicas: Option<u64>,
     /// `ship.linger_ms`.
     pub ship_linger_ms: Option<u64>,
+    /// Keys of `ship.kafka_properties`, each set over the file's.
+    pub ship_kafka_properties: Vec<(String, String)>,
     /// `log.flush_ms`.
     pub log_flush_ms: Option<u64>,
     /// `log.sync_ms`.
@@ -137,6 +139,7 @@ impl Config {
         set(&mut h.mask, o.ship_mask);
         set(&mut h.replicas, o.ship_replicas);
         set(&mut h.linger_ms, o.ship_linger_ms);
+        h.kafka_properties.extend(o.ship_kafka_properties);
         let l = &mut self.log;
         set(&mut l.flush_ms, o.log_flush_ms);
         set(&mut l.sync_ms, o.log_sync_ms);

@@ -25,6 +25,7 @@ const STRING: &str = "a string";
 const STRINGS: &str = "an array of strings";
 const PATHS: &str = "an array of paths (strings)";
 const TABLE: &str = "a table";
+const STRING_TABLE: &str = "a table of strings";
 
 impl Config {
     /// Reads a configuration file over the defaults. Keys it lacks keep
@@ -138,6 +139,10 @@ impl Config {
             set(&mut h.mask, s.take("ship.mask", STRING)?);
             set(&mut h.replicas, s.take("ship.replicas", UINT)?);
             set(&mut h.linger_ms, s.take("ship.linger_ms", UINT)?);
+            set(
+                &mut h.kafka_properties,
+                s.take("ship.kafka_properties", STRING_TABLE)?,
+            );
             s.finish()?;
         }
         if let Some(mut s) = root.section("log")? {

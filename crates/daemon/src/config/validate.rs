@@ -220,6 +220,15 @@ impl Config {
             10_000,
             "must be between 1 and 10000",
         )?;
+        for name in h.kafka_properties.keys() {
+            if let Err(reason) = weir_ship::kafka::check_property(name) {
+                return Err(ConfigError::InvalidEntry {
+                    key: "ship.kafka_properties",
+                    entry: name.clone(),
+                    reason,
+                });
+            }
+        }
         within(
             "ship.linger_ms",
             h.linger_ms,

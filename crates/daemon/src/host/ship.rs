@@ -79,6 +79,11 @@ fn sink(config: &ShipConfig) -> Option<Sink> {
     kafka.topic.clone_from(&config.topic);
     kafka.replicas = i32::try_from(replicas).unwrap_or(i32::MAX);
     kafka.partitions = i32::try_from(config.partitions).unwrap_or(i32::MAX);
+    kafka.properties = config
+        .kafka_properties
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
     Some(kafka.into())
 }
 

@@ -112,6 +112,11 @@ pub(crate) struct RunArgs {
     /// costs the broker an fsync) [default: 50].
     #[arg(long, value_name = "MS", help_heading = "Shipping")]
     pub(crate) ship_linger_ms: Option<u64>,
+    /// A librdkafka property of the Kafka client (security.protocol,
+    /// ssl.ca.location, sasl.*, ...); repeatable; each is set over the
+    /// file's [ship.kafka_properties].
+    #[arg(long, value_name = "KEY=VALUE", value_parser = super::ship::parse_property, help_heading = "Shipping")]
+    pub(crate) ship_kafka_property: Vec<(String, String)>,
 
     /// Appended records reach the OS within this many ms [default: 10].
     #[arg(long, value_name = "MS", help_heading = "Log")]

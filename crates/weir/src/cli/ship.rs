@@ -6,12 +6,18 @@ use weir_log::TypeMask;
 
 use super::log::parse_mask;
 
-/// Where the broker is: NATS or Kafka, one of them.
+/// Where the broker is: NATS or Kafka, one of them. (A struct-level
+/// group would take in every field, so that `--kafka` could not go with
+/// `--topic` or `--kafka-property`: the choice is on the two fields.)
 #[derive(Debug, Args)]
-#[group(id = "sink", required = true, multiple = false, args = ["nats", "kafka"])]
 pub(crate) struct BrokerArgs {
     /// NATS server URLs, comma-separated (nats://host:4222).
-    #[arg(long, value_name = "URL")]
+    #[arg(
+        long,
+        value_name = "URL",
+        required_unless_present = "kafka",
+        conflicts_with = "kafka"
+    )]
     pub(crate) nats: Option<String>,
 
     /// Kafka bootstrap brokers, comma-separated (host:9092).
@@ -44,10 +50,13 @@ pub(crate) struct BrokerArgs {
     pub(crate) kafka_properties: Vec<(String, String)>,
 }
 
-/// `KEY=VALUE`, both non-empty.
-fn parse_property(text: &str) -> Result<(String, String), String> {
+/// `KEY=VALUE`, both non-empty, and a key weir does not set itself.
+pub(crate) fn parse_property(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
-        Some((k, v)) if !k.is_empty() && !v.is_empty() => Ok((k.to_owned(), v.to_owned())),
+        Some((k, v)) if !k.is_empty() && !v.is_empty() => {
+            weir_ship::kafka::check_property(k).map_err(|why| format!("{k}: {why}"))?;
+            Ok((k.to_owned(), v.to_owned()))
+        }
         _ => Err(format!("{text:?} is not KEY=VALUE")),
     }
 }

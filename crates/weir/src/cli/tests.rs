@@ -275,3 +275,53 @@ fn parses_the_daemons_fs_flags() {
     };
     assert!(r.fs_watch.is_empty() && r.fs_mtime_interval_ms.is_none());
 }
+
+#[test]
+fn a_broker_is_named_once_with_the_options_of_its_kind() {
+    let parse = |args: &[&str]| Cli::try_parse_from(["weir"].iter().chain(args));
+    let cli = parse(&[
+        "ship",
+        "--kafka",
+        "k:9093",
+        "--topic",
+        "fleet",
+        "--kafka-property",
+        "security.protocol=ssl",
+        "--partitions",
+        "3",
+    ])
+    .unwrap();
+    let Command::Ship(s) = cli.command else {
+        panic!("not ship: {:?}", cli.command);
+    };
+    assert_eq!(s.broker.kafka.as_deref(), Some("k:9093"));
+    assert_eq!(s.broker.topic, "fleet");
+    assert_eq!(
+        s.broker.kafka_properties,
+        [("security.protocol".to_owned(), "ssl".to_owned())]
+    );
+    let cli = parse(&["fleet", "tail", "--nats", "nats://n", "--stream", "F"]).unwrap();
+    let Command::Fleet(FleetArgs {
+        command: FleetCommand::Tail(t),
+    }) = cli.command
+    else {
+        panic!("not fleet tail: {:?}", cli.command);
+    };
+    assert_eq!(
+        (t.broker.nats.as_deref(), t.broker.stream.as_str()),
+        (Some("nats://n"), "F")
+    );
+    assert!(parse(&["fleet", "status", "--kafka", "k", "--topic", "t"]).is_ok());
+    // One broker, exactly, and only its own kind's options.
+    for bad in [
+        &["fleet", "status"][..],
+        &["fleet", "status", "--nats", "n", "--kafka", "k"],
+        &["fleet", "status", "--nats", "n", "--topic", "t"],
+        &["fleet", "status", "--kafka", "k", "--stream", "S"],
+        &["ship", "--nats", "n", "--kafka-property", "a=b"],
+        &["ship", "--kafka", "k", "--kafka-property", "acks=1"],
+        &["ship", "--kafka", "k", "--kafka-property", "novalue"],
+    ] {
+        assert!(parse(bad).is_err(), "{bad:?}");
+    }
+}

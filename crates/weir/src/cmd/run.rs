@@ -75,6 +75,7 @@ fn overrides(a: &RunArgs, state_dir: Option<PathBuf>, socket: Option<PathBuf>) -
     o.ship_mask = a.ship_mask.clone();
     o.ship_replicas = a.ship_replicas;
     o.ship_linger_ms = a.ship_linger_ms;
+    o.ship_kafka_properties.clone_from(&a.ship_kafka_property);
     o.log_flush_ms = a.log_flush_ms;
     o.log_sync_ms = a.log_sync_ms;
     o.log_segment_mib = a.log_segment_mib;
