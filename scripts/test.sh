@@ -21,6 +21,11 @@ command -v systemd-socket-activate >/dev/null || need+=(systemd)
 command -v ip >/dev/null || need+=(iproute2)
 command -v java >/dev/null || need+=(default-jre-headless)
 command -v mvn >/dev/null || need+=(maven)
+# The Kafka client's TLS links the system's OpenSSL; the TLS tests make
+# their certificates with its command.
+command -v pkg-config >/dev/null || need+=(pkg-config)
+pkg-config --exists openssl 2>/dev/null || need+=(libssl-dev)
+command -v openssl >/dev/null || need+=(openssl)
 if ((${#need[@]})); then
   if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
     echo "test.sh: installing ${need[*]}"

@@ -2,7 +2,7 @@
 //! in order, through shipper aborts mid-transaction and broker crashes;
 //! the host's position as Kafka's own tools see it; a second shipper of
 //! the same host fenced; a topic that cannot hold the records refused;
-//! and the fleet read back.
+//! TLS; a network cut; and the fleet read back.
 
 mod support;
 
@@ -15,8 +15,11 @@ use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{Headers, Message};
 use rdkafka::{Offset, TopicPartitionList};
+use support::NetNs;
 use support::kafka::KafkaBroker;
-use support::records::{Lcg, append, appender, assert_exact, kept_log, rt, ship, until_acked};
+use support::records::{
+    Lcg, append, appender, assert_exact, cut_three_times, kept_log, rt, ship, until_acked,
+};
 use weir_log::{Log, TypeMask};
 use weir_ship::Error;
 use weir_ship::fleet::{self, HostGlob, TailOptions};
@@ -145,6 +148,73 @@ fn ships_every_record_once_with_its_position_and_the_fleet_reads_back() {
         header(weir_ship::kafka::TYPE_HEADER),
         Some(first.record.kind.to_string())
     );
+}
+
+/// TLS, set through the client's properties: records shipped to the TLS
+/// listener, verified against the broker's certificate, arrive exactly;
+/// a client that does not trust that certificate gets nowhere.
+#[test]
+fn ships_over_tls_and_a_client_without_the_certificate_is_refused() {
+    let Some(broker) = KafkaBroker::start_tls() else {
+        return;
+    };
+    let mut o = opts(&broker.tls_brokers());
+    o.properties = vec![
+        ("security.protocol".into(), "ssl".into()),
+        ("ssl.ca.location".into(), broker.ca().display().to_string()),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let log = kept_log(dir.path());
+    append(&log, 1000);
+    rt().block_on(async {
+        let (stop, task, stats) = ship(&log, o.clone(), "tls-1");
+        until_acked(&stats, 1000, Duration::from_secs(60)).await;
+        stop.send(true).unwrap();
+        task.await.unwrap().unwrap();
+        assert_exact(&topic_records(&o, "tls-1").await, &log, "tls-1");
+
+        // The system's certificates do not include the test's own.
+        let mut untrusting = o.clone();
+        untrusting.properties.truncate(1);
+        untrusting.timeout = Duration::from_secs(3);
+        let refused = Kafka::connect(&untrusting).await;
+        assert!(refused.is_err(), "connected without trusting the broker");
+        // Nor does plaintext reach the TLS listener.
+        let mut plain = o.clone();
+        plain.properties.clear();
+        plain.timeout = Duration::from_secs(3);
+        assert!(Kafka::connect(&plain).await.is_err());
+    });
+}
+
+/// The broker in a network namespace of the test's own, its link downed
+/// three times while records flow: packets vanish with no reset, so the
+/// shipper learns of each cut from a timeout, mid-transaction or between
+/// two. It backs off, reconnects (fencing its own transaction left open)
+/// once the link is back, and the topic ends exact.
+#[test]
+fn a_network_cut_and_restored_loses_and_repeats_nothing() {
+    let Some(net) = NetNs::new() else {
+        return;
+    };
+    let Some(broker) = KafkaBroker::start_in(&net.inner_addr(), net.holder_pid()) else {
+        return;
+    };
+    let o = opts(&broker.brokers());
+    let dir = tempfile::tempdir().unwrap();
+    let log = kept_log(dir.path());
+    let host = "cut-off";
+    append(&log, 2000);
+    rt().block_on(async {
+        let (stop, task, stats) = ship(&log, o.clone(), host);
+        until_acked(&stats, 2000, Duration::from_secs(60)).await;
+        // Long enough for the step in flight to time out (5 s).
+        cut_three_times(&net, &log, &stats, Duration::from_secs(30)).await;
+        stop.send(true).unwrap();
+        task.await.unwrap().unwrap();
+        assert_eq!(log.last_index(), 22_000);
+        assert_exact(&topic_records(&o, host).await, &log, host);
+    });
 }
 
 #[test]

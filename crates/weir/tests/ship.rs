@@ -336,3 +336,71 @@ fn daemon_ships_through_a_crash(server: &mut dyn Crashable, sink: &str, url: &st
     assert!(logged.len() >= 10_000);
     assert_shipped_as_logged(&shipped, logged, HOST);
 }
+
+/// `weir run --ship-kafka-property` reaches a broker over TLS, and `weir
+/// fleet tail --kafka-property` reads the records back the same way.
+#[test]
+fn the_daemon_ships_to_kafka_over_tls() {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("skipping: the daemon's socket group needs root");
+        return;
+    }
+    let Some(broker) = broker::kafka::KafkaBroker::start_tls() else {
+        return;
+    };
+    let brokers = broker.tls_brokers();
+    let ca = format!("ssl.ca.location={}", broker.ca().display());
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let socket = dir.path().join("weir.sock");
+    let daemon = Daemon::start(
+        &state,
+        &socket,
+        &[
+            "--mounts-enabled",
+            "false",
+            "--devices-enabled",
+            "false",
+            "--ship-kafka",
+            &brokers,
+            "--ship-kafka-property",
+            "security.protocol=ssl",
+            "--ship-kafka-property",
+            &ca,
+            "--ship-host",
+            HOST,
+        ],
+    );
+    write_with(daemon_child::weir(&socket, &[]), 1, 500);
+    wait_ship(&socket, "shipping over TLS", |h, l| {
+        h["state"] == "shipping" && h["acked_index"] == l["last_index"]
+    });
+    daemon.stop();
+
+    let tail = |props: &[&str]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_weir"));
+        c.args(["fleet", "tail", "--json", "--kafka", &brokers]);
+        for p in props {
+            c.args(["--kafka-property", p]);
+        }
+        c.output().unwrap()
+    };
+    let fleet = tail(&["security.protocol=ssl", &ca]);
+    assert!(fleet.status.success(), "{fleet:?}");
+    let shipped = json_lines(&fleet.stdout);
+    let names: Vec<&str> = shipped
+        .iter()
+        .filter(|r| r["type"] == "CREAT")
+        .filter_map(|r| r["name"].as_str())
+        .collect();
+    let want: Vec<String> = (1..=500).map(|i| format!("file-{i}")).collect();
+    assert_eq!(names, want);
+    assert!(shipped.iter().all(|r| r["host"] == HOST));
+    // A property weir sets itself is refused before anything runs.
+    let owned = tail(&["enable.idempotence=false"]);
+    assert_eq!(owned.status.code(), Some(2), "{owned:?}");
+    assert!(
+        String::from_utf8_lossy(&owned.stderr).contains("weir sets this property itself"),
+        "{owned:?}"
+    );
+}

@@ -1,5 +1,9 @@
 //! A real Apache Kafka for the tests: one process in KRaft mode (broker
-//! and controller), on loopback, in a temporary directory.
+//! and controller), on loopback, in a temporary directory; with
+//! [`KafkaBroker::start_tls`], a TLS listener beside the plaintext one,
+//! its certificate made by `openssl` for the test alone; with
+//! [`KafkaBroker::start_in`], in a network namespace whose link the test
+//! can cut.
 //!
 //! The jars are `$WEIR_KAFKA_LIB` (a directory of them), else the test
 //! script's cache (`~/.cache/weir/kafka-4.4.0/lib`, which it fills from
@@ -15,8 +19,14 @@ use std::time::{Duration, Instant};
 pub struct KafkaBroker {
     lib: PathBuf,
     dir: tempfile::TempDir,
+    /// The address it listens on: loopback, or its network namespace's.
+    host: String,
+    /// The pid whose network namespace it runs in, if not the test's.
+    netns: Option<u32>,
     port: u16,
     controller: u16,
+    /// The TLS listener's port, if it has one.
+    tls: Option<u16>,
     child: Option<Child>,
 }
 
@@ -40,6 +50,23 @@ impl KafkaBroker {
     /// A new broker with empty storage, or `None` (after saying why)
     /// without Kafka's jars or Java.
     pub fn start() -> Option<KafkaBroker> {
+        KafkaBroker::start_with(false, None)
+    }
+
+    /// A new broker in the network namespace of process `netns`, on its
+    /// address `host` (as a `NetNs` of the tests gives them).
+    pub fn start_in(host: &str, netns: u32) -> Option<KafkaBroker> {
+        KafkaBroker::start_with(false, Some((host, netns)))
+    }
+
+    /// A new broker with a TLS listener too ([`KafkaBroker::tls_brokers`],
+    /// trusting [`KafkaBroker::ca`]), or `None` as [`KafkaBroker::start`]
+    /// gives, or without `openssl` to make its certificate.
+    pub fn start_tls() -> Option<KafkaBroker> {
+        KafkaBroker::start_with(true, None)
+    }
+
+    fn start_with(tls: bool, net: Option<(&str, u32)>) -> Option<KafkaBroker> {
         let cached = || {
             let cache = std::env::var_os("XDG_CACHE_HOME")
                 .map(PathBuf::from)
@@ -69,10 +96,17 @@ impl KafkaBroker {
         let mut k = KafkaBroker {
             lib,
             dir: tempfile::tempdir().unwrap(),
-            port: free_port(),
-            controller: free_port(),
+            // A namespace of the test's own has every port free.
+            host: net.map_or("127.0.0.1", |(h, _)| h).to_owned(),
+            netns: net.map(|(_, pid)| pid),
+            port: net.map_or_else(free_port, |_| 9092),
+            controller: net.map_or_else(free_port, |_| 9093),
+            tls: tls.then(free_port),
             child: None,
         };
+        if tls && !k.make_certificate() {
+            return skip("there is no openssl to make the TLS listener's certificate");
+        }
         k.configure();
         k.format();
         k.restart();
@@ -86,7 +120,47 @@ impl KafkaBroker {
 
     /// The bootstrap address.
     pub fn brokers(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
+        format!("{}:{}", self.host, self.port)
+    }
+
+    /// The TLS listener's bootstrap address.
+    pub fn tls_brokers(&self) -> String {
+        format!("127.0.0.1:{}", self.tls.expect("a broker with TLS"))
+    }
+
+    /// The certificate a client trusts to reach the TLS listener (it is
+    /// self-signed, for 127.0.0.1).
+    pub fn ca(&self) -> PathBuf {
+        self.path("cert.pem")
+    }
+
+    /// A self-signed certificate for 127.0.0.1 and its key, in one PEM
+    /// file as Kafka's PEM key store takes them; false without openssl.
+    fn make_certificate(&self) -> bool {
+        let made = Command::new("openssl")
+            .args([
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+            ])
+            .args([
+                "-subj",
+                "/CN=weir-test",
+                "-addext",
+                "subjectAltName=IP:127.0.0.1",
+            ])
+            .arg("-keyout")
+            .arg(self.path("key.pem"))
+            .arg("-out")
+            .arg(self.ca())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        if !made.is_ok_and(|s| s.success()) {
+            return false;
+        }
+        let key = std::fs::read(self.path("key.pem")).unwrap();
+        let cert = std::fs::read(self.ca()).unwrap();
+        std::fs::write(self.path("keystore.pem"), [key, cert].concat()).unwrap();
+        true
     }
 
     fn path(&self, name: &str) -> PathBuf {
@@ -94,9 +168,16 @@ impl KafkaBroker {
     }
 
     /// A `java` with Kafka's jars on its class path and its logs to the
-    /// broker's directory.
+    /// broker's directory, in the broker's network namespace.
     pub fn java(&self) -> Command {
-        let mut c = Command::new("java");
+        let mut c = match self.netns {
+            Some(pid) => {
+                let mut c = Command::new("nsenter");
+                c.args(["-t", &pid.to_string(), "-n", "java"]);
+                c
+            }
+            None => Command::new("java"),
+        };
         c.arg(format!(
             "-Dlog4j2.configurationFile={}",
             self.path("log4j2.properties").display()
@@ -110,17 +191,29 @@ impl KafkaBroker {
     /// One node for everything: every internal topic with one replica,
     /// and no topic made by a client's mere mention of it.
     fn configure(&self) {
-        let (p, c) = (self.port, self.controller);
+        let (h, p, c) = (&self.host, self.port, self.controller);
+        let (ssl, ssl_map, ssl_store) = match self.tls {
+            Some(t) => (
+                format!(",SSL://127.0.0.1:{t}"),
+                ",SSL:SSL",
+                format!(
+                    "listener.name.ssl.ssl.keystore.type=PEM\n\
+                     listener.name.ssl.ssl.keystore.location={}\n",
+                    self.path("keystore.pem").display()
+                ),
+            ),
+            None => (String::new(), "", String::new()),
+        };
         let props = format!(
             "process.roles=broker,controller
 node.id=1
-controller.quorum.bootstrap.servers=127.0.0.1:{c}
-listeners=PLAINTEXT://127.0.0.1:{p},CONTROLLER://127.0.0.1:{c}
-advertised.listeners=PLAINTEXT://127.0.0.1:{p},CONTROLLER://127.0.0.1:{c}
+controller.quorum.bootstrap.servers={h}:{c}
+listeners=PLAINTEXT://{h}:{p},CONTROLLER://{h}:{c}{ssl}
+advertised.listeners=PLAINTEXT://{h}:{p},CONTROLLER://{h}:{c}{ssl}
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
-log.dirs={}
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT{ssl_map}
+{ssl_store}log.dirs={}
 num.partitions=1
 default.replication.factor=1
 auto.create.topics.enable=false
@@ -211,7 +304,7 @@ rootLogger.appenderRef.file.ref = FILE
             let started = log
                 .get(usize::try_from(log_len).unwrap_or(0)..)
                 .is_some_and(|new| String::from_utf8_lossy(new).contains("Kafka Server started"));
-            if started && std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+            if started && std::net::TcpStream::connect((self.host.as_str(), self.port)).is_ok() {
                 return;
             }
             assert!(

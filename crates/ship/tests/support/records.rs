@@ -125,6 +125,41 @@ pub fn appender(log: &Arc<Log>, n: u64) -> std::thread::JoinHandle<()> {
     })
 }
 
+/// Appends 20,000 records while `net`'s link is cut three times, each
+/// time until the shipper notices (its retries grow: the step in flight
+/// timed out, within `notice`), then restored after a moment; returns
+/// once the broker acknowledged the whole log, with no error left.
+pub async fn cut_three_times(
+    net: &super::NetNs,
+    log: &Arc<Log>,
+    stats: &ShipStats,
+    notice: Duration,
+) {
+    let writer = appender(log, 20_000);
+    let mut rng = Lcg(0xc07);
+    for _ in 0..3 {
+        tokio::time::sleep(Duration::from_millis(100 + rng.below(400))).await;
+        let before = stats.report().retries;
+        net.cut();
+        let deadline = Instant::now() + notice;
+        while stats.report().retries == before {
+            assert!(
+                Instant::now() < deadline,
+                "the cut went unnoticed: {:?}",
+                stats.report()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(rng.below(1500))).await;
+        net.restore();
+    }
+    writer.join().unwrap();
+    until_acked(stats, log.last_index(), Duration::from_secs(180)).await;
+    let r = stats.report();
+    assert!(r.retries >= 3, "{r:?}");
+    assert_eq!(r.last_error, None, "{r:?}");
+}
+
 /// A small deterministic generator for the moments of the test's blows.
 pub struct Lcg(pub u64);
 
