@@ -256,8 +256,10 @@ rootLogger.appenderRef.file.ref = FILE
         let cluster = base64_url(&bytes);
         let out = self
             .java()
-            .args(["kafka.tools.StorageTool", "format", "--standalone", "-t"])
-            .arg(&cluster)
+            .args(["kafka.tools.StorageTool", "format", "--standalone"])
+            // One `=` word: an id may start with `-`, which would
+            // otherwise read as an option.
+            .arg(format!("--cluster-id={cluster}"))
             .arg("-c")
             .arg(self.path("server.properties"))
             .output()
