@@ -20,7 +20,8 @@
 //!
 //! It also holds the CPU instructions weir calls directly: `crc32`, for the
 //! CRC of short log frames ([`crc32c`]), and two cache-line hints for the
-//! log's contended append counter ([`cache`]).
+//! log's contended append counter ([`cache`]); and `malloc_trim(3)`, which
+//! gives a burst of freed temporaries back to the kernel ([`heap`]).
 //!
 //! The kernel's answers are decoded by safe code that reads byte slices
 //! (never pointer casts), so the decoders ([`statmount::decode`],
@@ -40,6 +41,7 @@ pub mod crc32c;
 mod error;
 pub mod fanotify;
 pub mod fsmount;
+pub mod heap;
 pub mod inotify;
 pub mod listmount;
 mod mnt_id_req;

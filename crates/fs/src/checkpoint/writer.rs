@@ -16,6 +16,11 @@ use crate::{Error, Result};
 /// Rows a build commits at a time.
 const BUILD_CHUNK: usize = 8192;
 
+/// Entries of a checkpoint after which its freed images and rows are given
+/// back to the kernel: a first copy of a tree is written in slices, but
+/// its temporaries stay in the heap once freed (see `weir_sys::heap`).
+const TRIM_ENTRIES: usize = 1 << 16;
+
 pub(super) struct Writer {
     index: Arc<Index>,
     identity: Vec<u8>,
@@ -23,6 +28,8 @@ pub(super) struct Writer {
     roots: Vec<RootInfo>,
     /// What each root's copy covers, once it holds it whole.
     covered: Vec<Option<u64>>,
+    /// Entries written by each root's checkpoint under way.
+    written: Vec<usize>,
     status: Arc<Mutex<Status>>,
 }
 
@@ -40,12 +47,14 @@ impl Writer {
         status: Arc<Mutex<Status>>,
     ) -> Writer {
         let covered = vec![None; roots.len()];
+        let written = vec![0; roots.len()];
         Writer {
             index: opened.index,
             identity: opened.identity,
             log,
             roots,
             covered,
+            written,
             status,
         }
     }
@@ -59,6 +68,7 @@ impl Writer {
                     self.roots[root].copy = copy.map(|(no, _)| no);
                     self.covered[root] = copy.map(|(_, c)| c);
                     open[root] = None;
+                    self.written[root] = 0;
                     Ok(())
                 }
                 Msg::Part {
@@ -119,6 +129,7 @@ impl Writer {
                 ),
             });
         }
+        self.written[root] += images.iter().map(|i| i.entries.len().max(1)).sum::<usize>();
         match open.as_mut() {
             Some(Open::Build(b)) => {
                 // A build starts from nothing: what was removed was never
@@ -171,6 +182,9 @@ impl Writer {
             }
         }
         self.covered[root] = Some(covered.index());
+        if std::mem::take(&mut self.written[root]) >= TRIM_ENTRIES {
+            weir_sys::heap::trim();
+        }
         self.status_mut(|s| {
             s.commits += 1;
             s.error = None;

@@ -237,6 +237,9 @@ impl Worker {
             }
         }
         if done {
+            // A reading's temporaries (a walk's listings, the tree it was
+            // compared with) are freed now, and are as large as the tree.
+            weir_sys::heap::trim();
             // At once: the thread may sleep long after this, and the end
             // of a reading is what `roots()` callers wait to see.
             self.publish();
@@ -522,6 +525,8 @@ impl Worker {
             }
             root.dirty.clear();
         }
+        // The rescans' listings and the trees compared are freed.
+        weir_sys::heap::trim();
         self.lost = None;
         for w in self.waits.iter_mut().filter(|w| w.round <= covered) {
             w.pending = 0;
