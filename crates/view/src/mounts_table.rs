@@ -152,7 +152,7 @@ impl Column {
         (Column::Parent, "PARENT"),
         (Column::OldId, "OLD_ID"),
         (Column::Target, "TARGET"),
-        (Column::Root, "ROOT"),
+        (Column::Root, "FSROOT"),
         (Column::Source, "SOURCE"),
         (Column::Fstype, "FSTYPE"),
         (Column::Options, "OPTIONS"),
@@ -227,7 +227,7 @@ impl Column {
             Column::OldId => m.old_id.to_string(),
             Column::Target => escape(&m.mount_point),
             Column::Root => escape(&m.root),
-            Column::Source => escape(&m.source),
+            Column::Source => source_cell(m),
             Column::Fstype => escape(&m.fstype_full()),
             Column::Options => escape(&m.options()),
             Column::VfsOptions => m.flags.to_text(),
@@ -248,6 +248,19 @@ impl Column {
     }
 }
 
+/// SOURCE as findmnt shows it: a mount of a directory below the
+/// filesystem's top (a bind mount of a subtree, a btrfs subvolume) has
+/// that directory after its source, in brackets (`/dev/sda2[/@home]`).
+fn source_cell(m: &Mount) -> String {
+    if m.source.is_empty() || *m.root == *b"/" {
+        return escape(&m.source);
+    }
+    format!("{}[{}]", escape(&m.source), escape(&m.root))
+}
+
+/// Names `-o` takes besides the headers: weir's first name of FSROOT.
+const ALIASES: [(&str, Column); 1] = [("ROOT", Column::Root)];
+
 /// The columns `-o` chose, in order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Columns(pub Vec<Column>);
@@ -260,7 +273,12 @@ impl Columns {
         let mut cols = Vec::new();
         for name in s.split(',') {
             let want = name.trim().to_ascii_uppercase().replace('-', "_");
-            let Some((c, _)) = Column::ALL.iter().find(|(_, h)| *h == want) else {
+            let found = Column::ALL
+                .iter()
+                .find(|(_, h)| *h == want)
+                .map(|(c, _)| c)
+                .or_else(|| ALIASES.iter().find(|(a, _)| *a == want).map(|(_, c)| c));
+            let Some(c) = found else {
                 let valid: Vec<&str> = Column::ALL.iter().map(|(_, h)| *h).collect();
                 return Err(Error::UnknownMountColumn {
                     name: name.to_owned(),
@@ -394,6 +412,29 @@ mod tests {
         assert!(df.needs(Source::Usage) && !df.needs(Source::Mount));
         assert!(!Columns::parse("target").unwrap().needs(Source::Usage));
         assert!(Columns::parse("").is_err());
+    }
+
+    #[test]
+    fn a_mount_of_a_subtree_shows_its_root_after_its_source_as_findmnt_does() {
+        let cols = Columns::parse("SOURCE,root,FSROOT").unwrap();
+        assert_eq!(cols.0, [Column::Source, Column::Root, Column::Root]);
+        let mut sub = mount(7, b"/b");
+        sub.root = b"/sub\nx".as_slice().into();
+        let mut nameless = mount(8, b"/c");
+        nameless.root = b"/d".as_slice().into();
+        nameless.source = Box::default();
+        let mounts = [mount(6, b"/a"), sub, nameless];
+        let t = render(&cols, &mounts, &Facts::default(), Style::default());
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "SOURCE          FSROOT    FSROOT",
+                "none            /         /",
+                "none[/sub\\x0ax] /sub\\x0ax /sub\\x0ax",
+                "                /d        /d",
+            ]
+        );
     }
 
     #[test]

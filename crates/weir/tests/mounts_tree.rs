@@ -1,7 +1,8 @@
 //! `weir mounts` against findmnt itself, byte for byte: the tree (findmnt's
 //! default form, `weir mounts --tree`), its ASCII form, and the df columns
 //! (SIZE, AVAIL, USED, USE%, human and `--bytes`), in a private mount
-//! namespace holding a few nested tmpfs of known sizes and, where
+//! namespace holding a few nested tmpfs of known sizes, a bind mount of a
+//! subtree of one and, where
 //! `mkfs.ext4` and `losetup` are here, a loop-mounted ext4.
 //!
 //! Both commands run in the same namespace, one right after the other.
@@ -36,6 +37,9 @@ mkdir "$BASE/a/c"
 mount -t tmpfs -o size=2047k deep "$BASE/a/c"
 mount -t tmpfs -o size=100m side "$BASE/b"
 dd if=/dev/zero of="$BASE/b/fill" bs=1k count=1234 2>/dev/null
+# A bind mount of a subtree: findmnt's SOURCE is `deep[/sub]`.
+mkdir "$BASE/a/c/sub" "$BASE/f"
+mount --bind "$BASE/a/c/sub" "$BASE/f"
 if [ -n "$IMG" ]; then
     DEV=$(losetup -f --show "$IMG")
     trap 'umount "$BASE/e" 2>/dev/null; losetup -d "$DEV"' EXIT
@@ -67,6 +71,7 @@ case_ "--tree -o TARGET,SOURCE,UUID,LABEL" "-o TARGET,SOURCE,UUID,LABEL"
 # The list, for the df columns (findmnt -l lists in mountinfo's order,
 # weir by id: the same order in a namespace this young).
 case_ "-l -o TARGET,SIZE,USED,USE%" "-l -o TARGET,SIZE,USED,USE%"
+case_ "--tree -o TARGET,SOURCE,FSROOT" "-o TARGET,SOURCE,FSROOT"
 echo $n > "$OUT/cases"
 "#;
 

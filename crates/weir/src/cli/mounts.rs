@@ -53,7 +53,7 @@ pub(crate) struct MountsListArgs {
     pub(crate) json: bool,
 
     /// Columns, comma-separated, case-insensitive: ID, PARENT, OLD_ID,
-    /// TARGET, ROOT, SOURCE, FSTYPE, OPTIONS, VFS_OPTIONS, FS_OPTIONS,
+    /// TARGET, FSROOT, SOURCE, FSTYPE, OPTIONS, VFS_OPTIONS, FS_OPTIONS,
     /// PROPAGATION, MAJ:MIN, SIZE, AVAIL, USED, USE%, UUID, LABEL.
     #[arg(
         short = 'o',
