@@ -190,6 +190,21 @@ fn wait_ship(socket: &Path, what: &str, done: impl Fn(&Value, &Value) -> bool) -
     }
 }
 
+/// `weir run` with only its log, shipping as [`HOST`] with `ship` (the
+/// sink's flags).
+fn shipping_daemon(state: &Path, socket: &Path, ship: &[&str]) -> Daemon {
+    let mut args = vec![
+        "--mounts-enabled",
+        "false",
+        "--devices-enabled",
+        "false",
+        "--ship-host",
+        HOST,
+    ];
+    args.extend_from_slice(ship);
+    Daemon::start(state, socket, &args)
+}
+
 /// A broker the daemon test can crash and bring back.
 trait Crashable {
     fn kill(&mut self);
@@ -241,23 +256,8 @@ fn daemon_ships_through_a_crash(server: &mut dyn Crashable, sink: &str, url: &st
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let state = dir.path().join("state");
-    let socket = dir.path().join("weir.sock");
-    let flag = format!("--ship-{sink}");
-    let daemon = Daemon::start(
-        &state,
-        &socket,
-        &[
-            "--mounts-enabled",
-            "false",
-            "--devices-enabled",
-            "false",
-            &flag,
-            url,
-            "--ship-host",
-            HOST,
-        ],
-    );
+    let (state, socket) = (dir.path().join("state"), dir.path().join("weir.sock"));
+    let daemon = shipping_daemon(&state, &socket, &[&format!("--ship-{sink}"), url]);
     write_with(daemon_child::weir(&socket, &[]), 1, 5000);
     // `log write` returns once its records are appended, before the
     // group commit makes them durable; caught up is every appended record
@@ -351,24 +351,17 @@ fn the_daemon_ships_to_kafka_over_tls() {
     let brokers = broker.tls_brokers();
     let ca = format!("ssl.ca.location={}", broker.ca().display());
     let dir = tempfile::tempdir().unwrap();
-    let state = dir.path().join("state");
-    let socket = dir.path().join("weir.sock");
-    let daemon = Daemon::start(
+    let (state, socket) = (dir.path().join("state"), dir.path().join("weir.sock"));
+    let daemon = shipping_daemon(
         &state,
         &socket,
         &[
-            "--mounts-enabled",
-            "false",
-            "--devices-enabled",
-            "false",
             "--ship-kafka",
             &brokers,
             "--ship-kafka-property",
             "security.protocol=ssl",
             "--ship-kafka-property",
             &ca,
-            "--ship-host",
-            HOST,
         ],
     );
     write_with(daemon_child::weir(&socket, &[]), 1, 500);
