@@ -109,18 +109,23 @@ pub enum TreeError {
     Full,
 }
 
-/// When a tree tidies itself: garbage below these is not worth a copy.
+/// When a tree tidies itself (garbage below these is not worth a copy),
+/// and when a directory's children go in the name table.
 #[derive(Clone, Copy, Debug)]
 struct Limits {
     /// Dead arena bytes.
     garbage: usize,
     /// Slots, live and free.
     slots: usize,
+    /// The children a directory has at most before they go in the name
+    /// table (see `index`).
+    list_max: u32,
 }
 
 const LIMITS: Limits = Limits {
     garbage: 64 << 10,
     slots: 4096,
+    list_max: index::LIST_MAX,
 };
 
 /// The root directory's index.
@@ -163,7 +168,7 @@ impl Tree {
 
     fn with_limits(root: ObjectId, limits: Limits) -> Tree {
         let store = Store::new(&root);
-        let mut index = Index::default();
+        let mut index = Index::new(limits.list_max);
         index.add_dir(&store, ROOT);
         Tree {
             root,
@@ -178,7 +183,7 @@ impl Tree {
 
     /// Makes room for `dirs` directories and `files` other entries in all
     /// (a tree about to be loaded whole, its size known), so that loading
-    /// it never grows a table or a slab on the way.
+    /// it never grows a slab or an id table on the way.
     pub(crate) fn reserve(&mut self, dirs: usize, files: usize) {
         let more_dirs = dirs.saturating_sub(self.store.dir_count());
         let more_files = files.saturating_sub(self.store.file_count());
@@ -627,8 +632,7 @@ impl Tree {
 
     /// The list that starts at `first`.
     fn children(&self, first: Ref) -> impl Iterator<Item = Ref> + '_ {
-        let some = |r: Ref| (r != Ref::NONE).then_some(r);
-        std::iter::successors(some(first), move |&r| some(self.store.node(r).next))
+        self.store.children(first)
     }
 
     /// Whether directory `a` is directory `d` or one of its ancestors.
@@ -674,8 +678,10 @@ impl Tree {
         if first != Ref::NONE {
             self.store.node_mut(first).prev = r;
         }
-        self.store.dir_mut(d).child = r;
-        self.index.add_name(&self.store, r);
+        let dir = self.store.dir_mut(d);
+        dir.child = r;
+        dir.grew();
+        self.index.add_name(&mut self.store, r);
     }
 
     /// Takes node `r` out of its directory's list and the name index,
@@ -695,6 +701,7 @@ impl Tree {
         if n.next != Ref::NONE {
             self.store.node_mut(n.next).prev = n.prev;
         }
+        self.store.dir_mut(n.parent).shrank();
     }
 
     /// Removes entry `name` of directory `d`, a directory with everything

@@ -92,14 +92,49 @@ impl Node {
     }
 }
 
-/// A directory's node: the entry, and its first child.
+/// A directory's node: the entry, its first child, and how many children
+/// it has, with a flag for whether the name table holds them (see
+/// `Index`).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct DirNode {
     pub(super) node: Node,
     pub(super) child: Ref,
+    size: u32,
 }
 
-const _: () = assert!(size_of::<Node>() == 32 && size_of::<DirNode>() == 36);
+impl DirNode {
+    /// `size`'s flag: the children are in the name table.
+    const HASHED: u32 = 1 << 31;
+
+    /// How many children it has.
+    pub(super) fn len(&self) -> u32 {
+        self.size & !DirNode::HASHED
+    }
+
+    /// Whether the name table holds its children.
+    pub(super) fn hashed(&self) -> bool {
+        self.size & DirNode::HASHED != 0
+    }
+
+    /// From now on, the name table holds its children.
+    pub(super) fn set_hashed(&mut self) {
+        self.size |= DirNode::HASHED;
+    }
+
+    /// A child was linked in (a slab's bound keeps the count below the
+    /// flag).
+    pub(super) fn grew(&mut self) {
+        self.size += 1;
+    }
+
+    /// A child was unlinked.
+    pub(super) fn shrank(&mut self) {
+        debug_assert!(self.len() > 0);
+        self.size -= 1;
+    }
+}
+
+const _: () = assert!(size_of::<Node>() == 32 && size_of::<DirNode>() == 40);
 
 /// A free slot's kind.
 const FREE: u8 = 0x7f;
@@ -162,6 +197,7 @@ impl Slot for DirNode {
         DirNode {
             node,
             child: Ref::NONE,
+            size: 0,
         }
     }
 }
@@ -281,6 +317,12 @@ impl Store {
 
     pub(super) fn dir_mut(&mut self, d: u32) -> &mut DirNode {
         &mut self.dirs.slots[d as usize]
+    }
+
+    /// The list of siblings that starts at `first`.
+    pub(super) fn children(&self, first: Ref) -> impl Iterator<Item = Ref> + '_ {
+        let some = |r: Ref| (r != Ref::NONE).then_some(r);
+        std::iter::successors(some(first), move |&r| some(self.node(r).next))
     }
 
     pub(super) fn node(&self, r: Ref) -> &Node {

@@ -236,6 +236,74 @@ fn heap_bytes_counts_what_entries_take() {
     assert!((30.0..80.0).contains(&per_entry), "{per_entry} bytes");
 }
 
+/// A directory that outgrows its list has its children put in the name
+/// table, and they stay findable through it as it grows, loses entries to
+/// renames and removals, shrinks below the list's size and goes whole.
+#[test]
+fn a_directory_past_its_list_is_searched_through_the_name_table() {
+    let r = oid(0);
+    let mut t = Tree::new(r.clone());
+    let mut m = reference::Reference::new(r.clone());
+    let n = 3 * index::LIST_MAX;
+    let name = |i: u32| format!("entry {i}").into_bytes();
+    for (p, d) in [(&r, 1), (&r, 2)] {
+        t.insert(p, format!("d{d}").as_bytes(), dir(d)).unwrap();
+        m.insert(p, format!("d{d}").as_bytes(), dir(d)).unwrap();
+    }
+    let hashed = |t: &Tree, d: u32| t.store.dir(t.dir(&oid(d)).unwrap()).hashed();
+    for i in 0..n {
+        let e = if i % 5 == 0 {
+            dir(100 + i)
+        } else {
+            file(100 + i)
+        };
+        t.insert(&oid(1), &name(i), e.clone()).unwrap();
+        m.insert(&oid(1), &name(i), e).unwrap();
+        assert_eq!(hashed(&t, 1), i >= index::LIST_MAX, "after {i}");
+    }
+    assert!(!hashed(&t, 2));
+    let agree = |t: &Tree, m: &reference::Reference| {
+        assert_eq!(t.listing(), m.listing());
+        for d in [1, 2] {
+            for i in 0..n + 1 {
+                assert_eq!(
+                    t.lookup(&oid(d), &name(i)),
+                    m.lookup(&oid(d), &name(i)).cloned()
+                );
+            }
+        }
+    };
+    agree(&t, &m);
+    // Half of them move out to the small directory (which outgrows its
+    // list in turn) and a quarter of those back, under other names.
+    for i in (0..n).step_by(2) {
+        let (a, b) = (name(i), format!("moved {i}").into_bytes());
+        assert_eq!(
+            t.rename(&oid(1), &a, &oid(2), &b),
+            m.rename(&oid(1), &a, &oid(2), &b)
+        );
+    }
+    for i in (0..n).step_by(8) {
+        let (a, b) = (format!("moved {i}").into_bytes(), name(n + i));
+        assert_eq!(
+            t.rename(&oid(2), &a, &oid(1), &b),
+            m.rename(&oid(2), &a, &oid(1), &b)
+        );
+    }
+    assert!(hashed(&t, 2));
+    agree(&t, &m);
+    // Nearly all go: the directory stays hashed, and still answers.
+    for i in 1..n {
+        assert_eq!(t.remove(&oid(1), &name(i)), m.remove(&oid(1), &name(i)));
+    }
+    assert!(hashed(&t, 1));
+    agree(&t, &m);
+    assert_eq!(t.remove(&r, b"d1"), m.remove(&r, b"d1"));
+    assert_eq!(t.remove(&r, b"d2"), m.remove(&r, b"d2"));
+    assert!(t.is_empty());
+    agree(&t, &m);
+}
+
 mod model;
 mod reference;
 mod touched;
@@ -306,11 +374,14 @@ fn a_tree_full_of_id_prefixes_refuses_one_more_and_stays_as_it_was() {
 /// holds, and loading within it allocates nothing more.
 #[test]
 fn a_tree_loaded_into_reserved_room_is_the_same_and_never_grows() {
+    // No more directories and entries in each than a list holds: how
+    // many names the name table will hold is not known ahead.
+    const DIRS: u32 = index::LIST_MAX;
     let r = oid(0);
     let load = |t: &mut Tree| {
-        for d in 1..=50 {
+        for d in 1..=DIRS {
             t.insert(&r, format!("d{d}").as_bytes(), dir(d)).unwrap();
-            for f in 0..40 {
+            for f in 0..index::LIST_MAX {
                 let n = 1000 + d * 100 + f;
                 t.insert(&oid(d), format!("f{f}").as_bytes(), file(n))
                     .unwrap();
@@ -320,13 +391,13 @@ fn a_tree_loaded_into_reserved_room_is_the_same_and_never_grows() {
     let mut plain = Tree::new(r.clone());
     load(&mut plain);
     let mut reserved = Tree::new(r.clone());
-    reserved.reserve(51, 2000);
+    reserved.reserve(DIRS as usize + 1, (DIRS * index::LIST_MAX) as usize);
     let before = reserved.heap_bytes();
     load(&mut reserved);
     assert_eq!(reserved.heap_bytes(), before, "grew while loading");
     assert_eq!(reserved.len(), plain.len());
     let mut p = Vec::new();
-    for d in 1..=50 {
+    for d in 1..=DIRS {
         let a: Vec<_> = plain
             .entries_of(&oid(d))
             .map(|(n, e)| (n.to_vec(), e))
@@ -335,7 +406,7 @@ fn a_tree_loaded_into_reserved_room_is_the_same_and_never_grows() {
             .entries_of(&oid(d))
             .map(|(n, e)| (n.to_vec(), e))
             .collect();
-        assert_eq!(a.len(), 40);
+        assert_eq!(a.len(), index::LIST_MAX as usize);
         assert_eq!(
             a.iter().collect::<std::collections::HashSet<_>>(),
             b.iter().collect()

@@ -1,7 +1,9 @@
 //! The compact tree against the old one, under random sequences of
 //! inserts, removals, renames, exchanges and hard links (ids shared by
 //! several names, ids that are a directory here and a file there), with
-//! its arena compacted and its storage rebuilt as often as they can be.
+//! its arena compacted and its storage rebuilt as often as they can be,
+//! and directories searched through their lists, through the name table,
+//! or the one and then the other.
 
 use proptest::prelude::*;
 
@@ -143,10 +145,15 @@ proptest! {
     fn the_compact_tree_behaves_as_the_old_one(
         ops in proptest::collection::vec(op(), 0..80),
         rebuilds in any::<bool>(),
+        list_max in prop_oneof![Just(0u32), Just(2), Just(index::LIST_MAX)],
     ) {
         // Every bit of garbage compacted at once; and either every free
         // slot rebuilt away or none.
-        let limits = Limits { garbage: 0, slots: if rebuilds { 0 } else { usize::MAX } };
+        let limits = Limits {
+            garbage: 0,
+            slots: if rebuilds { 0 } else { usize::MAX },
+            list_max,
+        };
         let mut t = Tree::with_limits(oid(0), limits);
         let mut m = Reference::new(oid(0));
         for op in &ops {

@@ -69,7 +69,11 @@ proptest! {
         rebuilds in any::<bool>(),
         track_late in any::<bool>(),
     ) {
-        let limits = Limits { garbage: 0, slots: if rebuilds { 0 } else { usize::MAX } };
+        let limits = Limits {
+            garbage: 0,
+            slots: if rebuilds { 0 } else { usize::MAX },
+            list_max: 2,
+        };
         let mut t = Tree::with_limits(oid(0), limits);
         let mut m = Reference::new(oid(0));
         let mut copy = Copy::default();
@@ -151,6 +155,7 @@ fn touches_outlive_a_rebuild() {
     let limits = Limits {
         garbage: 0,
         slots: 0,
+        ..LIMITS
     };
     let mut t = Tree::with_limits(oid(0), limits);
     let mut copy = Copy::default();
