@@ -13,8 +13,10 @@ use crate::id::ObjectId;
 use crate::tree::DirImage;
 use crate::{Error, Result};
 
-/// Rows a build commits at a time.
-const BUILD_CHUNK: usize = 8192;
+/// Rows a build commits at a time: a transaction's pages stay in memory
+/// until it commits, and 2048 rather than 8192 kept the first build of a
+/// 1.1M-entry tree 3 MiB smaller, for about a tenth more of its time.
+const BUILD_CHUNK: usize = 2048;
 
 /// Entries of a checkpoint after which its freed images and rows are given
 /// back to the kernel: a first copy of a tree is written in slices, but
