@@ -25,7 +25,8 @@
 //! transaction of its own.
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::Duration;
 
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, ResourceSpecifier, TopicReplication};
@@ -345,7 +346,14 @@ impl Kafka {
         })?;
         let p = producer.clone();
         let timeout = self.o.timeout;
-        blocking("init transactions", move || p.init_transactions(timeout)).await?;
+        let turn = init_turn(&id).lock_owned().await;
+        blocking("init transactions", move || {
+            let r = p.init_transactions(timeout);
+            drop(p);
+            drop(turn);
+            r
+        })
+        .await?;
         Ok(Session {
             producer,
             meta: Arc::new(meta),
@@ -353,6 +361,31 @@ impl Kafka {
             token: host_token.to_owned(),
         })
     }
+}
+
+/// The turn of one transactional id's `init_transactions` in this
+/// process.
+///
+/// A blocking call cannot be cancelled: a session whose task is aborted
+/// while its producer waits in `init_transactions` (for a broker that is
+/// down, say) leaves the call running. Were it to finish after a newer
+/// session's, it would take the newer epoch and fence that session, the
+/// live one. So a session's init waits until an older one's call of the
+/// same id has returned and its producer is gone.
+fn init_turn(id: &str) -> Arc<tokio::sync::Mutex<()>> {
+    type Turns = Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>;
+    static TURNS: OnceLock<Turns> = OnceLock::new();
+    let mut turns = TURNS
+        .get_or_init(Turns::default)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    turns.retain(|_, t| t.strong_count() > 0);
+    if let Some(t) = turns.get(id).and_then(Weak::upgrade) {
+        return t;
+    }
+    let t = Arc::new(tokio::sync::Mutex::new(()));
+    turns.insert(id.to_owned(), Arc::downgrade(&t));
+    t
 }
 
 impl Kafka {

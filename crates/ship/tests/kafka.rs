@@ -259,6 +259,50 @@ fn aborted_shippers_and_a_crashing_broker_lose_and_repeat_nothing() {
     });
 }
 
+/// A session whose task is aborted while its producer waits in
+/// `init_transactions` leaves that blocking call running: it must not
+/// finish after the next session's and fence it. The link to the broker
+/// is down when the first session starts, so its connection waits for
+/// the kernel's next SYN, seconds after the link is back; the next
+/// session starts as soon as it is.
+#[test]
+fn a_session_aborted_in_its_init_does_not_fence_the_next() {
+    let Some(net) = NetNs::new() else {
+        return;
+    };
+    let Some(broker) = KafkaBroker::start_in(&net.inner_addr(), net.holder_pid()) else {
+        return;
+    };
+    let mut o = opts(&broker.brokers());
+    o.timeout = Duration::from_secs(15);
+    let dir = tempfile::tempdir().unwrap();
+    let log = kept_log(dir.path());
+    let host = "abandoned";
+    append(&log, 1000);
+    rt().block_on(async {
+        let (k, _) = Kafka::connect(&o).await.unwrap();
+        net.cut();
+        let early = k.clone();
+        let task = tokio::spawn(async move { early.session(host).await.map(drop) });
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        task.abort();
+        let _ = task.await;
+        // SYNs go at 0, 1 and 3 s: the next is at 7 s.
+        tokio::time::sleep(Duration::from_millis(3500)).await;
+        net.restore();
+        let (stop, task, stats) = ship(&log, o.clone(), host);
+        until_acked(&stats, 1000, Duration::from_secs(60)).await;
+        // Past the abandoned call's timeout, a fenced shipper learns it
+        // at its next transaction.
+        tokio::time::sleep(Duration::from_secs(16)).await;
+        append(&log, 1000);
+        until_acked(&stats, 2000, Duration::from_secs(60)).await;
+        stop.send(true).unwrap();
+        task.await.unwrap().unwrap();
+        assert_exact(&topic_records(&o, host).await, &log, host);
+    });
+}
+
 #[test]
 fn a_second_shipper_of_a_host_fences_the_first_and_unfit_topics_are_refused() {
     let Some(broker) = KafkaBroker::start() else {
