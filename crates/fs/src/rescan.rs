@@ -109,6 +109,55 @@ pub(crate) fn rescan_counted(
     content: Option<(i64, u32)>,
     checked: &(dyn Fn(u64) + Sync),
 ) -> Result<Rescan, weir_sys::Error> {
+    let looked = look_counted(root, known, root_id, fsid, times, content, checked)?;
+    Ok(looked.apply_to(known))
+}
+
+/// What a rescan's look at the live tree found, before it is applied to
+/// the tree as last logged.
+///
+/// The look needs only the tree's directories and their times, so a
+/// restart can look while the copy's files still load: what it found
+/// stands for the loaded tree as long as the log's tail, replayed over
+/// the copy, changed no directory (the look then had the very
+/// directories, entries and times a look at the loaded tree would have).
+#[derive(Debug)]
+pub(crate) struct Looked {
+    stats: RescanStats,
+    listings: Vec<Listing>,
+    read: Vec<ObjectId>,
+    changed: Vec<Changed>,
+}
+
+impl Looked {
+    /// What it counted.
+    pub(crate) fn stats(&self) -> RescanStats {
+        self.stats
+    }
+
+    /// The rescan of `known`: what was found applied to it.
+    pub(crate) fn apply_to(self, known: &Tree) -> Rescan {
+        let (live, scope) = apply(known, &self.listings);
+        Rescan {
+            live,
+            stats: self.stats,
+            read: self.read,
+            scope,
+            changed: self.changed,
+        }
+    }
+}
+
+/// The look of [`rescan_counted`], not yet applied to `known`.
+pub(crate) fn look_counted(
+    root: BorrowedFd<'_>,
+    known: &Tree,
+    root_id: &ObjectId,
+    fsid: [u32; 2],
+    times: &(dyn Fn(&ObjectId) -> Option<DirTimes> + Sync),
+    content: Option<(i64, u32)>,
+    checked: &(dyn Fn(u64) + Sync),
+) -> Result<Looked, weir_sys::Error> {
     let mnt = rustix::fs::statx(
         root,
         c"",
@@ -133,13 +182,10 @@ pub(crate) fn rescan_counted(
         read,
         changed,
     } = scan::scan(&ask, scan::threads())?;
-    let listings: Vec<Listing> = listings.into_iter().map(|(_, l)| l).collect();
-    let (live, scope) = apply(known, &listings);
-    Ok(Rescan {
-        live,
+    Ok(Looked {
         stats,
+        listings: listings.into_iter().map(|(_, l)| l).collect(),
         read,
-        scope,
         changed,
     })
 }

@@ -33,6 +33,8 @@ pub(crate) enum Load {
 }
 
 /// Root `path`'s tree from the copy, if it holds at most `budget` entries.
+/// `dirs_read` is shown the tree once its directories (with their times)
+/// are in, before the other entries load.
 pub(crate) fn load(
     opened: &Opened,
     log: &Log,
@@ -40,8 +42,9 @@ pub(crate) fn load(
     id: &ObjectId,
     budget: Option<u64>,
     progress: &ProgressCell,
+    dirs_read: &mut dyn FnMut(&Tree),
 ) -> Load {
-    match try_load(opened, log, path, id, budget, progress) {
+    match try_load(opened, log, path, id, budget, progress, dirs_read) {
         Ok(Some(l)) => Load::Yes(Box::new(l)),
         Ok(None) => Load::Later,
         Err(why) => {
@@ -69,6 +72,7 @@ fn read_tree(
     id: &ObjectId,
     entries: u64,
     progress: &ProgressCell,
+    dirs_read: &mut dyn FnMut(&Tree),
 ) -> Result<Tree, &'static str> {
     const DIRS: &str = "a directory cannot be read";
     const ENTRIES: &str = "a directory's entries cannot be read";
@@ -109,6 +113,7 @@ fn read_tree(
             queue.push_back(sub);
         }
     }
+    dirs_read(&tree);
     let mut bad = None;
     let mut loaded = dirs as u64;
     snap.for_each_entry(no, |e| {
@@ -144,6 +149,7 @@ fn try_load(
     id: &ObjectId,
     budget: Option<u64>,
     progress: &ProgressCell,
+    dirs_read: &mut dyn FnMut(&Tree),
 ) -> Result<Option<Loaded>, &'static str> {
     let snap = opened.index.snapshot().map_err(|_| "it cannot be read")?;
     let root = snap
@@ -163,7 +169,7 @@ fn try_load(
         return Ok(None);
     }
     progress.begin(Phase::Loading, Some(root.entries));
-    let tree = read_tree(&snap, root.no, id, root.entries, progress)?;
+    let tree = read_tree(&snap, root.no, id, root.entries, progress, dirs_read)?;
     if tree.len() as u64 != root.entries {
         return Err("its entries do not make a tree");
     }

@@ -460,4 +460,66 @@ mod tests {
             assert!(one.stats.read >= least, "{:?}: {:?}", content, one.stats);
         }
     }
+
+    /// A look from the tree's directories alone (what a restart has before
+    /// the copy's files load) finds what a look from the whole tree finds,
+    /// and applied to the whole tree gives the live tree.
+    #[test]
+    fn a_look_from_the_directories_alone_finds_what_the_whole_tree_gives() {
+        if !rustix::process::geteuid().is_root() {
+            eprintln!("skipped: opening directories by handle needs CAP_DAC_READ_SEARCH (root)");
+            return;
+        }
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = tmp.path();
+        for a in 0..4 {
+            for b in 0..4 {
+                let d = root.join(format!("a{a}/b{b}"));
+                std::fs::create_dir_all(&d).expect("mkdir");
+                for f in 0..3 {
+                    std::fs::write(d.join(format!("f{f}")), b"").expect("create");
+                }
+            }
+        }
+        let (known, _) = read_tree(root).expect("walk");
+        let mut dirs = known.clone();
+        let files: Vec<(ObjectId, Box<[u8]>)> = known
+            .links_top_down()
+            .into_iter()
+            .filter(|(_, _, e, _)| !e.kind.is_dir())
+            .map(|(d, n, _, _)| (d, n))
+            .collect();
+        assert_eq!(files.len(), 4 * 4 * 3);
+        for (d, n) in &files {
+            dirs.remove(d, n).expect("a file of the tree");
+        }
+        assert_eq!(dirs.len(), 4 + 4 * 4);
+        std::fs::write(root.join("a1/b3/new"), b"").expect("create");
+        std::fs::remove_file(root.join("a2/b0/f2")).expect("unlink");
+        std::fs::rename(root.join("a3/b1/f0"), root.join("a0/b0/f9")).expect("rename");
+        std::fs::rename(root.join("a3/b2"), root.join("a0/moved")).expect("rename");
+        std::fs::create_dir(root.join("a1/b1/deeper")).expect("mkdir");
+        std::fs::write(root.join("a1/b1/deeper/x"), b"").expect("create");
+        let (now, _) = read_tree(root).expect("walk the live tree");
+        let fd = rustix::fs::open(
+            root,
+            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY,
+            rustix::fs::Mode::empty(),
+        )
+        .expect("open");
+        let fsid = weir_sys::statfs::fsid(fd.as_fd()).expect("fsid");
+        let root_id = known.root().clone();
+        let look = |t: &Tree| {
+            let times = |d: &ObjectId| t.dir_times(d);
+            super::super::look_counted(fd.as_fd(), t, &root_id, fsid, &times, None, &|_| {})
+                .expect("look")
+        };
+        let (from_dirs, from_all) = (look(&dirs), look(&known));
+        assert_eq!(from_dirs.stats(), from_all.stats());
+        assert!(from_dirs.stats().read >= 7, "{:?}", from_dirs.stats());
+        let (a, b) = (from_dirs.apply_to(&known), from_all.apply_to(&known));
+        assert_eq!(names(&a.live), names(&now));
+        assert_eq!(names(&b.live), names(&now));
+        assert_eq!(a.scope, b.scope);
+    }
 }

@@ -19,7 +19,7 @@ use super::sink::Sink;
 use crate::change::How;
 use crate::checkpoint::{self, Load, Loaded, Opened};
 use crate::replay::View;
-use crate::rescan::{Rescan, RescanStats};
+use crate::rescan::{Looked, Rescan, RescanStats, look_counted};
 use crate::walk::Walk;
 use crate::{Error, Result};
 
@@ -95,15 +95,19 @@ impl Root {
         {
             let budget = quick.then_some(QUICK_ENTRIES);
             let t = Instant::now();
-            let loaded = checkpoint::load(c, &log, &self.path, &self.id, budget, &self.progress);
-            tracing::debug!(root = %self.path.display(), seconds = t.elapsed().as_secs_f64(), "loaded from the persistent copy");
+            let look = !f.content;
+            let (loaded, early) = self.load_looking(c, &log, budget, look);
+            tracing::debug!(root = %self.path.display(), seconds = t.elapsed().as_secs_f64(), early = early.is_some(), "loaded from the persistent copy");
+            let Some(f) = self.first.as_mut() else {
+                return Ok(true);
+            };
             match loaded {
                 Load::Later => return Ok(false),
                 Load::No => f.copy_tried = true,
                 Load::Yes(l) => {
                     f.copy_tried = true;
                     let (started, content) = (f.started, f.content);
-                    let restarted = self.restart_from(l, &log, sink, content);
+                    let restarted = self.restart_from(l, &log, sink, content, early);
                     if !matches!(restarted, Ok(false)) {
                         self.progress.end();
                     }
@@ -187,17 +191,62 @@ impl Root {
         Ok(true)
     }
 
+    /// The copy's tree; with `look`, a look at the live tree made on a
+    /// thread of its own from the copy's directories as soon as they are
+    /// in, while the other entries load (the two take about as long). The
+    /// look is `None` when it failed or the load did not reach it.
+    fn load_looking(
+        &self,
+        c: &Opened,
+        log: &weir_log::Log,
+        budget: Option<u64>,
+        look: bool,
+    ) -> (Load, Option<Looked>) {
+        let (mount, root_id, fsid) = (self.probe.mount(), &self.id, self.fsid);
+        std::thread::scope(|s| {
+            let mut early = None;
+            let mut dirs_read = |dirs: &crate::Tree| {
+                if !look {
+                    return;
+                }
+                let dirs = dirs.clone();
+                let looking = move || {
+                    let times = |d: &crate::ObjectId| dirs.dir_times(d);
+                    look_counted(mount, &dirs, root_id, fsid, &times, None, &|_| {}).ok()
+                };
+                early = std::thread::Builder::new()
+                    .name("weir-fs-look".into())
+                    .spawn_scoped(s, looking)
+                    .ok();
+            };
+            let loaded = checkpoint::load(
+                c,
+                log,
+                &self.path,
+                &self.id,
+                budget,
+                &self.progress,
+                &mut dirs_read,
+            );
+            let early = early.and_then(|h| h.join().ok().flatten());
+            (loaded, early)
+        })
+    }
+
     /// Starts from the copy's tree `l`: the log's records after it
     /// replayed, then a rescan (only the directories whose times moved are
     /// read) compared with it; `false` when the log's records do not
     /// follow from it (the root was watched afresh since), and the walk
-    /// must decide.
+    /// must decide. `early` is a look at the live tree made from the
+    /// copy's directories: it stands for the rescan when the records
+    /// replayed changed no directory.
     fn restart_from(
         &mut self,
         l: Box<Loaded>,
         log: &weir_log::Log,
         sink: &mut Sink,
         content: bool,
+        early: Option<Looked>,
     ) -> Result<bool> {
         let Loaded {
             mut tree,
@@ -222,13 +271,24 @@ impl Root {
             false => None,
         };
         let known = &v.tree;
+        // Touches are kept from the load on: none means the tail changed
+        // no directory's entries, nor so its times.
+        let early = early.filter(|_| !content && known.touched_dirs() == 0);
         let Rescan {
             live,
             stats,
             read,
             scope,
             changed,
-        } = self.counted_rescan(known, &|d| known.dir_times(d), horizon)?;
+        } = match early {
+            Some(looked) => {
+                let checked = looked.stats().checked;
+                self.progress.begin(Phase::Rescanning, Some(checked));
+                self.progress.set(checked);
+                looked.apply_to(known)
+            }
+            None => self.counted_rescan(known, &|d| known.dir_times(d), horizon)?,
+        };
         let rescan_s = t.elapsed().as_secs_f64();
         let changed = super::content::known_changed(changed, known, &live);
         self.tree = v.tree;
