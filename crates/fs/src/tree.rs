@@ -210,15 +210,41 @@ impl Tree {
 
     /// From now on, keeps which directories change and which are removed
     /// (for [`Tree::take_touched`]); with `all`, every directory counts as
-    /// touched at first, so that the first take is the whole tree.
+    /// touched at first, so that the first take is the whole tree. Without
+    /// it the tree is the persistent copy's, times included: a directory
+    /// without times is one the copy holds without them.
     pub fn track_touches(&mut self, all: bool) {
         let mut t = Touched::default();
-        for d in (0..self.store.dir_slots()).filter(|_| all) {
-            if self.store.is_live_dir(d) {
+        for d in 0..self.store.dir_slots() {
+            if !self.store.is_live_dir(d) {
+                continue;
+            }
+            if all {
                 t.mark(d);
+            } else if self.times.get(d).is_none() {
+                t.mark_untimed(d);
             }
         }
         self.touched = Some(t);
+    }
+
+    /// Counts every directory that the copy holds without times (taken
+    /// while they were forgotten) as touched: a stop, about to take times
+    /// for the touched directories, then takes them for these too, and a
+    /// restart need not read them. Returns how many it added.
+    pub fn touch_untimed(&mut self) -> usize {
+        let Some(t) = self.touched.as_mut() else {
+            return 0;
+        };
+        let untimed: Vec<u32> = t.untimed().collect();
+        let before = t.count();
+        for d in untimed {
+            if self.store.is_live_dir(d) {
+                t.mark(d);
+                self.times.take(d);
+            }
+        }
+        t.count() - before
     }
 
     /// Counts directory `dir` as touched (when touches are tracked), its
@@ -263,6 +289,7 @@ impl Tree {
                 continue;
             }
             let image = self.image(d);
+            t.taken_with_times(d, image.times.is_some());
             self.times.take(d);
             entries += image.entries.len().max(1);
             out.push(image);
@@ -722,7 +749,7 @@ impl Tree {
                 self.index.remove_dir(&self.store, r.index());
                 self.times.take(r.index());
                 if let Some(t) = self.touched.as_mut() {
-                    t.clear(r.index());
+                    t.free(r.index());
                     t.removed
                         .push(self.store.id(&self.store.dir(r.index()).node));
                 }
@@ -754,6 +781,12 @@ impl Tree {
                         let id = self.store.id(&self.store.dir(d).node);
                         if let Some(nd) = t.dir(&id) {
                             new.mark(nd);
+                        }
+                    }
+                    for d in old.untimed() {
+                        let id = self.store.id(&self.store.dir(d).node);
+                        if let Some(nd) = t.dir(&id) {
+                            new.mark_untimed(nd);
                         }
                     }
                     new.removed = old.removed;

@@ -310,10 +310,11 @@ impl Worker {
         keep
     }
 
-    /// Gives every touched directory its times now, so that the copy
-    /// takes them with it: the last round, after, logs every change they
-    /// show, and a change it applies forgets them again. A restart then
-    /// reads only the directories changed after the stop.
+    /// Gives every touched directory its times now, and every directory
+    /// the copy holds without them, so that the copy takes them with it:
+    /// the last round, after, logs every change they show, and a change it
+    /// applies forgets them again. A restart then reads only the
+    /// directories changed after the stop.
     fn stamp_touched(&mut self) {
         if self.copy.is_none() {
             return;
@@ -323,6 +324,7 @@ impl Worker {
             .iter_mut()
             .filter(|r| r.ended.is_none() && !r.is_reading())
         {
+            root.tree.touch_untimed();
             for id in root.tree.touched_ids() {
                 let times = match crate::rescan::open_dir(root.probe.mount(), &id, &root.id) {
                     Ok(Some(fd)) => crate::walk::times_at(std::os::fd::AsFd::as_fd(&fd))

@@ -184,3 +184,73 @@ fn touches_outlive_a_rebuild() {
     copy.take(&mut t, usize::MAX);
     same(&t, &copy).unwrap();
 }
+
+/// A directory a take found without times (a change forgot them) is
+/// counted as touched again by `touch_untimed`, until a take finds it with
+/// times; through a rebuild too, and a removed one is forgotten.
+#[test]
+fn directories_taken_without_times_are_touched_again_for_a_stop() {
+    let limits = Limits {
+        garbage: 0,
+        slots: 0,
+        ..LIMITS
+    };
+    let mut t = Tree::with_limits(oid(0), limits);
+    let dir = |i| Entry {
+        id: oid(i),
+        kind: Kind::Dir,
+    };
+    for i in 1..=32 {
+        t.insert(&oid(0), format!("d{i}").as_bytes(), dir(i))
+            .unwrap();
+    }
+    let times = DirTimes {
+        mtime: (1, 0),
+        ctime: (1, 0),
+    };
+    for i in 0..=32 {
+        assert!(t.set_dir_times(&oid(i), times));
+    }
+    // As from a copy that holds d1 and d2 without times.
+    let gone = |t: &mut Tree, i: u32| {
+        t.times.take(t.dir(&oid(i)).unwrap());
+    };
+    gone(&mut t, 1);
+    gone(&mut t, 2);
+    t.track_touches(false);
+    let mut copy = Copy::default();
+    assert_eq!(t.touch_untimed(), 2);
+    let mut touched = t.touched_ids();
+    touched.sort();
+    assert_eq!(touched, [oid(1), oid(2)]);
+    // Taken with times (a stop's): no longer untimed.
+    assert!(t.set_dir_times(&oid(1), times));
+    assert!(t.set_dir_times(&oid(2), times));
+    copy.take(&mut t, usize::MAX);
+    assert_eq!(t.touch_untimed(), 0);
+    // A change forgets d3's times; a checkpoint takes it without them.
+    let f = Entry {
+        id: oid(100),
+        kind: Kind::File,
+    };
+    t.insert(&oid(3), b"f", f).unwrap();
+    copy.take(&mut t, usize::MAX);
+    assert_eq!(t.touched_dirs(), 0);
+    // d4 taken without times too, then removed: forgotten.
+    t.touch_dir(&oid(4));
+    copy.take(&mut t, usize::MAX);
+    t.remove(&oid(0), b"d4").unwrap();
+    copy.take(&mut t, usize::MAX);
+    // Most slots freed: a rebuild carries d3 over by id.
+    for i in 5..=32 {
+        t.remove(&oid(0), format!("d{i}").as_bytes()).unwrap();
+    }
+    let (live, slots) = t.store.occupancy();
+    assert!(slots < 32, "not rebuilt: {live} live of {slots} slots");
+    copy.take(&mut t, usize::MAX);
+    // The root was taken without times as well (its entries changed).
+    assert_eq!(t.touch_untimed(), 2);
+    let mut touched = t.touched_ids();
+    touched.sort();
+    assert_eq!(touched, [oid(0), oid(3)]);
+}
