@@ -598,7 +598,13 @@ impl Tree {
             })
             .collect();
         found.sort_unstable();
-        let mut out = Vec::new();
+        // Made to size: grown by doubling, a scope of big directories
+        // would copy it several times into fresh pages.
+        let total = found
+            .iter()
+            .map(|&(_, d)| self.store.dir(d).len() as usize)
+            .sum();
+        let mut out = Vec::with_capacity(total);
         let mut names = Vec::new();
         for (depth, d) in found {
             let dir = self.store.dir(d);
