@@ -95,22 +95,7 @@ pub fn rescan_with(
     times: &(dyn Fn(&ObjectId) -> Option<DirTimes> + Sync),
     content: Option<(i64, u32)>,
 ) -> Result<Rescan, weir_sys::Error> {
-    rescan_counted(root, known, root_id, fsid, times, content, &|_| {})
-}
-
-/// As [`rescan_with`], telling `checked` how many directories it has
-/// looked at as it goes.
-pub(crate) fn rescan_counted(
-    root: BorrowedFd<'_>,
-    known: &Tree,
-    root_id: &ObjectId,
-    fsid: [u32; 2],
-    times: &(dyn Fn(&ObjectId) -> Option<DirTimes> + Sync),
-    content: Option<(i64, u32)>,
-    checked: &(dyn Fn(u64) + Sync),
-) -> Result<Rescan, weir_sys::Error> {
-    let looked = look_counted(root, known, root_id, fsid, times, content, checked)?;
-    Ok(looked.apply_to(known))
+    look_counted(root, known, root_id, fsid, times, content, &|_| {}).map(|l| l.apply_to(known))
 }
 
 /// What a rescan's look at the live tree found, before it is applied to
@@ -148,7 +133,8 @@ impl Looked {
     }
 }
 
-/// The look of [`rescan_counted`], not yet applied to `known`.
+/// The look of [`rescan_with`], not yet applied to `known`, telling
+/// `checked` how many directories it has looked at as it goes.
 pub(crate) fn look_counted(
     root: BorrowedFd<'_>,
     known: &Tree,

@@ -362,6 +362,42 @@ mod tests {
         out
     }
 
+    /// A temporary tree of `a` directories of `b` directories of `f`
+    /// files each.
+    fn grid(a: usize, b: usize, f: usize) -> tempfile::TempDir {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        for a in 0..a {
+            for b in 0..b {
+                let d = tmp.path().join(format!("a{a}/b{b}"));
+                std::fs::create_dir_all(&d).expect("mkdir");
+                for f in 0..f {
+                    std::fs::write(d.join(format!("f{f}")), b"").expect("create");
+                }
+            }
+        }
+        tmp
+    }
+
+    /// The root open, its fsid and its mount's unique id.
+    fn open_root(root: &std::path::Path) -> (std::os::fd::OwnedFd, [u32; 2], u64) {
+        let fd = rustix::fs::open(
+            root,
+            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY,
+            rustix::fs::Mode::empty(),
+        )
+        .expect("open");
+        let fsid = weir_sys::statfs::fsid(fd.as_fd()).expect("fsid");
+        let mnt = rustix::fs::statx(
+            &fd,
+            c"",
+            rustix::fs::AtFlags::EMPTY_PATH,
+            rustix::fs::StatxFlags::from_bits_retain(weir_sys::statx::STATX_MNT_ID_UNIQUE),
+        )
+        .expect("statx")
+        .stx_mnt_id;
+        (fd, fsid, mnt)
+    }
+
     fn sorted(mut f: Found) -> Found {
         f.listings.sort_by(|a, b| (a.1).0.cmp(&(b.1).0));
         for (_, (_, l)) in &mut f.listings {
@@ -382,17 +418,8 @@ mod tests {
             eprintln!("skipped: opening directories by handle needs CAP_DAC_READ_SEARCH (root)");
             return;
         }
-        let tmp = tempfile::tempdir().expect("tempdir");
+        let tmp = grid(6, 8, 5);
         let root = tmp.path();
-        for a in 0..6 {
-            for b in 0..8 {
-                let d = root.join(format!("a{a}/b{b}"));
-                std::fs::create_dir_all(&d).expect("mkdir");
-                for f in 0..5 {
-                    std::fs::write(d.join(format!("f{f}")), b"").expect("create");
-                }
-            }
-        }
         let (known, _) = read_tree(root).expect("walk");
         std::fs::write(root.join("a1/b3/new"), b"").expect("create");
         std::fs::remove_file(root.join("a4/b0/f2")).expect("unlink");
@@ -408,21 +435,7 @@ mod tests {
             std::fs::write(root.join(format!("a3/new{n}/in/g")), b"").expect("create");
         }
         let (now, _) = read_tree(root).expect("walk the live tree");
-        let fd = rustix::fs::open(
-            root,
-            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY,
-            rustix::fs::Mode::empty(),
-        )
-        .expect("open");
-        let fsid = weir_sys::statfs::fsid(fd.as_fd()).expect("fsid");
-        let mnt = rustix::fs::statx(
-            &fd,
-            c"",
-            rustix::fs::AtFlags::EMPTY_PATH,
-            rustix::fs::StatxFlags::from_bits_retain(weir_sys::statx::STATX_MNT_ID_UNIQUE),
-        )
-        .expect("statx")
-        .stx_mnt_id;
+        let (fd, fsid, mnt) = open_root(root);
         let root_id = known.root().clone();
         for content in [None, Some((0, 0))] {
             let times = |d: &ObjectId| known.dir_times(d);
@@ -470,17 +483,8 @@ mod tests {
             eprintln!("skipped: opening directories by handle needs CAP_DAC_READ_SEARCH (root)");
             return;
         }
-        let tmp = tempfile::tempdir().expect("tempdir");
+        let tmp = grid(4, 4, 3);
         let root = tmp.path();
-        for a in 0..4 {
-            for b in 0..4 {
-                let d = root.join(format!("a{a}/b{b}"));
-                std::fs::create_dir_all(&d).expect("mkdir");
-                for f in 0..3 {
-                    std::fs::write(d.join(format!("f{f}")), b"").expect("create");
-                }
-            }
-        }
         let (known, _) = read_tree(root).expect("walk");
         let mut dirs = known.clone();
         let files: Vec<(ObjectId, Box<[u8]>)> = known
@@ -501,13 +505,7 @@ mod tests {
         std::fs::create_dir(root.join("a1/b1/deeper")).expect("mkdir");
         std::fs::write(root.join("a1/b1/deeper/x"), b"").expect("create");
         let (now, _) = read_tree(root).expect("walk the live tree");
-        let fd = rustix::fs::open(
-            root,
-            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY,
-            rustix::fs::Mode::empty(),
-        )
-        .expect("open");
-        let fsid = weir_sys::statfs::fsid(fd.as_fd()).expect("fsid");
+        let (fd, fsid, _) = open_root(root);
         let root_id = known.root().clone();
         let look = |t: &Tree| {
             let times = |d: &ObjectId| t.dir_times(d);

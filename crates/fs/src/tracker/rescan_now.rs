@@ -16,7 +16,7 @@ use super::progress::Phase;
 use crate::Result;
 use crate::change::How;
 use crate::checkpoint::CopyTimes;
-use crate::rescan::{Rescan, RescanStats, rescan_counted};
+use crate::rescan::{Rescan, RescanStats, look_counted};
 
 use super::root::Root;
 use super::sink::Sink;
@@ -70,7 +70,7 @@ impl Root {
         Ok(Rescanned { index, ..done })
     }
 
-    /// A rescan of the tree over `known` (see [`rescan_counted`]), its
+    /// A rescan of the tree over `known` (see [`look_counted`]), its
     /// directories counted in the root's progress as it goes.
     pub(crate) fn counted_rescan(
         &self,
@@ -80,7 +80,7 @@ impl Root {
     ) -> Result<Rescan> {
         let p = &self.progress;
         p.begin(Phase::Rescanning, Some(known.dir_count() as u64));
-        let r = rescan_counted(
+        let r = look_counted(
             self.probe.mount(),
             known,
             &self.id,
@@ -89,7 +89,7 @@ impl Root {
             content,
             &|n| p.set(n),
         );
-        r.map_err(|e| {
+        r.map(|l| l.apply_to(known)).map_err(|e| {
             p.end();
             self.read_error(e)
         })
