@@ -259,56 +259,6 @@ fn aborted_shippers_and_a_crashing_broker_lose_and_repeat_nothing() {
     });
 }
 
-/// The codecs of the data batches (not the transactions' markers) in
-/// Kafka segment files, read from their headers as the broker wrote
-/// them: format v2, the batch's length at byte 8 (after its offset), its
-/// attributes at byte 21, the codec in their low three bits and the
-/// control flag in bit 5.
-fn batch_codecs(segments: &[std::path::PathBuf]) -> Vec<u16> {
-    let mut codecs = Vec::new();
-    for f in segments {
-        let b = std::fs::read(f).unwrap();
-        let mut at = 0;
-        while at + 23 <= b.len() {
-            let len = u32::from_be_bytes(b[at + 8..at + 12].try_into().unwrap()) as usize;
-            if len == 0 {
-                break;
-            }
-            assert_eq!(b[at + 16], 2, "{}: a batch of format v2", f.display());
-            let attributes = u16::from_be_bytes([b[at + 21], b[at + 22]]);
-            if attributes & 0x20 == 0 {
-                codecs.push(attributes & 0x7);
-            }
-            at += 12 + len;
-        }
-    }
-    codecs
-}
-
-/// Batches compressed with zstd (`compression.type`, a client property)
-/// arrive exactly, and the broker holds them as zstd batches (codec 4).
-#[test]
-fn ships_zstd_batches() {
-    let Some(broker) = KafkaBroker::start() else {
-        return;
-    };
-    let mut o = opts(&broker.brokers());
-    o.properties = vec![("compression.type".into(), "zstd".into())];
-    let dir = tempfile::tempdir().unwrap();
-    let log = kept_log(dir.path());
-    append(&log, 3000);
-    rt().block_on(async {
-        let (stop, task, stats) = ship(&log, o.clone(), "zstd-1");
-        until_acked(&stats, 3000, Duration::from_secs(60)).await;
-        stop.send(true).unwrap();
-        task.await.unwrap().unwrap();
-        assert_exact(&topic_records(&o, "zstd-1").await, &log, "zstd-1");
-    });
-    let codecs = batch_codecs(&broker.segments(&o.topic));
-    assert!(!codecs.is_empty());
-    assert!(codecs.iter().all(|&c| c == 4), "{codecs:?}");
-}
-
 /// A session whose task is aborted while its producer waits in
 /// `init_transactions` leaves that blocking call running: it must not
 /// finish after the next session's and fence it. The link to the broker

@@ -163,28 +163,6 @@ impl KafkaBroker {
         true
     }
 
-    /// The broker's segment files of `topic`, all its partitions'.
-    pub fn segments(&self, topic: &str) -> Vec<PathBuf> {
-        let mut out = Vec::new();
-        for d in std::fs::read_dir(self.path("data")).unwrap() {
-            let d = d.unwrap().path();
-            let name = d.file_name().unwrap().to_string_lossy().into_owned();
-            let Some((t, p)) = name.rsplit_once('-') else {
-                continue;
-            };
-            if t != topic || p.parse::<u32>().is_err() {
-                continue;
-            }
-            for f in std::fs::read_dir(&d).unwrap() {
-                let f = f.unwrap().path();
-                if f.extension().is_some_and(|e| e == "log") {
-                    out.push(f);
-                }
-            }
-        }
-        out
-    }
-
     fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
