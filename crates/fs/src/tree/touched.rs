@@ -13,7 +13,10 @@
 //! times: it was taken while they were forgotten (a change applied since
 //! they were last taken). Until a stop takes times again for it, every
 //! restart would read it; so the stop counts it as touched too.
+//!
+//! The tree's methods that keep touches and take them are here as well.
 
+use super::{DirImage, NIL, Tree};
 use crate::id::ObjectId;
 
 /// A set of directory slots.
@@ -120,5 +123,129 @@ impl Touched {
     /// Every slot the copy holds without times, in order.
     pub(super) fn untimed(&self) -> impl Iterator<Item = u32> + '_ {
         self.untimed.iter()
+    }
+}
+
+/// A tree's touches: what a persistent copy takes from it.
+impl Tree {
+    /// From now on, keeps which directories change and which are removed
+    /// (for [`Tree::take_touched`]); with `all`, every directory counts as
+    /// touched at first, so that the first take is the whole tree. Without
+    /// it the tree is the persistent copy's, times included: a directory
+    /// without times is one the copy holds without them.
+    pub fn track_touches(&mut self, all: bool) {
+        let mut t = Touched::default();
+        for d in 0..self.store.dir_slots() {
+            if !self.store.is_live_dir(d) {
+                continue;
+            }
+            if all {
+                t.mark(d);
+            } else if self.times.get(d).is_none() {
+                t.mark_untimed(d);
+            }
+        }
+        self.touched = Some(t);
+    }
+
+    /// Counts every directory that the copy holds without times (taken
+    /// while they were forgotten) as touched: a stop, about to take times
+    /// for the touched directories, then takes them for these too, and a
+    /// restart need not read them. Returns how many it added.
+    pub fn touch_untimed(&mut self) -> usize {
+        let Some(t) = self.touched.as_mut() else {
+            return 0;
+        };
+        let untimed: Vec<u32> = t.untimed().collect();
+        let before = t.count();
+        for d in untimed {
+            if self.store.is_live_dir(d) {
+                t.mark(d);
+                self.times.take(d);
+            }
+        }
+        t.count() - before
+    }
+
+    /// Counts directory `dir` as touched (when touches are tracked), its
+    /// times forgotten: the next checkpoint takes it, and a stop its times.
+    pub fn touch_dir(&mut self, dir: &ObjectId) {
+        if let (Some(d), Some(t)) = (self.dir(dir), self.touched.as_mut()) {
+            t.mark(d);
+            self.times.take(d);
+        }
+    }
+
+    /// The ids of the directories touched and not yet taken.
+    pub fn touched_ids(&self) -> Vec<ObjectId> {
+        self.touched.as_ref().map_or_else(Vec::new, |t| {
+            t.slots()
+                .filter(|&d| self.store.is_live_dir(d))
+                .map(|d| self.store.id(&self.store.dir(d).node))
+                .collect()
+        })
+    }
+
+    /// Directories touched and not yet taken.
+    pub fn touched_dirs(&self) -> usize {
+        self.touched.as_ref().map_or(0, Touched::count)
+    }
+
+    /// Appends to `out` the images of touched directories, until they hold
+    /// `max_entries` entries (at least one directory when any is touched),
+    /// and counts them as taken; returns how many it took.
+    pub fn take_touched(&mut self, max_entries: usize, out: &mut Vec<DirImage>) -> usize {
+        let Some(mut t) = self.touched.take() else {
+            return 0;
+        };
+        let (mut dirs, mut entries) = (0, 0);
+        let mut at = 0;
+        while entries < max_entries.max(1)
+            && let Some(d) = t.next_from(at)
+        {
+            at = d + 1;
+            t.clear(d);
+            if !self.store.is_live_dir(d) {
+                continue;
+            }
+            let image = self.image(d);
+            t.taken_with_times(d, image.times.is_some());
+            self.times.take(d);
+            entries += image.entries.len().max(1);
+            out.push(image);
+            dirs += 1;
+        }
+        self.touched = Some(t);
+        dirs
+    }
+
+    /// The directories removed since this was last called (some perhaps
+    /// never taken), when touches are tracked.
+    pub fn take_removed(&mut self) -> Vec<ObjectId> {
+        self.touched
+            .as_mut()
+            .map_or_else(Vec::new, |t| std::mem::take(&mut t.removed))
+    }
+
+    pub(super) fn image(&self, d: u32) -> DirImage {
+        let dir = self.store.dir(d);
+        let location = (dir.node.parent != NIL).then(|| {
+            let parent = self.store.id(&self.store.dir(dir.node.parent).node);
+            (parent, Box::from(self.store.name(&dir.node)))
+        });
+        DirImage {
+            id: self.store.id(&dir.node),
+            times: self.times.get(d),
+            location,
+            entries: self
+                .children(dir.child)
+                .map(|r| {
+                    (
+                        Box::from(self.store.name(self.store.node(r))),
+                        self.store.entry(r),
+                    )
+                })
+                .collect(),
+        }
     }
 }
